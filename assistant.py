@@ -1,0 +1,340 @@
+"""The Memora application: one learner's stores, the model and the turn lifecycle.
+
+``Memora.chat`` runs seed 000's turn (section 九), extended by seeds 001/003::
+
+    memory.add_user_message(text)
+    retrieve_relevant_memories(query)          # hybrid, time-aware (retrieval.py)
+    memory.add_token_usage(embedding tokens)
+    build_background_messages(profile, memories, digest, hint, knowledge)
+    memory.prepare_context(background_messages=...)
+    Responses API call, streamed
+    memory.finish_turn(reply, context_messages, usage)
+    session saved; memory extraction queued (background worker)
+
+A failure anywhere before ``finish_turn`` (model error, budget refusal, Ctrl-C)
+calls ``memory.rollback_last_user_message()``: the conversation, the session
+file and the memories are exactly as before the turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Callable
+
+from chroma_backend import ChromaConnection
+from config import Settings
+from context_builder import DIGEST_SECTIONS, Background, build_background_messages, build_user_digest
+from embeddings import Embedder, make_embedder
+from errors import EmbeddingError, LimitError, MemoraError, ModelNotConfigured
+from extraction import ExtractionJob, ExtractionOutcome, ExtractionWorker, Extractor
+from knowledge import KnowledgeBase
+from llm import ModelClient, ReplyResult
+from long_term_memory import LongTermMemoryStore
+from memory import ContextBudget, ConversationMemory, PreparedContext
+from proactive import pick_follow_up
+from prompts import SYSTEM_PROMPT
+from proposals import ProfileProposal, ProposalStore
+from records import MemorySearchResult
+from retrieval import retrieve_relevant_memories
+from session import PendingExtraction, SessionState, SessionStore
+from storage import ensure_private_dir
+from timeutil import Clock, system_clock
+from tokens import TokenCounter
+from user_profile import UserProfileStore
+
+log = logging.getLogger("memora")
+
+MAX_MESSAGE_CHARS = 8000
+MEMORIES_PER_TURN = 5
+
+
+class TurnCancelled(MemoraError):
+    """Ctrl-C during a reply: the turn was rolled back."""
+
+
+@dataclass
+class TurnResult:
+    reply: ReplyResult
+    prepared: PreparedContext
+    memories: list[MemorySearchResult]
+    notes: list[str] = field(default_factory=list)
+
+
+class Memora:
+    """Everything one learner's session needs, wired together."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Clock = system_clock,
+        http_client=None,
+        embedder: Embedder | None = None,
+        connection: ChromaConnection | None = None,
+        notify: Callable[[str], None] = print,
+        new_session: bool = False,
+        start_worker: bool = True,
+    ):
+        self.settings = settings
+        self.paths = settings.paths
+        self.clock = clock
+        self._notify = notify
+        self._lock = threading.RLock()
+        ensure_private_dir(settings.data_dir)
+        ensure_private_dir(self.paths.folder)
+        self.counter = TokenCounter(settings.model, warn=self.notify)
+        self.model = ModelClient(settings, http_client=http_client)
+        self.profiles = UserProfileStore(self.paths.profile, notify=self.notify)
+        self.proposals = ProposalStore(self.paths.proposals, notify=self.notify)
+        self.sessions = SessionStore(self.paths.session, notify=self.notify)
+        self.embedder = embedder or make_embedder(
+            settings.effective_embedding_model,
+            client_factory=self.model.openai if settings.chat_configured else None,
+            counter=self.counter.count,
+        )
+        if connection is None:
+            connection = (
+                ChromaConnection(url=settings.chroma_url) if settings.chroma_url else ChromaConnection(settings.db_dir)
+            )
+        self.connection = connection
+        self.store = LongTermMemoryStore(
+            settings.db_dir,
+            embedding_function=self.embedder,
+            user_id=settings.user,
+            connection=connection,
+            memory_cap=settings.memory_cap,
+            clock=clock,
+            recency_half_life_days=settings.recency_half_life_days,
+        )
+        if self.store.mismatch:
+            self.notify(
+                f"Your memories were embedded with {self.store.mismatch} but Memora is set to "
+                f"{self.embedder.name}; memory search is off until you type 'reindex'."
+            )
+        self.knowledge = KnowledgeBase(settings.knowledge_dir, connection, self.embedder)
+        self.memory = ConversationMemory(
+            counter=self.counter,
+            instructions=SYSTEM_PROMPT,
+            budget=ContextBudget(
+                total=settings.token_budget,
+                recent=settings.recent_tokens,
+                summary=settings.summary_tokens,
+                background=settings.background_tokens,
+            ),
+            summarizer=self.model.summarize,
+        )
+        self.last_prepared: PreparedContext | None = None
+        self.last_memories: list[MemorySearchResult] = []
+        self.extraction_error: str | None = None
+        self.extraction_failures = 0
+        self.memory_full_noticed = False
+        self.embedding_failure_noticed = False
+        self.awaiting: ProfileProposal | None = None
+        self._pending_jobs: list[PendingExtraction] = []
+        state = SessionState() if new_session else self.sessions.load()
+        if new_session:
+            previous = self.sessions.load()
+            state.usage = previous.usage
+            state.pending_extractions = previous.pending_extractions
+        self.memory.load_state(state.model_dump(mode="json"))
+        self._pending_jobs = list(state.pending_extractions)
+        self.worker: ExtractionWorker | None = None
+        if start_worker:
+            self.worker = ExtractionWorker(
+                Extractor(
+                    model=self.model,
+                    store=self.store,
+                    profiles=self.profiles,
+                    proposals=self.proposals,
+                    on_tokens=lambda n: self._add_usage("extraction", n),
+                ),
+                on_outcome=self._extraction_done,
+                on_failure=self._extraction_failed,
+            )
+            if self.model.configured:
+                for pending in self._pending_jobs:
+                    self.worker.submit(ExtractionJob(pending.text, pending.said_at, pending.job_id))
+        if new_session:
+            self.save_session()
+
+    # -- notices ----------------------------------------------------------------------
+    def notify(self, message: str) -> None:
+        try:
+            self._notify(message)
+        except Exception:  # a broken terminal must not break the worker
+            log.exception("notify failed")
+
+    def _add_usage(self, kind: str, tokens: int) -> None:
+        with self._lock:
+            self.memory.add_token_usage(tokens, kind)
+
+    # -- the turn -----------------------------------------------------------------------
+    def chat(self, text: str, *, on_delta: Callable[[str], None]) -> TurnResult:
+        """One chat turn (see the module docstring). Raises ``MemoraError`` with
+        the conversation unchanged when the turn cannot complete."""
+        text = text.strip()
+        if not text:
+            raise LimitError("Empty message: nothing was sent.")
+        if len(text) > MAX_MESSAGE_CHARS:
+            raise LimitError(f"Your message is {len(text)} characters; the limit is {MAX_MESSAGE_CHARS}. Nothing was sent.")
+        if not self.model.configured:
+            raise ModelNotConfigured(
+                "No model is configured: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server "
+                "(see README, 'Configuration'). Commands still work."
+            )
+        now = self.clock()
+        notes: list[str] = []
+        with self._lock:
+            self.memory.add_user_message(text)
+        try:
+            memories, knowledge_items = self._recall(text, notes)
+            background = build_background_messages(
+                self.profiles.get(),
+                memories,
+                digest=self._digest(),
+                hint=pick_follow_up(self.store.catalog.follow_up_candidates(), now, self.settings.proactive_days),
+                knowledge=knowledge_items,
+                now=now,
+            )
+            with self._lock:
+                prepared = self.memory.prepare_context(background_messages=background)
+            if prepared.summary_failed:
+                notes.append(f"Could not summarise older turns ({prepared.summary_failed}); kept them in full.")
+            reply = self.model.stream_reply(
+                instructions=SYSTEM_PROMPT, messages=prepared.context_messages, on_delta=on_delta
+            )
+        except KeyboardInterrupt:
+            with self._lock:
+                self.memory.rollback_last_user_message()
+            raise TurnCancelled("Reply cancelled; that message was not kept.") from None
+        except BaseException:
+            with self._lock:
+                self.memory.rollback_last_user_message()
+            raise
+        with self._lock:
+            self.memory.finish_turn(reply.text, prepared.context_messages, reply.total_tokens)
+            self.memory.last_request = {
+                "sections": prepared.sections,
+                "total": prepared.total_tokens,
+                "budget": prepared.budget,
+                "at": now.isoformat(),
+            }
+            self.last_prepared = prepared
+            self.last_memories = list(prepared.background.memories)
+            job = PendingExtraction(job_id=uuid.uuid4().hex[:8], text=text, said_at=now)
+            self._pending_jobs.append(job)
+        if prepared.background.hint is not None:
+            self.store.mark_followed_up(prepared.background.hint.memory_id, now)
+        self.save_session()
+        if self.worker is not None:
+            self.worker.submit(ExtractionJob(job.text, job.said_at, job.job_id))
+        if reply.incomplete:
+            notes.append(f"(The reply stopped early: {reply.incomplete}. Raise MEMORA_MAX_OUTPUT_TOKENS for longer answers.)")
+        return TurnResult(reply=reply, prepared=prepared, memories=list(prepared.background.memories), notes=notes)
+
+    def _recall(self, text: str, notes: list[str]):
+        """Memories and knowledge notes for ``text``; an embedding failure means none."""
+        if self.store.mismatch:
+            return [], []
+        try:
+            vector = self.store.embed([text])[0]
+            self._add_usage("embeddings", self.store.last_embedding_tokens)
+            memories, _ = retrieve_relevant_memories(
+                self.store, text, n_results=MEMORIES_PER_TURN, vector=vector, now=self.clock()
+            )
+            knowledge_items = self.knowledge.search(vector)
+            return memories, knowledge_items
+        except EmbeddingError as error:
+            if not self.embedding_failure_noticed:
+                self.embedding_failure_noticed = True
+                notes.append(f"Answering without memories this time: {error}")
+            return [], []
+
+    def _digest(self):
+        records = self.store.catalog.digest_candidates([key for key, _ in DIGEST_SECTIONS])
+        return build_user_digest(records, counter=self.counter)
+
+    # -- extraction callbacks (worker thread) -------------------------------------------
+    def _job_finished(self, job: ExtractionJob) -> None:
+        with self._lock:
+            self._pending_jobs = [p for p in self._pending_jobs if p.job_id != job.job_id]
+        self.save_session()
+
+    def _extraction_done(self, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
+        self._job_finished(job)
+        for notice in outcome.notices:
+            if "Memory is full" in notice:
+                if self.memory_full_noticed:
+                    continue
+                self.memory_full_noticed = True
+            self.notify(notice)
+        if outcome.proposals and self.awaiting is None:
+            self.ask_next_proposal()
+
+    def _extraction_failed(self, job: ExtractionJob, reason: str) -> None:
+        with self._lock:
+            self.extraction_failures += 1
+            self.extraction_error = f"{self.clock().strftime('%H:%M')} {reason}"
+        # The job stays in the session file and is retried at the next start.
+
+    def ask_next_proposal(self) -> ProfileProposal | None:
+        proposal = self.proposals.first()
+        self.awaiting = proposal
+        if proposal is not None:
+            self.notify(proposal.question())
+        return proposal
+
+    def answer_proposal(self, accept: bool, proposal_id: str | None = None) -> str:
+        """Apply or discard a pending proposal (the first one unless ``proposal_id``)."""
+        target = proposal_id or (self.awaiting.id if self.awaiting else None)
+        proposal = self.proposals.take(target)
+        self.awaiting = None
+        if proposal is None:
+            return "There is no pending profile change."
+        if accept:
+            return proposal.apply(self.profiles)
+        return f"Okay, I left your profile as it is ({proposal.describe()} discarded)."
+
+    # -- sessions -----------------------------------------------------------------------
+    def save_session(self) -> None:
+        with self._lock:
+            state = self.memory.to_state()
+            session = SessionState(
+                saved_at=self.clock(),
+                messages=state["messages"],
+                summary=state["summary"],
+                usage=state["usage"],
+                last_request=state["last_request"],
+                pending_extractions=list(self._pending_jobs),
+            )
+        try:
+            self.sessions.save(session)
+        except OSError as error:
+            self.notify(f"Could not save the session to {self.paths.session}: {error.strerror}.")
+
+    def reset_session(self) -> None:
+        with self._lock:
+            self.memory.reset()
+            self.last_prepared = None
+        self.save_session()
+
+    def wait_for_extraction(self, timeout: float | None = 30.0) -> bool:
+        return self.worker.wait_idle(timeout) if self.worker else True
+
+    def close(self, timeout: float | None = 10.0) -> bool:
+        """Finish queued extraction (bounded) and save the session."""
+        finished = self.worker.close(timeout) if self.worker else True
+        self.save_session()
+        return finished
+
+    # -- reports ------------------------------------------------------------------------
+    @property
+    def last_background(self) -> Background | None:
+        return self.last_prepared.background if self.last_prepared else None
+
+    def now(self) -> datetime:
+        return self.clock()

@@ -1,0 +1,329 @@
+"""The memory catalog: a per-learner SQLite mirror of the Chroma records, with FTS5.
+
+Chroma holds the canonical records (text, metadata, vectors). The catalog is a
+derived index beside it that answers what a vector store answers badly:
+
+* lexical BM25 search (FTS5 over ``lexical.terms``), for the hybrid retrieval;
+* listing and filtering (``memories``), prefix ids, history chains, the digest
+  and follow-up candidates, without scanning the collection on every turn;
+* a ``generation`` counter bumped by every write, so a process can tell that
+  another process changed the store and refresh its Chroma handles.
+
+It can always be rebuilt from Chroma (``LongTermMemoryStore`` does so when the
+two disagree), so losing it loses nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import threading
+from datetime import date, datetime
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import lexical
+from records import STATUS_CURRENT, MemoryRecord
+from storage import ensure_private_dir
+from text_utils import normalized_key
+from timeutil import parse_date, parse_iso
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS memories (
+    rid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    user_id TEXT NOT NULL,
+    content TEXT NOT NULL,
+    norm_key TEXT NOT NULL,
+    memory_type TEXT NOT NULL,
+    category TEXT NOT NULL,
+    source TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_ts REAL NOT NULL,
+    last_seen_ts REAL,
+    valid_until_ts REAL,
+    superseded_by TEXT,
+    supersedes TEXT,
+    change_reason TEXT,
+    event_date TEXT,
+    followed_up_ts REAL,
+    extra TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS memories_status ON memories (status, memory_type, category, created_ts);
+CREATE INDEX IF NOT EXISTS memories_norm ON memories (norm_key);
+CREATE INDEX IF NOT EXISTS memories_created ON memories (created_ts);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(terms, tokenize = 'unicode61 remove_diacritics 0');
+"""
+
+_COLUMNS = (
+    "id, user_id, content, norm_key, memory_type, category, source, status, created_ts, last_seen_ts, "
+    "valid_until_ts, superseded_by, supersedes, change_reason, event_date, followed_up_ts, extra"
+)
+
+
+def _ts(value: datetime | None) -> float | None:
+    return value.timestamp() if value is not None else None
+
+
+def _dt(value: float | None) -> datetime | None:
+    return datetime.fromtimestamp(value).astimezone() if value is not None else None
+
+
+def _row_values(record: MemoryRecord) -> tuple:
+    return (
+        record.id,
+        record.user_id,
+        record.content,
+        normalized_key(record.content),
+        record.memory_type,
+        record.category,
+        record.source,
+        record.status,
+        record.created_at.timestamp(),
+        _ts(record.last_seen),
+        _ts(record.valid_until),
+        record.superseded_by,
+        record.supersedes,
+        record.change_reason,
+        record.event_date.isoformat() if record.event_date else None,
+        _ts(record.followed_up_at),
+        json.dumps(record.metadata, ensure_ascii=False, sort_keys=True),
+    )
+
+
+def _record(row: sqlite3.Row) -> MemoryRecord:
+    return MemoryRecord(
+        id=row["id"],
+        user_id=row["user_id"],
+        content=row["content"],
+        memory_type=row["memory_type"],
+        category=row["category"],
+        source=row["source"],
+        status=row["status"],
+        created_at=_dt(row["created_ts"]),
+        last_seen=_dt(row["last_seen_ts"]),
+        valid_until=_dt(row["valid_until_ts"]),
+        superseded_by=row["superseded_by"],
+        supersedes=row["supersedes"],
+        change_reason=row["change_reason"],
+        event_date=parse_date(row["event_date"]),
+        followed_up_at=_dt(row["followed_up_ts"]),
+        metadata=json.loads(row["extra"] or "{}"),
+    )
+
+
+class MemoryCatalog:
+    """SQLite catalog of one learner's memories (thread-safe within a process)."""
+
+    def __init__(self, path: Path | str, user_id: str):
+        self.path = Path(path) if str(path) != ":memory:" else path
+        self.user_id = user_id
+        if isinstance(self.path, Path):
+            ensure_private_dir(self.path.parent)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=30000")
+            self._db.executescript(_SCHEMA)
+            if self.get_meta("schema_version") is None:
+                self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                self._db.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- transactions and the generation counter ----------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``; bumps the generation once."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+                self._db.execute(
+                    "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'generation'"
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def generation(self) -> int:
+        return int(self.get_meta("generation") or 0)
+
+    def get_meta(self, key: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        with self.transaction() as db:
+            if value is None:
+                db.execute("DELETE FROM meta WHERE key = ?", (key,))
+            else:
+                db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    # -- writes (call inside ``transaction()``) -------------------------------------
+    def insert(self, db: sqlite3.Connection, records: Iterable[MemoryRecord]) -> None:
+        for record in records:
+            cursor = db.execute(
+                f"INSERT OR REPLACE INTO memories ({_COLUMNS}) VALUES ({', '.join('?' * 17)})",
+                _row_values(record),
+            )
+            rid = cursor.lastrowid
+            db.execute("DELETE FROM memories_fts WHERE rowid = ?", (rid,))
+            if record.status == STATUS_CURRENT:
+                db.execute(
+                    "INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)",
+                    (rid, " ".join(lexical.terms(record.content))),
+                )
+
+    def update(self, db: sqlite3.Connection, record: MemoryRecord) -> None:
+        row = db.execute("SELECT rid FROM memories WHERE id = ?", (record.id,)).fetchone()
+        if row is None:
+            self.insert(db, [record])
+            return
+        db.execute(
+            f"UPDATE memories SET ({_COLUMNS}) = ({', '.join('?' * 17)}) WHERE rid = ?",
+            (*_row_values(record), row["rid"]),
+        )
+        db.execute("DELETE FROM memories_fts WHERE rowid = ?", (row["rid"],))
+        if record.status == STATUS_CURRENT:
+            db.execute(
+                "INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)",
+                (row["rid"], " ".join(lexical.terms(record.content))),
+            )
+
+    def delete(self, db: sqlite3.Connection, ids: Iterable[str]) -> None:
+        for memory_id in ids:
+            row = db.execute("SELECT rid FROM memories WHERE id = ?", (memory_id,)).fetchone()
+            if row is not None:
+                db.execute("DELETE FROM memories_fts WHERE rowid = ?", (row["rid"],))
+                db.execute("DELETE FROM memories WHERE rid = ?", (row["rid"],))
+
+    def clear(self, db: sqlite3.Connection) -> None:
+        db.execute("DELETE FROM memories_fts")
+        db.execute("DELETE FROM memories")
+
+    # -- reads ------------------------------------------------------------------
+    def _query(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    def get(self, memory_id: str) -> MemoryRecord | None:
+        rows = self._query(f"SELECT {_COLUMNS} FROM memories WHERE id = ? AND user_id = ?", (memory_id, self.user_id))
+        return _record(rows[0]) if rows else None
+
+    def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]:
+        ids = list(dict.fromkeys(ids))
+        found: dict[str, MemoryRecord] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self._query(
+                f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND id IN ({', '.join('?' * len(chunk))})",
+                (self.user_id, *chunk),
+            )
+            found.update({row["id"]: _record(row) for row in rows})
+        return found
+
+    def ids_with_prefix(self, prefix: str, limit: int = 5) -> list[str]:
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = self._query(
+            "SELECT id FROM memories WHERE user_id = ? AND id LIKE ? ESCAPE '\\' LIMIT ?",
+            (self.user_id, escaped + "%", limit),
+        )
+        return [row["id"] for row in rows]
+
+    def count(self, *, current_only: bool = True) -> int:
+        if current_only:
+            rows = self._query(
+                "SELECT COUNT(*) FROM memories WHERE user_id = ? AND status = ?", (self.user_id, STATUS_CURRENT)
+            )
+        else:
+            rows = self._query("SELECT COUNT(*) FROM memories WHERE user_id = ?", (self.user_id,))
+        return int(rows[0][0])
+
+    def count_all_users(self) -> int:
+        return int(self._query("SELECT COUNT(*) FROM memories")[0][0])
+
+    def list(
+        self,
+        *,
+        include_superseded: bool = False,
+        memory_type: str | None = None,
+        category: str | None = None,
+        text: str | None = None,
+        limit: int | None = None,
+        newest_first: bool = True,
+    ) -> list[MemoryRecord]:
+        where, params = ["user_id = ?"], [self.user_id]
+        if not include_superseded:
+            where.append("status = ?")
+            params.append(STATUS_CURRENT)
+        if memory_type:
+            where.append("memory_type = ?")
+            params.append(memory_type)
+        if category:
+            where.append("category = ?")
+            params.append(category)
+        if text:
+            where.append("instr(lower(content), lower(?)) > 0")
+            params.append(text)
+        sql = f"SELECT {_COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_ts {'DESC' if newest_first else 'ASC'}, rid"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return [_record(row) for row in self._query(sql, tuple(params))]
+
+    def find_exact(self, content: str) -> MemoryRecord | None:
+        rows = self._query(
+            f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND status = ? AND norm_key = ? LIMIT 1",
+            (self.user_id, STATUS_CURRENT, normalized_key(content)),
+        )
+        return _record(rows[0]) if rows else None
+
+    def lexical_search(self, query_terms: list[str], limit: int) -> list[tuple[str, float]]:
+        """BM25 over current memories: ``[(id, score)]``, best first, score > 0."""
+        expression = lexical.fts_query(query_terms)
+        if not expression:
+            return []
+        rows = self._query(
+            "SELECT m.id AS id, -bm25(memories_fts) AS score FROM memories_fts "
+            "JOIN memories AS m ON m.rid = memories_fts.rowid "
+            "WHERE memories_fts MATCH ? AND m.user_id = ? ORDER BY bm25(memories_fts) LIMIT ?",
+            (expression, self.user_id, limit),
+        )
+        return [(row["id"], float(row["score"])) for row in rows]
+
+    def follow_up_candidates(self, limit: int = 200) -> list[MemoryRecord]:
+        """Current schedule memories not followed up yet, oldest first."""
+        rows = self._query(
+            f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND status = ? AND category = 'schedule' "
+            "AND followed_up_ts IS NULL ORDER BY created_ts LIMIT ?",
+            (self.user_id, STATUS_CURRENT, limit),
+        )
+        return [_record(row) for row in rows]
+
+    def digest_candidates(self, categories: Iterable[str], per_category: int = 12) -> list[MemoryRecord]:
+        """The newest current semantic memories of each category (bounded per category)."""
+        found: list[MemoryRecord] = []
+        for category in categories:
+            rows = self._query(
+                f"SELECT {_COLUMNS} FROM memories WHERE status = ? AND memory_type = 'semantic' AND category = ? "
+                "AND user_id = ? ORDER BY created_ts DESC LIMIT ?",
+                (STATUS_CURRENT, category, self.user_id, per_category),
+            )
+            found.extend(_record(row) for row in rows)
+        return found
+
+    def chain_links(self) -> dict[str, tuple[str | None, str | None]]:
+        rows = self._query("SELECT id, supersedes, superseded_by FROM memories WHERE user_id = ?", (self.user_id,))
+        return {row["id"]: (row["supersedes"], row["superseded_by"]) for row in rows}

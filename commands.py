@@ -1,0 +1,408 @@
+"""Commands, routed before chat: one ``cmd_<name>`` method per command.
+
+The method's docstring is its help: the first line is the usage, the text
+after `` -- `` the description. ``help`` is generated from them, so it cannot
+drift from what exists. A line whose first word names a command is never sent
+to the model and never enters the conversation; to chat with a line that
+starts with a command word, begin it with a backslash (``\\remember when...``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from errors import CommandError, MemoraError
+from records import CATEGORIES, MEMORY_TYPES
+from terminal import Console
+from text_utils import shorten
+from timeutil import time_ago
+from user_profile import CEFR_LEVELS
+
+YES = {"yes", "y", "yeah", "yep", "sure", "ok", "okay", "是", "好", "對", "对"}
+NO = {"no", "n", "nope", "不", "不要", "否"}
+CONFIRM_WORD = "DELETE"
+
+
+class ExitRequested(Exception):
+    """``exit``/``quit`` (the REPL leaves after saving)."""
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    name: str
+    usage: str
+    help: str
+    handler: Callable[[str], None]
+
+
+class CommandRouter:
+    """Finds and runs commands against a ``Memora`` app, printing to a ``Console``."""
+
+    def __init__(self, app, console: Console):
+        self.app = app
+        self.console = console
+        self.specs: dict[str, CommandSpec] = {}
+        for attr, method in inspect.getmembers(self, predicate=inspect.ismethod):
+            if attr.startswith("cmd_"):
+                name = attr[4:]
+                doc = inspect.getdoc(method) or name
+                for line in doc.splitlines():
+                    usage, _, description = line.partition(" -- ")
+                    self.specs.setdefault(name, CommandSpec(name, usage.strip(), description.strip(), method))
+        self.specs["quit"] = self.specs["exit"]
+
+    # -- routing ------------------------------------------------------------------------
+    def is_command(self, line: str) -> bool:
+        word = line.strip().split(maxsplit=1)[0].lower() if line.strip() else ""
+        return word.lstrip("/") in self.specs
+
+    def answers_proposal(self, line: str) -> bool | None:
+        """True/False when ``line`` is a yes/no to the question just asked."""
+        if self.app.awaiting is None:
+            return None
+        word = line.strip().lower().strip(".!。！ ")
+        if word in YES:
+            return True
+        if word in NO:
+            return False
+        return None
+
+    def dispatch(self, line: str) -> bool:
+        """Run ``line`` if it is a command; return False if it is chat."""
+        stripped = line.strip()
+        answer = self.answers_proposal(stripped)
+        if answer is not None:
+            self.console.say(self.app.answer_proposal(answer))
+            self._ask_next_if_any()
+            return True
+        if not self.is_command(stripped):
+            return False
+        word, _, rest = stripped.partition(" ")
+        spec = self.specs[word.lower().lstrip("/")]
+        spec.handler(rest.strip())
+        return True
+
+    def _ask_next_if_any(self) -> None:
+        if self.app.proposals.first() is not None:
+            self.app.ask_next_proposal()
+
+    def usage(self, name: str) -> CommandError:
+        lines = [spec.usage for spec in self._all(name)]
+        return CommandError("Usage: " + " | ".join(lines))
+
+    def _all(self, name: str) -> list[CommandSpec]:
+        method = self.specs[name].handler
+        doc = inspect.getdoc(method) or name
+        return [CommandSpec(name, ln.partition(" -- ")[0].strip(), ln.partition(" -- ")[2].strip(), method) for ln in doc.splitlines()]
+
+    # -- general --------------------------------------------------------------------------
+    def cmd_help(self, args: str) -> None:
+        """help -- Show this list."""
+        rows = []
+        for name in sorted(set(self.specs) - {"quit"}, key=_help_order):
+            for spec in self._all(name):
+                rows.append([spec.usage, spec.help])
+        self.console.table("Commands (anything else is a chat message)", ["command", "what it does"], rows)
+
+    def cmd_exit(self, args: str) -> None:
+        """exit -- Leave Memora (also quit, or Ctrl-D)."""
+        raise ExitRequested
+
+    def cmd_status(self, args: str) -> None:
+        """status -- Model, data locations, memory count, token budget and usage."""
+        from reports import status_rows
+
+        for title, columns, rows in status_rows(self.app):
+            self.console.table(title, columns, rows)
+
+    def cmd_why(self, args: str) -> None:
+        """why -- Show exactly what the last request's background held, with scores and tokens."""
+        from reports import why_report
+
+        for title, columns, rows in why_report(self.app):
+            self.console.table(title, columns, rows)
+
+    def cmd_reset(self, args: str) -> None:
+        """reset -- Start a fresh conversation (profile and memories stay)."""
+        self.app.reset_session()
+        self.console.say("Started a fresh conversation. Your profile and memories are unchanged.")
+
+    # -- profile ----------------------------------------------------------------------------
+    def cmd_profile(self, args: str) -> None:
+        """profile -- Show your profile and any pending change.
+        profile level <A1|A2|B1|B2|C1|C2> -- Set your English level.
+        profile goal <text> -- Add a learning goal.
+        profile preference <text> -- Add a preference (how Memora should teach you).
+        profile remove goal|preference <text> -- Remove a goal or preference.
+        profile clear -- Empty the profile.
+        profile confirm | profile reject -- Accept or discard the pending profile change."""
+        parts = ("profile " + args).split(maxsplit=2)
+        profiles = self.app.profiles
+        if len(parts) == 1:
+            self._show_profile()
+            return
+        field = parts[1].lower()
+        value = parts[2].strip() if len(parts) > 2 else ""
+        if field in ("confirm", "reject") and not value:
+            self.console.say(self.app.answer_proposal(field == "confirm"))
+            self._ask_next_if_any()
+            return
+        if field == "clear" and not value:
+            changed = profiles.clear()
+            self.console.say("Profile cleared." if changed else "The profile was already empty.")
+            return
+        if field == "remove":
+            kind, _, text = value.partition(" ")
+            kind = kind.lower()
+            if kind in ("level", "english_level") and not text:
+                self.console.say("Level removed." if profiles.clear_level() else "No level was set.")
+                return
+            if kind not in ("goal", "preference") or not text.strip():
+                raise self.usage("profile")
+            removed = profiles.remove(kind, text)
+            self.console.say(f"Removed the {kind}." if removed else f"No {kind} matching \u201c{shorten(text, 60)}\u201d.")
+            return
+        if field not in ("level", "goal", "preference") or not value:
+            raise self.usage("profile")
+        if field == "level":
+            changed = profiles.set_english_level(value)
+        elif field == "goal":
+            changed = profiles.add_learning_goal(value)
+        else:
+            changed = profiles.add_preference(value)
+        self.console.say("Profile updated." if changed else "Already in your profile; nothing changed.")
+
+    def _show_profile(self) -> None:
+        profile = self.app.profiles.get()
+        rows = [
+            ["English level", profile.english_level or "(not set)"],
+            ["Learning goals", "; ".join(profile.learning_goals) or "(none)"],
+            ["Preferences", "; ".join(profile.preferences) or "(none)"],
+        ]
+        self.console.table(f"Profile of {self.app.settings.user}", ["field", "value"], rows)
+        pending = self.app.proposals.pending()
+        if pending:
+            self.console.table(
+                "Pending changes (profile confirm / profile reject)",
+                ["id", "change", "because you said"],
+                [[p.id, p.describe(), shorten(p.evidence, 60)] for p in pending],
+            )
+
+    # -- memories ---------------------------------------------------------------------------
+    def cmd_remember(self, args: str) -> None:
+        """remember <text> -- Store a memory now, exactly as written."""
+        if not args:
+            raise self.usage("remember")
+        result = self.app.store.add(args, source="command")
+        if result.duplicate:
+            self.console.say(f"Already remembered as {result.id}: \u201c{shorten(result.content, 80)}\u201d.")
+        else:
+            self.console.say(f"Remembered ({result.id}).")
+
+    def cmd_memories(self, args: str) -> None:
+        """memories [--all] [--type semantic|episodic] [--category C] [text] -- List memories, newest first."""
+        try:
+            words = shlex.split(args)
+        except ValueError:
+            raise self.usage("memories") from None
+        filters: dict = {"include_superseded": False}
+        text: list[str] = []
+        index = 0
+        while index < len(words):
+            word = words[index]
+            if word == "--all":
+                filters["include_superseded"] = True
+            elif word in ("--type", "--category") and index + 1 < len(words):
+                value = words[index + 1].lower()
+                allowed = MEMORY_TYPES if word == "--type" else CATEGORIES
+                if value not in allowed:
+                    raise CommandError(f"Unknown {word[2:]} '{value}'. Use one of: {', '.join(allowed)}.")
+                filters["memory_type" if word == "--type" else "category"] = value
+                index += 1
+            elif word.startswith("--"):
+                raise self.usage("memories")
+            else:
+                text.append(word)
+            index += 1
+        if text:
+            filters["text"] = " ".join(text)
+        records = self.app.store.list(**filters)
+        now = self.app.now()
+        rows = []
+        for r in records:
+            row = [r.id, r.created_at.astimezone().strftime("%Y-%m-%d"), r.memory_type, r.category, r.content]
+            if filters["include_superseded"]:
+                row.insert(4, r.status if r.is_current else f"superseded {time_ago(r.valid_until, now) if r.valid_until else ''}".strip())
+            rows.append(row)
+        columns = ["id", "date", "type", "category", "text"]
+        if filters["include_superseded"]:
+            columns.insert(4, "status")
+        cap = self.app.store.memory_cap
+        title = f"{len(records)} memories" + (f" (cap {cap})" if cap else "")
+        self.console.table(title, columns, rows)
+
+    def cmd_memory(self, args: str) -> None:
+        """memory edit <id> <text> -- Replace a memory's text (the old text stays in its history).
+        memory cap [<n>|off] -- Show or set how many current memories you keep."""
+        parts = args.split(maxsplit=2)
+        if len(parts) >= 3 and parts[0].lower() == "edit":
+            new = self.app.store.edit(parts[1], parts[2])
+            self.console.say(f"Updated: {parts[1]} is now {new.id} (see 'history {new.id}').")
+            return
+        if parts and parts[0].lower() == "cap" and len(parts) <= 2:
+            if len(parts) == 1:
+                cap = self.app.store.memory_cap
+                self.console.say(f"Memory cap: {cap if cap else 'none'} ({self.app.store.count()} current memories).")
+                return
+            value = parts[1].lower()
+            if value in ("off", "none"):
+                self.app.store.set_memory_cap(None)
+                self.app.store.default_memory_cap = None
+                self.console.say("Memory cap removed.")
+                return
+            if not value.isdigit():
+                raise self.usage("memory")
+            self.app.store.set_memory_cap(int(value))
+            self.app.memory_full_noticed = False
+            self.console.say(f"Memory cap set to {int(value)}.")
+            return
+        raise self.usage("memory")
+
+    def cmd_forget(self, args: str) -> None:
+        """forget <id> -- Delete one memory (and its earlier versions).
+        forget all -- Delete all your memories (asks you to type DELETE).
+        forget user <name> -- Delete everything of one learner (asks you to type the name)."""
+        if not args:
+            raise self.usage("forget")
+        if args.lower() == "all":
+            count = self.app.store.count(include_superseded=True)
+            if count == 0:
+                self.console.say("There are no memories to delete.")
+                return
+            if self._confirm(f"This deletes all {count} memories of {self.app.settings.user}. Type {CONFIRM_WORD} to confirm: ", CONFIRM_WORD):
+                deleted = self.app.store.delete_all()
+                self.console.say(f"Deleted {deleted} memories.")
+            return
+        words = args.split()
+        if words[0].lower() == "user":
+            if len(words) != 2:
+                raise self.usage("forget")
+            from users import delete_user
+
+            name = words[1]
+            from config import validate_user_name
+
+            name = validate_user_name(name)
+            if self._confirm(f"This deletes the profile, session and memories of '{name}'. Type the name to confirm: ", name):
+                summary = delete_user(self.app, name)
+                self.console.say(summary)
+                if name == self.app.settings.user:
+                    raise ExitRequested
+            return
+        if len(words) != 1:
+            raise self.usage("forget")
+        deleted = self.app.store.delete(words[0])
+        extra = f" (and {len(deleted) - 1} earlier version{'s' if len(deleted) > 2 else ''})" if len(deleted) > 1 else ""
+        self.console.say(f"Forgot {deleted[-1] if len(deleted) == 1 else words[0]}{extra}.")
+
+    def _confirm(self, prompt: str, expected: str) -> bool:
+        try:
+            answer = self.console.read(prompt)
+        except (EOFError, KeyboardInterrupt):
+            answer = ""
+        if answer.strip() != expected:
+            self.console.say("Cancelled; nothing was deleted.")
+            return False
+        return True
+
+    def cmd_history(self, args: str) -> None:
+        """history <id> -- Show every version of a memory, oldest first."""
+        if not args or len(args.split()) != 1:
+            raise self.usage("history")
+        chain = self.app.store.history(args)
+        rows = []
+        for r in chain:
+            until = r.valid_until.astimezone().strftime("%Y-%m-%d %H:%M") if r.valid_until else ""
+            change = r.change_reason or ""
+            if r.metadata.get("note"):
+                change += f" (you said: {shorten(r.metadata['note'], 50)})"
+            rows.append([r.id, r.created_at.astimezone().strftime("%Y-%m-%d %H:%M"), until, r.status, change, r.content])
+        self.console.table(f"History of {args}", ["id", "from", "until", "status", "change", "text"], rows)
+
+    def cmd_search(self, args: str) -> None:
+        """search <query> -- Show scored results; * marks those that pass the retrieval threshold."""
+        if not args:
+            raise self.usage("search")
+        from long_term_memory import RETRIEVAL_MIN_SCORE
+        from retrieval import retrieve_relevant_memories
+
+        results, tokens = retrieve_relevant_memories(
+            self.app.store, args, n_results=10, include_below_threshold=True, now=self.app.now()
+        )
+        self.app._add_usage("embeddings", tokens)
+        rows = [
+            ["*" if r.passed else "", f"{r.score:.3f}", f"{r.dense_score:.2f}", f"{r.lexical_score:.2f}", r.id, r.created_at.astimezone().strftime("%Y-%m-%d"), r.content]
+            for r in results
+        ]
+        self.console.table(
+            f"Search results (threshold {RETRIEVAL_MIN_SCORE:.2f})",
+            ["pass", "score", "dense", "lexical", "id", "date", "text"],
+            rows,
+        )
+
+    def cmd_reindex(self, args: str) -> None:
+        """reindex -- Re-embed all memories with the configured embedding model."""
+        count = self.app.store.reindex()
+        self.app.knowledge.sync()
+        self.console.say(f"Re-embedded {count} memories with {self.app.embedder.name}.")
+
+    # -- data -------------------------------------------------------------------------------
+    def cmd_export(self, args: str) -> None:
+        """export [path] -- Write your profile, memories (with history) and session to a JSON file."""
+        from data_transfer import default_export_path, export_data
+
+        path = Path(args).expanduser() if args else default_export_path(self.app)
+        written = export_data(self.app, path)
+        self.console.say(f"Exported to {written}.")
+        self.console.notice("That file holds your personal data (profile, memories, conversation). Keep it private.")
+
+    def cmd_import(self, args: str) -> None:
+        """import <path> -- Restore an export (validated first; all or nothing)."""
+        if not args:
+            raise self.usage("import")
+        from data_transfer import import_data
+
+        self.console.say(import_data(self.app, Path(args).expanduser()))
+
+    def cmd_users(self, args: str) -> None:
+        """users -- List the learners with data here."""
+        from users import list_users
+
+        rows = [[u.name + (" (you)" if u.name == self.app.settings.user else ""), str(u.memories), u.folder] for u in list_users(self.app)]
+        self.console.table("Learners", ["name", "memories", "folder"], rows)
+
+
+_ORDER = ["help", "profile", "remember", "memories", "memory", "search", "forget", "history", "why", "status",
+          "reset", "export", "import", "reindex", "users", "exit"]
+
+
+def _help_order(name: str) -> int:
+    return _ORDER.index(name) if name in _ORDER else len(_ORDER)
+
+
+def run_command(router: CommandRouter, line: str) -> bool:
+    """Dispatch with errors turned into one line on the console."""
+    try:
+        return router.dispatch(line)
+    except (ExitRequested, KeyboardInterrupt):
+        raise
+    except MemoraError as error:
+        router.console.error(str(error))
+        return True
+
+
+__all__ = ["CEFR_LEVELS", "CommandRouter", "ExitRequested", "run_command"]

@@ -1,0 +1,209 @@
+"""Settings and every path Memora reads or writes, from one place.
+
+All data lives under one data folder: beside ``chatbot.py`` by default, moved by
+``MEMORA_HOME`` or ``--data-dir``. The default learner keeps the design card's
+file names at the top of that folder; other learners (``--user NAME``) get a
+folder of their own under ``users/``. Long-term memories of every learner live
+in ``memora_db/``, one Chroma collection and one catalog file per learner.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Mapping
+
+from errors import ConfigError
+
+BASE_DIR = Path(__file__).resolve().parent
+KNOWLEDGE_DIR = BASE_DIR / "knowledge"
+
+DEFAULT_USER = "default"
+DEFAULT_MODEL = "gpt-4.1-mini"
+OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
+LOCAL_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+
+# Token budget defaults. A tutoring exchange is short: ~1,200 tokens of recent
+# turns is 8-12 messages, the profile, digest and memories fit in ~1,000, and a
+# 400-token running summary carries the rest. 4,000 input tokens per turn keeps a
+# long conversation cheap (see bench/tokens_per_turn.py) while leaving room for a
+# long question. Every figure is configurable.
+DEFAULT_TOKEN_BUDGET = 4000
+DEFAULT_RECENT_TOKENS = 1200
+DEFAULT_SUMMARY_TOKENS = 400
+DEFAULT_BACKGROUND_TOKENS = 1200
+DEFAULT_MAX_OUTPUT_TOKENS = 800
+DEFAULT_TIMEOUT_SECONDS = 60.0
+DEFAULT_MAX_RETRIES = 2
+DEFAULT_MEMORY_CAP = 2000
+DEFAULT_RECENCY_HALF_LIFE_DAYS = 90.0
+DEFAULT_PROACTIVE_DAYS = 3
+
+_USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
+
+
+def validate_user_name(name: str) -> str:
+    """Return the canonical (lower-case) learner name or raise ConfigError.
+
+    Names are 1-32 letters, digits, ``_`` or ``-``, starting with a letter or
+    digit, so none can name a path outside the data folder (``../x``, ``/etc``).
+    """
+    name = (name or "").strip()
+    if not _USER_NAME.fullmatch(name):
+        raise ConfigError(
+            f"Invalid learner name {name[:40]!r}: use 1-32 letters, digits, '_' or '-', "
+            "starting with a letter or digit."
+        )
+    return name.lower()
+
+
+@dataclass(frozen=True)
+class UserPaths:
+    """The files of one learner."""
+
+    user: str
+    folder: Path
+    profile: Path
+    session: Path
+    proposals: Path
+    input_history: Path
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path = BASE_DIR
+    user: str = DEFAULT_USER
+    model: str = DEFAULT_MODEL
+    embedding_model: str | None = None  # None: OpenAI with an API key, else local
+    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = None
+    token_budget: int = DEFAULT_TOKEN_BUDGET
+    recent_tokens: int = DEFAULT_RECENT_TOKENS
+    summary_tokens: int = DEFAULT_SUMMARY_TOKENS
+    background_tokens: int = DEFAULT_BACKGROUND_TOKENS
+    max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
+    timeout: float = DEFAULT_TIMEOUT_SECONDS
+    max_retries: int = DEFAULT_MAX_RETRIES
+    memory_cap: int = DEFAULT_MEMORY_CAP
+    recency_half_life_days: float = DEFAULT_RECENCY_HALF_LIFE_DAYS
+    proactive_days: int = DEFAULT_PROACTIVE_DAYS
+    chroma_url: str | None = None
+    knowledge_dir: Path = KNOWLEDGE_DIR
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> "Settings":
+        """Build settings from environment variables; ``overrides`` (flags) win."""
+        env = os.environ if env is None else env
+        values: dict = {}
+        home = env.get("MEMORA_HOME")
+        if home:
+            values["data_dir"] = Path(home).expanduser()
+        if env.get("MEMORA_USER"):
+            values["user"] = env["MEMORA_USER"]
+        if env.get("MEMORA_MODEL"):
+            values["model"] = env["MEMORA_MODEL"].strip()
+        if env.get("MEMORA_EMBEDDING_MODEL"):
+            values["embedding_model"] = env["MEMORA_EMBEDDING_MODEL"].strip()
+        values["api_key"] = env.get("OPENAI_API_KEY") or None
+        values["base_url"] = env.get("OPENAI_BASE_URL") or None
+        ints = {
+            "token_budget": "MEMORA_TOKEN_BUDGET",
+            "recent_tokens": "MEMORA_RECENT_TOKENS",
+            "summary_tokens": "MEMORA_SUMMARY_TOKENS",
+            "background_tokens": "MEMORA_BACKGROUND_TOKENS",
+            "max_output_tokens": "MEMORA_MAX_OUTPUT_TOKENS",
+            "max_retries": "MEMORA_MAX_RETRIES",
+            "memory_cap": "MEMORA_MEMORY_CAP",
+            "proactive_days": "MEMORA_PROACTIVE_DAYS",
+        }
+        for key, var in ints.items():
+            if env.get(var):
+                values[key] = _parse_number(var, env[var], int)
+        floats = {"timeout": "MEMORA_TIMEOUT", "recency_half_life_days": "MEMORA_RECENCY_HALF_LIFE_DAYS"}
+        for key, var in floats.items():
+            if env.get(var):
+                values[key] = _parse_number(var, env[var], float)
+        if env.get("MEMORA_KNOWLEDGE_DIR"):
+            values["knowledge_dir"] = Path(env["MEMORA_KNOWLEDGE_DIR"]).expanduser()
+        chroma_url = chroma_url_from_env(env)
+        if chroma_url:
+            values["chroma_url"] = chroma_url
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        settings = cls(**values)
+        return settings.validated()
+
+    def validated(self) -> "Settings":
+        user = validate_user_name(self.user)
+        positive = {
+            "token budget (MEMORA_TOKEN_BUDGET)": self.token_budget,
+            "recent tokens (MEMORA_RECENT_TOKENS)": self.recent_tokens,
+            "summary tokens (MEMORA_SUMMARY_TOKENS)": self.summary_tokens,
+            "background tokens (MEMORA_BACKGROUND_TOKENS)": self.background_tokens,
+            "max output tokens (MEMORA_MAX_OUTPUT_TOKENS)": self.max_output_tokens,
+            "memory cap (MEMORA_MEMORY_CAP)": self.memory_cap,
+            "timeout (MEMORA_TIMEOUT)": self.timeout,
+            "recency half-life (MEMORA_RECENCY_HALF_LIFE_DAYS)": self.recency_half_life_days,
+        }
+        for label, value in positive.items():
+            if value <= 0:
+                raise ConfigError(f"The {label} must be positive, got {value}.")
+        if self.max_retries < 0 or self.proactive_days < 0:
+            raise ConfigError("MEMORA_MAX_RETRIES and MEMORA_PROACTIVE_DAYS cannot be negative.")
+        if not self.model:
+            raise ConfigError("The model name (MEMORA_MODEL / --model) cannot be empty.")
+        return replace(self, user=user, data_dir=Path(self.data_dir).expanduser().resolve())
+
+    # -- paths -------------------------------------------------------------
+    @property
+    def db_dir(self) -> Path:
+        return self.data_dir / "memora_db"
+
+    @property
+    def users_dir(self) -> Path:
+        return self.data_dir / "users"
+
+    def paths_for(self, user: str | None = None) -> UserPaths:
+        user = validate_user_name(user or self.user)
+        folder = self.data_dir if user == DEFAULT_USER else self.users_dir / user
+        return UserPaths(
+            user=user,
+            folder=folder,
+            profile=folder / "user_profile.json",
+            session=folder / "memora_session.json",
+            proposals=folder / "memora_proposals.json",
+            input_history=folder / ".memora_history",
+        )
+
+    @property
+    def paths(self) -> UserPaths:
+        return self.paths_for(self.user)
+
+    @property
+    def chat_configured(self) -> bool:
+        return bool(self.api_key or self.base_url)
+
+    @property
+    def effective_embedding_model(self) -> str:
+        """The embedding model name: explicit setting, else OpenAI with a key, else local."""
+        if self.embedding_model:
+            return self.embedding_model
+        return OPENAI_EMBEDDING_MODEL if self.api_key else LOCAL_EMBEDDING_MODEL
+
+
+def chroma_url_from_env(env: Mapping[str, str]) -> str | None:
+    host = env.get("CHROMA_HOST")
+    if not host:
+        return None
+    ssl = env.get("CHROMA_SSL", "").strip().lower() in {"1", "true", "yes", "on"}
+    port = env.get("CHROMA_PORT") or ("443" if ssl else "8000")
+    _parse_number("CHROMA_PORT", port, int)
+    return f"{'https' if ssl else 'http'}://{host}:{port}"
+
+
+def _parse_number(name: str, raw: str, kind: type):
+    try:
+        return kind(raw.strip())
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {raw!r}.") from None

@@ -1,0 +1,191 @@
+"""``export`` and ``import``: a learner's data as one JSON file.
+
+An export holds the profile, pending profile changes, every memory with its
+history (superseded versions included) and the session. It is written
+atomically with owner-only permissions, because it is personal data.
+
+An import is validated completely before anything is written (size, format,
+every record), and it never destroys what is already there: memories are
+upserted by id (importing twice adds nothing twice), the profile is merged
+(existing values win; goals and preferences are united), and the session is
+restored only when the current one is empty.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from errors import ImportFileError, MemoraError
+from records import CATEGORIES, MAX_MEMORY_CHARS, SOURCES, MemoryRecord
+from session import ChatMessage
+from storage import atomic_write_text
+from user_profile import UserProfile
+
+EXPORT_FORMAT = "memora-export"
+EXPORT_VERSION = 1
+MAX_IMPORT_BYTES = 20 * 1024 * 1024
+MAX_IMPORT_MEMORIES = 50_000
+
+
+class ExportedMemory(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[0-9a-zA-Z_-]{1,64}$")
+    content: str = Field(min_length=1, max_length=MAX_MEMORY_CHARS)
+    created_at: datetime
+    memory_type: Literal["semantic", "episodic"]
+    category: str
+    source: str
+    status: Literal["current", "superseded"]
+    last_seen: datetime | None = None
+    valid_until: datetime | None = None
+    superseded_by: str | None = None
+    supersedes: str | None = None
+    change_reason: str | None = None
+    event_date: date | None = None
+    followed_up_at: datetime | None = None
+    metadata: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+    @field_validator("category")
+    @classmethod
+    def _category(cls, value: str) -> str:
+        return value if value in CATEGORIES else "other"
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, value: str) -> str:
+        return value if value in SOURCES else "import"
+
+    def to_record(self, user_id: str) -> MemoryRecord:
+        return MemoryRecord(user_id=user_id, **self.model_dump())
+
+
+class ExportedSession(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[ChatMessage] = Field(default_factory=list)
+    summary: str = ""
+
+
+class ExportFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal["memora-export"]
+    version: Literal[1]
+    exported_at: datetime
+    user: str
+    embedding_model: str | None = None
+    profile: UserProfile
+    pending_profile_changes: list[dict] = Field(default_factory=list)
+    memories: list[ExportedMemory] = Field(default_factory=list, max_length=MAX_IMPORT_MEMORIES)
+    session: ExportedSession = Field(default_factory=ExportedSession)
+
+
+def default_export_path(app) -> Path:
+    stamp = app.now().strftime("%Y%m%d-%H%M%S")
+    return app.paths.folder / f"memora-export-{app.settings.user}-{stamp}.json"
+
+
+def build_export(app) -> ExportFile:
+    records = app.store.all_records()
+    state = app.memory.to_state()
+    return ExportFile(
+        format=EXPORT_FORMAT,
+        version=EXPORT_VERSION,
+        exported_at=app.now(),
+        user=app.settings.user,
+        embedding_model=app.embedder.name,
+        profile=app.profiles.get(),
+        pending_profile_changes=[p.model_dump(mode="json") for p in app.proposals.pending()],
+        memories=[
+            ExportedMemory(
+                id=r.id,
+                content=r.content,
+                created_at=r.created_at,
+                memory_type=r.memory_type,
+                category=r.category,
+                source=r.source,
+                status=r.status,
+                last_seen=r.last_seen,
+                valid_until=r.valid_until,
+                superseded_by=r.superseded_by,
+                supersedes=r.supersedes,
+                change_reason=r.change_reason,
+                event_date=r.event_date,
+                followed_up_at=r.followed_up_at,
+                metadata={k: v for k, v in r.metadata.items() if isinstance(v, (str, int, float, bool))},
+            )
+            for r in records
+        ],
+        session=ExportedSession(messages=state["messages"], summary=state["summary"]),
+    )
+
+
+def export_data(app, path: Path) -> Path:
+    path = Path(path)
+    if path.exists() and path.is_dir():
+        path = path / default_export_path(app).name
+    try:
+        atomic_write_text(path, build_export(app).model_dump_json(indent=2) + "\n")
+    except OSError as error:
+        raise MemoraError(f"Cannot write {path}: {error.strerror}.") from None
+    return path
+
+
+def read_export(path: Path) -> ExportFile:
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise ImportFileError(f"No such file: {path}.") from None
+    except OSError as error:
+        raise ImportFileError(f"Cannot read {path}: {error.strerror}.") from None
+    if size > MAX_IMPORT_BYTES:
+        raise ImportFileError(f"{path.name} is {size // (1024 * 1024)} MB; imports are limited to {MAX_IMPORT_BYTES // (1024 * 1024)} MB.")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ImportFileError(f"{path.name} is not a JSON file ({type(error).__name__}). Nothing was imported.") from None
+    try:
+        return ExportFile.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "top level"
+        raise ImportFileError(
+            f"{path.name} is not a valid Memora export ({where}: {first.get('msg')}). Nothing was imported."
+        ) from None
+
+
+def import_data(app, path: Path) -> str:
+    export = read_export(path)
+    records = [m.to_record(app.settings.user) for m in export.memories]
+    ids = {r.id for r in records}
+    existing = {r.id for r in app.store.all_records()}
+    restored = app.store.restore(records) if records else 0
+    new = len(ids - existing)
+    current = app.profiles.get()
+    merged = UserProfile(
+        english_level=current.english_level or export.profile.english_level,
+        learning_goals=current.learning_goals + [g for g in export.profile.learning_goals if g not in current.learning_goals],
+        preferences=current.preferences + [p for p in export.profile.preferences if p not in current.preferences],
+    )
+    profile_changed = app.profiles.replace(merged)
+    session_note = "session kept (yours was not empty)"
+    if app.memory.to_state()["messages"] == [] and not app.memory.summary and (export.session.messages or export.session.summary):
+        app.memory.load_state({**app.memory.to_state(), **export.session.model_dump(mode="json")})
+        app.save_session()
+        session_note = f"session restored ({len(export.session.messages)} messages)"
+    elif not (export.session.messages or export.session.summary):
+        session_note = "no session in the file"
+    return (
+        f"Imported {restored} memories ({new} new, {restored - new} already here), "
+        f"profile {'merged' if profile_changed else 'unchanged'}, {session_note}."
+    )
+
+
+__all__ = ["build_export", "export_data", "import_data", "read_export"]

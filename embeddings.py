@@ -1,0 +1,196 @@
+"""Embedding models behind one small protocol.
+
+* ``OpenAIEmbedder``: ``text-embedding-3-small`` (or any model name) through the
+  OpenAI client, so ``OPENAI_BASE_URL`` reaches compatible servers too; its
+  token usage is counted.
+* ``LocalEmbedder``: Chroma's ONNX all-MiniLM-L6-v2, used when there is no API
+  key. Chroma downloads it on first use; offline it must already be in
+  ``~/.cache/chroma/onnx_models/all-MiniLM-L6-v2/onnx/``.
+* ``HashEmbedder``: a deterministic bag-of-words hash embedding for tests and
+  benchmarks, so they measure the store and the ranking, not a model.
+
+Each embedder has a ``name`` (``"local:all-MiniLM-L6-v2"``...) that the
+long-term store records, so a store is never queried with vectors from
+another model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Protocol, Sequence
+
+from errors import EmbeddingError, MemoraError
+
+LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
+
+
+@dataclass(frozen=True)
+class EmbeddingResult:
+    vectors: list[list[float]]
+    tokens: int = 0
+
+
+class Embedder(Protocol):
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> EmbeddingResult: ...
+
+
+def local_model_dir() -> Path:
+    return Path.home() / ".cache" / "chroma" / "onnx_models" / LOCAL_MODEL_NAME / "onnx"
+
+
+def local_model_available() -> bool:
+    folder = local_model_dir()
+    return all((folder / name).exists() for name in ("model.onnx", "tokenizer.json"))
+
+
+class LocalEmbedder:
+    """Chroma's local ONNX all-MiniLM-L6-v2 (384 dimensions, cosine)."""
+
+    name = f"local:{LOCAL_MODEL_NAME}"
+
+    def __init__(self, counter: Callable[[str], int] | None = None):
+        self._function = None
+        self._lock = threading.Lock()
+        self._counter = counter
+
+    def _load(self):
+        with self._lock:
+            if self._function is None:
+                from chromadb.utils.embedding_functions import DefaultEmbeddingFunction
+
+                self._function = DefaultEmbeddingFunction()
+        return self._function
+
+    def embed(self, texts: Sequence[str]) -> EmbeddingResult:
+        texts = [t if t.strip() else "(empty)" for t in texts]
+        try:
+            vectors = self._load()(list(texts))
+        except Exception as error:
+            if not local_model_available():
+                raise EmbeddingError(
+                    f"The local embedding model {LOCAL_MODEL_NAME} is not available: it downloads on first "
+                    f"use and this machine seems to be offline. Put its files in {local_model_dir()} "
+                    "(see README, 'Offline'), or set OPENAI_API_KEY to embed with OpenAI."
+                ) from None
+            raise EmbeddingError(f"The local embedding model failed: {type(error).__name__}: {error}") from None
+        tokens = sum(self._counter(t) for t in texts) if self._counter else 0
+        return EmbeddingResult([[float(x) for x in v] for v in vectors], tokens)
+
+    def warm_up(self) -> None:
+        if local_model_available():
+            self.embed(["warm up"])
+
+
+class OpenAIEmbedder:
+    """Embeddings through ``client.embeddings.create``; usage is counted."""
+
+    def __init__(self, client_factory: Callable[[], object], model: str = "text-embedding-3-small"):
+        self._client_factory = client_factory
+        self.model = model
+        self.name = f"openai:{model}"
+
+    def embed(self, texts: Sequence[str]) -> EmbeddingResult:
+        import openai
+
+        texts = [t if t.strip() else "(empty)" for t in texts]
+        try:
+            client = self._client_factory()
+            vectors: list[list[float]] = []
+            tokens = 0
+            for start in range(0, len(texts), 512):
+                response = client.embeddings.create(model=self.model, input=list(texts[start : start + 512]))
+                ordered = sorted(response.data, key=lambda d: d.index)
+                vectors.extend([list(map(float, d.embedding)) for d in ordered])
+                tokens += getattr(response.usage, "total_tokens", 0) or 0
+            return EmbeddingResult(vectors, tokens)
+        except MemoraError:
+            raise
+        except openai.APIStatusError as error:
+            raise EmbeddingError(f"The embedding request failed ({error.status_code}).") from None
+        except openai.APIConnectionError as error:
+            raise EmbeddingError(f"The embedding service is unreachable ({type(error).__name__}).") from None
+        except Exception as error:
+            raise EmbeddingError(f"The embedding request failed ({type(error).__name__}).") from None
+
+
+_TOKEN = re.compile(r"[a-z0-9]+|[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
+class HashEmbedder:
+    """Deterministic embedding: hashed words and CJK characters, L2-normalised.
+
+    Texts sharing words get similar vectors, which is all tests and latency
+    benchmarks need; it is not a language model and is never used for chat.
+    """
+
+    def __init__(self, dim: int = 384):
+        self.dim = dim
+        self.name = f"hash:v1-{dim}"
+
+    def _vector(self, text: str) -> list[float]:
+        vector = [0.0] * self.dim
+        for token in _TOKEN.findall(text.lower()):
+            digest = hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest()
+            bucket = int.from_bytes(digest[:4], "little") % self.dim
+            vector[bucket] += 1.0 if digest[4] & 1 else -1.0
+        norm = math.sqrt(sum(x * x for x in vector))
+        if norm == 0:
+            vector[0] = 1.0
+            return vector
+        return [x / norm for x in vector]
+
+    def embed(self, texts: Sequence[str]) -> EmbeddingResult:
+        return EmbeddingResult([self._vector(t) for t in texts], sum(len(t.split()) for t in texts))
+
+
+class ChromaFunctionEmbedder:
+    """Adapts a Chroma ``EmbeddingFunction`` (``fn(input=[...])``) to ``Embedder``."""
+
+    def __init__(self, function):
+        self._function = function
+        name = getattr(function, "name", None)
+        try:
+            name = name() if callable(name) else name
+        except TypeError:
+            name = None
+        self.name = f"chroma:{name or type(function).__name__}"
+
+    def embed(self, texts: Sequence[str]) -> EmbeddingResult:
+        try:
+            vectors = self._function(input=list(texts))
+        except Exception as error:
+            raise EmbeddingError(f"The embedding function failed: {type(error).__name__}") from None
+        return EmbeddingResult([[float(x) for x in v] for v in vectors], 0)
+
+
+def as_embedder(function) -> Embedder:
+    """Accept an ``Embedder``, a Chroma embedding function or ``None`` (local)."""
+    if function is None:
+        return LocalEmbedder()
+    if hasattr(function, "embed") and hasattr(function, "name") and isinstance(function.name, str):
+        return function
+    return ChromaFunctionEmbedder(function)
+
+
+def make_embedder(model: str, *, client_factory: Callable[[], object] | None, counter=None) -> Embedder:
+    """The embedder for a configured model name.
+
+    ``all-MiniLM-L6-v2`` / ``local`` selects the local ONNX model, ``hash``
+    the deterministic test embedding; any other name is an OpenAI-compatible
+    embedding model reached through the configured client.
+    """
+    key = model.strip().lower()
+    if key in ("local", LOCAL_MODEL_NAME.lower(), f"local:{LOCAL_MODEL_NAME.lower()}"):
+        return LocalEmbedder(counter=counter)
+    if key.startswith("hash"):
+        return HashEmbedder()
+    if client_factory is None:
+        raise EmbeddingError(f"The embedding model {model} needs OPENAI_API_KEY or OPENAI_BASE_URL.")
+    return OpenAIEmbedder(client_factory, model.split(":", 1)[-1] if key.startswith("openai:") else model)

@@ -1,0 +1,219 @@
+"""The language model: the real ``openai`` client and the Responses API.
+
+``ModelClient`` creates ``openai.OpenAI`` lazily (importing openai costs a
+second at start-up, and with no key the constructor would raise), maps every
+client error to one readable ``ModelCallError`` line, and never lets the API
+key appear in a message.
+
+* ``stream_reply``: the tutor's answer, streamed (``stream=True``);
+* ``parse``: structured output into a pydantic model (extraction, decisions);
+* ``summarize``: folds old turns into the running summary (``memory.py``).
+
+Requests are sent with ``store=False``: the learner's data is not kept on the
+provider's side for later retrieval.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Callable, Sequence, TypeVar
+
+from config import Settings
+from errors import ModelCallError, ModelNotConfigured
+from prompts import SUMMARY_PROMPT
+
+T = TypeVar("T")
+
+NOT_CONFIGURED = (
+    "No model is configured: set OPENAI_API_KEY (OpenAI), or OPENAI_BASE_URL for a local "
+    "OpenAI-compatible server such as Ollama, vLLM or LM Studio. Commands keep working meanwhile."
+)
+LOCAL_SERVER_PLACEHOLDER_KEY = "memora-local"
+
+
+@dataclass(frozen=True)
+class ReplyResult:
+    text: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    incomplete: str | None = None
+
+
+class ModelClient:
+    """Lazily-built ``openai.OpenAI`` client plus Memora's three kinds of call."""
+
+    def __init__(self, settings: Settings, *, http_client=None):
+        self.settings = settings
+        self._http_client = http_client
+        self._client = None
+        self._lock = threading.Lock()
+
+    @property
+    def configured(self) -> bool:
+        return self.settings.chat_configured
+
+    def openai(self):
+        if not self.configured:
+            raise ModelNotConfigured(NOT_CONFIGURED)
+        with self._lock:
+            if self._client is None:
+                import openai
+
+                self._client = openai.OpenAI(
+                    api_key=self.settings.api_key or LOCAL_SERVER_PLACEHOLDER_KEY,
+                    base_url=self.settings.base_url,
+                    timeout=self.settings.timeout,
+                    max_retries=self.settings.max_retries,
+                    http_client=self._http_client,
+                )
+            return self._client
+
+    # -- error mapping ----------------------------------------------------------------
+    def redact(self, text: str) -> str:
+        key = self.settings.api_key
+        if key and len(key) >= 6:
+            text = text.replace(key, "[redacted]")
+        return text
+
+    def _error(self, error: BaseException, what: str) -> ModelCallError:
+        import openai
+
+        where = self.settings.base_url or "api.openai.com"
+        if isinstance(error, openai.AuthenticationError):
+            message = f"{what} failed: the API key was rejected (401). Check OPENAI_API_KEY."
+        elif isinstance(error, openai.PermissionDeniedError):
+            message = f"{what} failed: permission denied (403) for model {self.settings.model}."
+        elif isinstance(error, openai.NotFoundError):
+            message = f"{what} failed: not found (404). Is '{self.settings.model}' served at {where}?"
+        elif isinstance(error, openai.RateLimitError):
+            message = f"{what} failed: rate limited or out of quota (429) after {self.settings.max_retries} retries."
+        elif isinstance(error, openai.APITimeoutError):
+            message = f"{what} timed out after {self.settings.timeout:g}s (MEMORA_TIMEOUT)."
+        elif isinstance(error, openai.APIConnectionError):
+            message = f"{what} failed: cannot reach {where}."
+        elif isinstance(error, openai.APIStatusError):
+            detail = _error_detail(error)
+            message = f"{what} failed with HTTP {error.status_code}{': ' + detail if detail else ''}."
+        elif isinstance(error, openai.APIError):
+            message = f"{what} failed: {_one_line(str(error))}"
+        else:
+            message = f"{what} failed: {type(error).__name__}: {_one_line(str(error))}"
+        return ModelCallError(self.redact(message))
+
+    # -- calls ------------------------------------------------------------------------
+    def stream_reply(
+        self,
+        *,
+        instructions: str,
+        messages: Sequence[dict],
+        on_delta: Callable[[str], None],
+    ) -> ReplyResult:
+        """Stream the tutor's reply; ``on_delta`` receives each text fragment.
+
+        KeyboardInterrupt propagates (after closing the stream) so the caller
+        can roll the turn back.
+        """
+        client = self.openai()
+        parts: list[str] = []
+        usage = None
+        incomplete = None
+        stream = None
+        try:
+            stream = client.responses.create(
+                model=self.settings.model,
+                instructions=instructions,
+                input=list(messages),
+                stream=True,
+                store=False,
+                max_output_tokens=self.settings.max_output_tokens,
+            )
+            for event in stream:
+                kind = getattr(event, "type", "")
+                if kind == "response.output_text.delta":
+                    parts.append(event.delta)
+                    on_delta(event.delta)
+                elif kind == "response.completed":
+                    usage = getattr(event.response, "usage", None)
+                elif kind == "response.incomplete":
+                    response = getattr(event, "response", None)
+                    usage = getattr(response, "usage", None)
+                    details = getattr(response, "incomplete_details", None)
+                    incomplete = getattr(details, "reason", None) or "incomplete"
+                elif kind == "response.failed":
+                    error = getattr(getattr(event, "response", None), "error", None)
+                    raise ModelCallError(self.redact(f"The model failed: {getattr(error, 'message', None) or 'unknown error'}."))
+                elif kind == "error":
+                    raise ModelCallError(self.redact(f"The model reported an error: {getattr(event, 'message', None) or 'unknown'}."))
+        except (ModelCallError, KeyboardInterrupt):
+            raise
+        except Exception as error:
+            raise self._error(error, "The model request") from None
+        finally:
+            if stream is not None:
+                try:
+                    stream.close()
+                except Exception:
+                    pass
+        text = "".join(parts)
+        if not text.strip() and incomplete is None:
+            raise ModelCallError("The model returned an empty reply.")
+        return ReplyResult(
+            text=text,
+            input_tokens=getattr(usage, "input_tokens", None),
+            output_tokens=getattr(usage, "output_tokens", None),
+            total_tokens=getattr(usage, "total_tokens", None),
+            incomplete=incomplete,
+        )
+
+    def parse(self, *, instructions: str, input_text: str, text_format: type[T], what: str) -> tuple[T, int]:
+        """Structured output into ``text_format``; returns (parsed, total tokens)."""
+        client = self.openai()
+        try:
+            response = client.responses.parse(
+                model=self.settings.model,
+                instructions=instructions,
+                input=[{"role": "user", "content": input_text}],
+                text_format=text_format,
+                store=False,
+            )
+        except Exception as error:
+            raise self._error(error, what) from None
+        parsed = getattr(response, "output_parsed", None)
+        if parsed is None:
+            raise ModelCallError(f"{what} returned no structured output.")
+        usage = getattr(response, "usage", None)
+        return parsed, int(getattr(usage, "total_tokens", 0) or 0)
+
+    def summarize(self, previous: str, messages: list[dict], max_tokens: int) -> tuple[str, int]:
+        """``memory.Summarizer``: previous summary + folded messages -> new summary."""
+        client = self.openai()
+        transcript = "\n".join(f"{m['role']}: {m['content']}" for m in messages)
+        body = f"Previous summary:\n{previous or '(none)'}\n\nNew messages:\n{transcript}"
+        try:
+            response = client.responses.create(
+                model=self.settings.model,
+                instructions=SUMMARY_PROMPT.format(max_words=max(30, int(max_tokens * 0.6))),
+                input=[{"role": "user", "content": body}],
+                store=False,
+                max_output_tokens=max_tokens,
+            )
+        except Exception as error:
+            raise self._error(error, "The summary request") from None
+        usage = getattr(response, "usage", None)
+        return (response.output_text or "").strip(), int(getattr(usage, "total_tokens", 0) or 0)
+
+
+def _error_detail(error) -> str:
+    body = getattr(error, "body", None)
+    if isinstance(body, dict):
+        message = body.get("message") or (body.get("error") or {}).get("message") if isinstance(body.get("error"), dict) else body.get("message")
+        if message:
+            return _one_line(str(message))
+    return ""
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,662 @@
+"""Long-term memory: a learner's past records in Chroma, found by hybrid search.
+
+Each learner has one cosine-space Chroma collection (``memora-<user>-memories``)
+and a SQLite catalog beside it (``catalog.py``). Every read and write is scoped
+to the store's ``user_id``: the collection is the learner's own and every record
+also carries ``user_id`` in its metadata, which reads check.
+
+What the store promises:
+
+* **No duplicates.** An exact (normalised) repeat, or a near-duplicate within
+  ``DUPLICATE_DISTANCE`` that passes the number/negation guard, is not stored
+  again; the existing memory's ``last_seen`` is refreshed instead.
+* **Nothing true is deleted by a model.** A memory that is no longer true is
+  *superseded*: it gets ``status=superseded``, ``valid_until`` and a
+  ``superseded_by`` link, and stays visible in ``memories --all`` and
+  ``history``. Only the learner's own ``forget`` deletes.
+* **No silent loss at the cap.** At ``memory_cap`` current memories ``add``
+  raises ``MemoryFullError``; nothing old is dropped to make room.
+* **One vector space.** The collection records its embedding model; opening it
+  with another model is refused until ``reindex`` re-embeds everything.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+from catalog import MemoryCatalog
+from chroma_backend import ChromaConnection
+from embeddings import Embedder, as_embedder
+from errors import CommandError, EmbeddingModelMismatch, LimitError, MemoryFullError, StoreError
+from records import (
+    CATEGORIES,
+    MAX_MEMORY_CHARS,
+    MEMORY_TYPES,
+    SOURCES,
+    STATUS_CURRENT,
+    STATUS_SUPERSEDED,
+    MemoryRecord,
+    MemorySearchResult,
+)
+from storage import ensure_private_dir, file_lock
+from text_utils import clean_text, normalized_key
+from timeutil import Clock, parse_date, parse_iso, system_clock, to_aware
+
+# Minimum calibrated final score (see retrieval.py) for a memory to enter the
+# context. It trades recall against prompt noise: a wrong memory costs tokens
+# every turn and can mislead the tutor ("you said you love coffee" after a
+# chat about tea), a missed one costs one less personal touch. On the local
+# model's scale, 0.30 keeps paraphrases and shared-keyword matches and drops
+# memories that only share the topic's general vocabulary.
+RETRIEVAL_MIN_SCORE = 0.30
+
+# Cosine distance under which a new memory counts as a duplicate of an old one,
+# per embedding model. A false "duplicate" loses a fact forever (seed 001's
+# argument for a conservative DUPLICATE_DISTANCE), so each value sits below
+# the closest pair of *different* facts in tests/test_dedup_calibration.py,
+# with margin, even at the cost of keeping some paraphrases twice:
+# - local MiniLM: different-fact pairs start near 0.14 ("I drink coffee every
+#   day" / "I drink tea every day"); English paraphrases sit at 0.03-0.12.
+# - OpenAI text-embedding-3-small could not be calibrated here (no API access);
+#   0.08 is deliberately tighter than its typical paraphrase distances.
+# - the hash test embedding: only near-verbatim repeats.
+# On top of the threshold, ``_differs_in_specifics`` refuses to merge two texts
+# whose numbers, weekdays, months or negations differ ("exam on Tuesday" vs
+# "exam on Thursday" are close in every embedding space).
+DUPLICATE_DISTANCE = {
+    "local:all-MiniLM-L6-v2": 0.10,
+    "openai:text-embedding-3-small": 0.08,
+    "hash:v1-384": 0.05,
+}
+DEFAULT_DUPLICATE_DISTANCE = 0.05
+
+# Neighbours closer than this are shown to the model when it decides
+# ADD / UPDATE / SUPERSEDE / NOOP for a new fact (extraction.py). It is
+# permissive on purpose: a neighbour shown needlessly costs a few tokens, a
+# contradiction never shown piles up stale facts.
+RELATED_DISTANCE = {
+    "local:all-MiniLM-L6-v2": 0.55,
+    "openai:text-embedding-3-small": 0.60,
+    "hash:v1-384": 0.75,
+}
+DEFAULT_RELATED_DISTANCE = 0.55
+
+_SPECIFIC = re.compile(
+    r"\d+|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
+    r"|\b(?:not|never|no|don't|doesn't|didn't|won't|can't|isn't|aren't|quit|stopped|anymore)\b"
+    r"|[一二三四五六七八九十百千萬万兩两]|不|沒|没|別|别|週[一二三四五六日天]|星期",
+    re.IGNORECASE,
+)
+
+_RESERVED_KEYS = {
+    "user_id", "created_at", "created_at_ts", "memory_type", "category", "source", "status",
+    "last_seen", "last_seen_ts", "valid_until", "valid_until_ts", "superseded_by", "supersedes",
+    "change_reason", "event_date", "followed_up_at", "followed_up_ts",
+}
+
+
+def collection_name(user_id: str) -> str:
+    return f"memora-{user_id}-memories"
+
+
+def catalog_path(db_dir: Path, user_id: str) -> Path:
+    return Path(db_dir) / f"catalog-{user_id}.sqlite3"
+
+
+def _differs_in_specifics(a: str, b: str) -> bool:
+    return sorted(m.lower() for m in _SPECIFIC.findall(a)) != sorted(m.lower() for m in _SPECIFIC.findall(b))
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What ``add`` did: stored a new memory, or refreshed a duplicate."""
+
+    record: MemoryRecord
+    duplicate: bool = False
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    @property
+    def content(self) -> str:
+        return self.record.content
+
+
+def _chroma_metadata(record: MemoryRecord) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    for key, value in record.metadata.items():
+        if key in _RESERVED_KEYS or value is None:
+            continue
+        meta[str(key)] = value if isinstance(value, (str, int, float, bool)) else str(value)
+    meta.update(
+        user_id=record.user_id,
+        created_at=to_aware(record.created_at).isoformat(),
+        created_at_ts=to_aware(record.created_at).timestamp(),
+        memory_type=record.memory_type,
+        category=record.category,
+        source=record.source,
+        status=record.status,
+    )
+    for key in ("last_seen", "valid_until", "followed_up_at"):
+        value = getattr(record, key)
+        if value is not None:
+            meta[key] = to_aware(value).isoformat()
+            meta[f"{key}_ts" if key != "followed_up_at" else "followed_up_ts"] = to_aware(value).timestamp()
+    for key in ("superseded_by", "supersedes", "change_reason"):
+        if getattr(record, key):
+            meta[key] = getattr(record, key)
+    if record.event_date:
+        meta["event_date"] = record.event_date.isoformat()
+    return meta
+
+
+def _record_from_chroma(memory_id: str, document: str, meta: dict | None) -> MemoryRecord:
+    meta = dict(meta or {})
+    created = parse_iso(meta.get("created_at"))
+    if created is None and meta.get("created_at_ts") is not None:
+        created = datetime.fromtimestamp(float(meta["created_at_ts"])).astimezone()
+    return MemoryRecord(
+        id=memory_id,
+        content=document or "",
+        created_at=created or system_clock(),
+        memory_type=meta.get("memory_type") if meta.get("memory_type") in MEMORY_TYPES else "semantic",
+        category=meta.get("category") if meta.get("category") in CATEGORIES else "other",
+        source=meta.get("source") if meta.get("source") in SOURCES else "command",
+        status=STATUS_SUPERSEDED if meta.get("status") == STATUS_SUPERSEDED else STATUS_CURRENT,
+        user_id=str(meta.get("user_id", "")),
+        last_seen=parse_iso(meta.get("last_seen")),
+        valid_until=parse_iso(meta.get("valid_until")),
+        superseded_by=meta.get("superseded_by"),
+        supersedes=meta.get("supersedes"),
+        change_reason=meta.get("change_reason"),
+        event_date=parse_date(meta.get("event_date")),
+        followed_up_at=parse_iso(meta.get("followed_up_at")),
+        metadata={k: v for k, v in meta.items() if k not in _RESERVED_KEYS},
+    )
+
+
+class LongTermMemoryStore:
+    """One learner's long-term memories (see the module docstring)."""
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        embedding_function=None,
+        user_id: str = "default",
+        connection: ChromaConnection | None = None,
+        memory_cap: int | None = None,
+        clock: Clock = system_clock,
+        recency_half_life_days: float | None = None,
+    ):
+        self.path = Path(path)
+        self.user_id = user_id
+        self.embedder: Embedder = as_embedder(embedding_function)
+        self.connection = connection or ChromaConnection(self.path)
+        self.clock = clock
+        self.default_memory_cap = memory_cap
+        self.recency_half_life_days = recency_half_life_days
+        self.last_embedding_tokens = 0
+        if self.connection.url is None:
+            from chroma_backend import check_local_store
+
+            check_local_store(self.path)
+        ensure_private_dir(self.path)
+        self._catalog_path = catalog_path(self.path, user_id)
+        self.catalog = MemoryCatalog(self._catalog_path, user_id)
+        self._collection = None
+        self._collection_epoch = -1
+        self._seen_generation = self.catalog.generation()
+        self.mismatch: str | None = None
+        self._open_collection()
+
+    # -- opening and consistency ------------------------------------------------------
+    def _open_collection(self) -> None:
+        collection = self._coll()
+        stored = (collection.metadata or {}).get("embedding_model")
+        if stored is None or (stored != self.embedder.name and collection.count() == 0):
+            collection.modify(metadata={**(collection.metadata or {}), "embedding_model": self.embedder.name})
+        elif stored != self.embedder.name:
+            self.mismatch = stored
+        self._sync_catalog()
+
+    def _coll(self):
+        if self._collection is None or self._collection_epoch != self.connection.epoch:
+            self._collection = self.connection.collection(
+                collection_name(self.user_id), metadata={"embedding_model": self.embedder.name, "memora_user": self.user_id}
+            )
+            self._collection_epoch = self.connection.epoch
+        return self._collection
+
+    def _check_model(self) -> None:
+        if self.mismatch:
+            raise EmbeddingModelMismatch(
+                f"The memory store was built with {self.mismatch}, but Memora is set to {self.embedder.name}. "
+                f"Set MEMORA_EMBEDDING_MODEL back, or type 'reindex' to re-embed all {self.count(include_superseded=True)} memories."
+            )
+
+    def _sync_catalog(self) -> None:
+        """Rebuild the catalog from Chroma when the two disagree (crash, other machine)."""
+        collection = self._coll()
+        if collection.count() == self.catalog.count(current_only=False):
+            return
+        records = list(self._iter_chroma_records())
+        with file_lock(self._catalog_path), self.catalog.transaction() as db:
+            self.catalog.clear(db)
+            self.catalog.insert(db, records)
+        self._seen_generation = self.catalog.generation()
+
+    def _iter_chroma_records(self) -> Iterator[MemoryRecord]:
+        collection = self._coll()
+        offset = 0
+        while True:
+            page = collection.get(include=["documents", "metadatas"], limit=1000, offset=offset)
+            if not page["ids"]:
+                return
+            for memory_id, document, meta in zip(page["ids"], page["documents"], page["metadatas"]):
+                record = _record_from_chroma(memory_id, document, meta)
+                if record.user_id in ("", self.user_id):
+                    yield record.evolve(user_id=self.user_id)
+            offset += len(page["ids"])
+
+    def _sync_with_other_processes(self) -> None:
+        generation = self.catalog.generation()
+        if generation != self._seen_generation:
+            self.connection.refresh()
+            self._seen_generation = generation
+
+    @contextmanager
+    def _writing(self):
+        """Cross-process write section: file lock, fresh view, one catalog transaction."""
+        self._check_model()
+        with file_lock(self._catalog_path):
+            self._sync_with_other_processes()
+            with self.catalog.transaction() as db:
+                yield db, self._coll()
+            self._seen_generation = self.catalog.generation()
+
+    # -- embedding --------------------------------------------------------------------
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        result = self.embedder.embed(list(texts))
+        self.last_embedding_tokens = result.tokens
+        return result.vectors
+
+    # -- adding -----------------------------------------------------------------------
+    @property
+    def memory_cap(self) -> int | None:
+        stored = self.catalog.get_meta("memory_cap")
+        return int(stored) if stored else self.default_memory_cap
+
+    def set_memory_cap(self, cap: int | None) -> None:
+        if cap is not None and cap <= 0:
+            raise CommandError("The memory cap must be a positive number.")
+        self.catalog.set_meta("memory_cap", str(cap) if cap else None)
+
+    def _new_id(self) -> str:
+        while True:
+            candidate = uuid.uuid4().hex[:8]
+            if self.catalog.get(candidate) is None:
+                return candidate
+
+    def _validate(self, content: str, memory_type: str, category: str) -> tuple[str, str, str]:
+        text = clean_text(content)
+        if not text:
+            raise LimitError("A memory cannot be empty.")
+        if len(text) > MAX_MEMORY_CHARS:
+            raise LimitError(f"A memory is limited to {MAX_MEMORY_CHARS} characters; this one has {len(text)}.")
+        if memory_type not in MEMORY_TYPES:
+            raise CommandError(f"Unknown memory type {memory_type!r}: use {' or '.join(MEMORY_TYPES)}.")
+        return text, memory_type, category if category in CATEGORIES else "other"
+
+    def add(
+        self,
+        content: str,
+        *,
+        memory_type: str = "semantic",
+        category: str = "other",
+        created_at: datetime | None = None,
+        metadata: dict | None = None,
+        source: str = "command",
+        event_date: date | None = None,
+        dedup: bool = True,
+    ) -> AddResult:
+        """Store one memory now (or at ``created_at``), unless it duplicates one."""
+        text, memory_type, category = self._validate(content, memory_type, category)
+        self._check_model()
+        now = self.clock()
+        existing = self.catalog.find_exact(text)
+        if existing is not None:
+            return AddResult(self.touch(existing.id, now), duplicate=True)
+        vector = self.embed([text])[0]
+        if dedup:
+            for record, distance in self.nearest_by_vector(vector, 3):
+                if distance <= self.duplicate_distance and not _differs_in_specifics(text, record.content):
+                    return AddResult(self.touch(record.id, now), duplicate=True)
+        cap = self.memory_cap
+        if cap is not None and self.count() >= cap:
+            raise MemoryFullError(
+                f"Memory is full ({cap} memories), so this was not saved. Review them with 'memories', "
+                "free space with 'forget <id>', or raise the cap with 'memory cap <n>'."
+            )
+        record = MemoryRecord(
+            id=self._new_id(),
+            content=text,
+            created_at=to_aware(created_at) if created_at else now,
+            memory_type=memory_type,
+            category=category,
+            source=source if source in SOURCES else "command",
+            user_id=self.user_id,
+            last_seen=now,
+            event_date=event_date,
+            metadata=dict(metadata or {}),
+        )
+        self._write_new([record], [vector])
+        return AddResult(record)
+
+    def add_many(self, items: Iterable[dict], *, batch_size: int = 256) -> list[MemoryRecord]:
+        """Bulk insert without dedup (imports, benchmarks). Each item holds ``add``'s
+        keyword arguments plus ``content``."""
+        stored: list[MemoryRecord] = []
+        batch: list[MemoryRecord] = []
+        now = self.clock()
+        for item in items:
+            text, memory_type, category = self._validate(
+                item["content"], item.get("memory_type", "semantic"), item.get("category", "other")
+            )
+            created = item.get("created_at")
+            batch.append(
+                MemoryRecord(
+                    id=item.get("id") or uuid.uuid4().hex[:8],
+                    content=text,
+                    created_at=to_aware(created) if created else now,
+                    memory_type=memory_type,
+                    category=category,
+                    source=item.get("source", "import"),
+                    user_id=self.user_id,
+                    last_seen=now,
+                    event_date=item.get("event_date"),
+                    metadata=dict(item.get("metadata") or {}),
+                )
+            )
+            if len(batch) >= batch_size:
+                stored.extend(self._flush(batch))
+                batch = []
+        if batch:
+            stored.extend(self._flush(batch))
+        return stored
+
+    def _flush(self, batch: list[MemoryRecord]) -> list[MemoryRecord]:
+        vectors = self.embed([r.content for r in batch])
+        self._write_new(batch, vectors)
+        return batch
+
+    def _write_new(self, records: list[MemoryRecord], vectors: list[list[float]]) -> None:
+        with self._writing() as (db, collection):
+            self.catalog.insert(db, records)
+            collection.upsert(
+                ids=[r.id for r in records],
+                embeddings=vectors,
+                documents=[r.content for r in records],
+                metadatas=[_chroma_metadata(r) for r in records],
+            )
+
+    def _write_updates(self, records: list[MemoryRecord]) -> None:
+        with self._writing() as (db, collection):
+            for record in records:
+                self.catalog.update(db, record)
+            collection.update(ids=[r.id for r in records], metadatas=[_chroma_metadata(r) for r in records])
+
+    # -- changing ---------------------------------------------------------------------
+    def touch(self, memory_id: str, when: datetime | None = None) -> MemoryRecord:
+        record = self.require(memory_id)
+        updated = record.evolve(last_seen=when or self.clock())
+        self._write_updates([updated])
+        return updated
+
+    def mark_followed_up(self, memory_id: str, when: datetime | None = None) -> None:
+        record = self.get(memory_id)
+        if record is not None and record.followed_up_at is None:
+            self._write_updates([record.evolve(followed_up_at=when or self.clock())])
+
+    def supersede(
+        self,
+        old_id: str,
+        new_content: str | None = None,
+        *,
+        reason: str = "superseded",
+        memory_type: str | None = None,
+        category: str | None = None,
+        event_date: date | None = None,
+        source: str = "extracted",
+        note: str | None = None,
+    ) -> MemoryRecord | None:
+        """Mark ``old_id`` no longer current; store ``new_content`` as its successor.
+
+        Nothing is deleted: the old record keeps its text with ``valid_until``,
+        ``superseded_by`` and ``status=superseded``. Without ``new_content`` the
+        memory is retracted (a correction) and ``None`` is returned.
+        """
+        old = self.require(old_id)
+        if not old.is_current:
+            raise CommandError(f"Memory {old_id} is already superseded; see 'history {old_id}'.")
+        now = self.clock()
+        successor = None
+        vector = None
+        if new_content is not None:
+            text, kind, cat = self._validate(new_content, memory_type or old.memory_type, category or old.category)
+            vector = self.embed([text])[0]
+            successor = MemoryRecord(
+                id=self._new_id(),
+                content=text,
+                created_at=now,
+                memory_type=kind,
+                category=cat,
+                source=source,
+                user_id=self.user_id,
+                last_seen=now,
+                supersedes=old.id,
+                change_reason=reason,
+                event_date=event_date if event_date is not None else (old.event_date if reason in ("update", "edit") else None),
+                metadata={k: v for k, v in old.metadata.items() if k != "note"},
+            )
+        retired = old.evolve(
+            status=STATUS_SUPERSEDED,
+            valid_until=now,
+            superseded_by=successor.id if successor else None,
+            change_reason=reason,
+            metadata={**old.metadata, **({"note": note} if note else {})},
+        )
+        with self._writing() as (db, collection):
+            self.catalog.update(db, retired)
+            collection.update(ids=[retired.id], metadatas=[_chroma_metadata(retired)])
+            if successor is not None:
+                self.catalog.insert(db, [successor])
+                collection.upsert(
+                    ids=[successor.id],
+                    embeddings=[vector],
+                    documents=[successor.content],
+                    metadatas=[_chroma_metadata(successor)],
+                )
+        return successor
+
+    def edit(self, memory_id: str, new_content: str) -> MemoryRecord:
+        """The learner's own edit: a new version that supersedes the old one."""
+        record = self.require(memory_id)
+        return self.supersede(record.id, new_content, reason="edit", source="command")
+
+    def delete(self, memory_id: str) -> list[str]:
+        """Delete a memory and its earlier versions (the learner's ``forget``)."""
+        record = self.require(memory_id)
+        chain = [r.id for r in self.history(record.id) if r.created_at <= record.created_at or r.id == record.id]
+        ids = list(dict.fromkeys(chain + [record.id]))
+        successor = record.superseded_by
+        with self._writing() as (db, collection):
+            self.catalog.delete(db, ids)
+            collection.delete(ids=ids)
+            if successor:
+                nxt = self.catalog.get(successor)
+                if nxt is not None and nxt.supersedes in ids:
+                    nxt = nxt.evolve(supersedes=None)
+                    self.catalog.update(db, nxt)
+                    collection.update(ids=[nxt.id], metadatas=[_chroma_metadata(nxt)])
+        return ids
+
+    def delete_all(self) -> int:
+        """Delete every memory of this learner (``forget all``)."""
+        count = self.count(include_superseded=True)
+        with self._writing() as (db, collection):
+            self.catalog.clear(db)
+            self.connection.delete_collection(collection_name(self.user_id))
+            self._collection = None
+        self._coll()
+        return count
+
+    def drop(self) -> None:
+        """Remove the learner's collection and catalog entirely (``forget user``)."""
+        with file_lock(self._catalog_path):
+            self.connection.delete_collection(collection_name(self.user_id))
+            self.catalog.close()
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(self._catalog_path) + suffix).unlink(missing_ok=True)
+        Path(str(self._catalog_path) + ".lock").unlink(missing_ok=True)
+
+    # -- reading ----------------------------------------------------------------------
+    @property
+    def duplicate_distance(self) -> float:
+        return DUPLICATE_DISTANCE.get(self.embedder.name, DEFAULT_DUPLICATE_DISTANCE)
+
+    @property
+    def related_distance(self) -> float:
+        return RELATED_DISTANCE.get(self.embedder.name, DEFAULT_RELATED_DISTANCE)
+
+    def get(self, memory_id: str) -> MemoryRecord | None:
+        return self.catalog.get(memory_id)
+
+    def require(self, memory_id: str) -> MemoryRecord:
+        """Find a memory by id or unique id prefix (at least 4 characters)."""
+        key = (memory_id or "").strip().lower()
+        record = self.catalog.get(key)
+        if record is not None:
+            return record
+        if len(key) >= 4 and re.fullmatch(r"[0-9a-z_-]+", key):
+            matches = self.catalog.ids_with_prefix(key)
+            if len(matches) == 1:
+                return self.catalog.get(matches[0])
+            if len(matches) > 1:
+                raise CommandError(f"Memory id '{key}' is ambiguous ({', '.join(matches)}); type more of it.")
+        raise CommandError(f"No memory with id '{memory_id[:40]}'. List them with 'memories'.")
+
+    def list(self, **filters) -> list[MemoryRecord]:
+        return self.catalog.list(**filters)
+
+    def count(self, *, include_superseded: bool = False) -> int:
+        return self.catalog.count(current_only=not include_superseded)
+
+    def history(self, memory_id: str) -> list[MemoryRecord]:
+        """The version chain through ``memory_id``, oldest first."""
+        record = self.require(memory_id)
+        links = self.catalog.chain_links()
+        start = record.id
+        seen = {start}
+        while links.get(start, (None, None))[0] and links[start][0] not in seen and links[start][0] in links:
+            start = links[start][0]
+            seen.add(start)
+        chain = [start]
+        while True:
+            nxt = links.get(chain[-1], (None, None))[1]
+            if not nxt or nxt in chain or nxt not in links:
+                break
+            chain.append(nxt)
+        records = self.catalog.get_many(chain)
+        return [records[i] for i in chain if i in records]
+
+    def nearest(self, content: str, n: int = 5) -> list[tuple[MemoryRecord, float]]:
+        return self.nearest_by_vector(self.embed([content])[0], n)
+
+    def nearest_by_vector(self, vector: list[float], n: int) -> list[tuple[MemoryRecord, float]]:
+        """Current memories closest to ``vector``: ``[(record, cosine distance)]``."""
+        hits = self.dense_candidates(vector, n)
+        records = self.catalog.get_many([memory_id for memory_id, _ in hits])
+        return [(records[i], d) for i, d in hits if i in records and records[i].is_current][:n]
+
+    def dense_candidates(self, vector: list[float], n: int) -> list[tuple[str, float]]:
+        """``[(id, cosine distance)]`` from Chroma, nearest first (ids only, no payload)."""
+        self._check_model()
+        self._sync_with_other_processes()
+        collection = self._coll()
+        total = collection.count()
+        if total == 0:
+            return []
+        result = collection.query(query_embeddings=[vector], n_results=min(n, total), include=["distances"])
+        return list(zip(result["ids"][0], result["distances"][0]))
+
+    def search(self, query: str, n_results: int = 5, min_score: float | None = None) -> list[MemorySearchResult]:
+        """Hybrid, time-aware search (``retrieval.py``): results with ``score`` in [0, 1].
+
+        ``min_score=None`` applies ``RETRIEVAL_MIN_SCORE``; pass ``0`` to rank only.
+        """
+        from retrieval import retrieve_relevant_memories
+
+        results, _ = retrieve_relevant_memories(self, query, n_results=n_results, min_score=min_score)
+        return results
+
+    # -- re-embedding, export and import ------------------------------------------------
+    def reindex(self) -> int:
+        """Re-embed every memory with the configured model (after a model change)."""
+        records = self.catalog.list(include_superseded=True, newest_first=False)
+        vectors: list[list[float]] = []
+        for start in range(0, len(records), 256):
+            vectors.extend(self.embedder.embed([r.content for r in records[start : start + 256]]).vectors)
+        with file_lock(self._catalog_path):
+            name = collection_name(self.user_id)
+            self.connection.delete_collection(name)
+            self._collection = None
+            collection = self.connection.collection(name, metadata={"embedding_model": self.embedder.name, "memora_user": self.user_id})
+            for start in range(0, len(records), 1000):
+                chunk = records[start : start + 1000]
+                collection.upsert(
+                    ids=[r.id for r in chunk],
+                    embeddings=vectors[start : start + 1000],
+                    documents=[r.content for r in chunk],
+                    metadatas=[_chroma_metadata(r) for r in chunk],
+                )
+            self._collection = collection
+            self._collection_epoch = self.connection.epoch
+        self.mismatch = None
+        with file_lock(self._catalog_path), self.catalog.transaction() as db:
+            self.catalog.clear(db)
+            self.catalog.insert(db, records)
+        self._seen_generation = self.catalog.generation()
+        return len(records)
+
+    def all_records(self) -> list[MemoryRecord]:
+        return self.catalog.list(include_superseded=True, newest_first=False)
+
+    def restore(self, records: Sequence[MemoryRecord]) -> int:
+        """Upsert exported records by id (so importing twice adds nothing twice).
+
+        Everything is embedded first; if that fails nothing is written.
+        """
+        self._check_model()
+        records = [r.evolve(user_id=self.user_id) for r in records]
+        vectors: list[list[float]] = []
+        for start in range(0, len(records), 256):
+            vectors.extend(self.embed([r.content for r in records[start : start + 256]]))
+        with self._writing() as (db, collection):
+            self.catalog.insert(db, records)
+            for start in range(0, len(records), 1000):
+                chunk = records[start : start + 1000]
+                collection.upsert(
+                    ids=[r.id for r in chunk],
+                    embeddings=vectors[start : start + 1000],
+                    documents=[r.content for r in chunk],
+                    metadatas=[_chroma_metadata(r) for r in chunk],
+                )
+        return len(records)

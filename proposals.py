@@ -1,0 +1,134 @@
+"""Profile changes waiting for the learner's yes or no.
+
+Seed 003 (P1, option C): a change to an existing profile value, or a removal,
+is never applied silently. It is stored here (atomically, so it survives a
+restart) and asked about at the end of the reply; ``yes``/``no`` or
+``profile confirm``/``profile reject`` settles it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Callable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from storage import atomic_write_model, file_lock, load_model_file
+from text_utils import normalized_key, shorten
+from timeutil import system_clock
+from user_profile import UserProfileStore
+
+MAX_PENDING = 20
+
+
+class ProfileProposal(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    field: Literal["english_level", "learning_goal", "preference"]
+    action: Literal["set", "remove"]
+    value: str
+    old_value: str | None = None
+    evidence: str = ""
+    created_at: datetime
+
+    @classmethod
+    def new(cls, field: str, action: str, value: str, old_value: str | None, evidence: str) -> "ProfileProposal":
+        return cls(
+            id=uuid.uuid4().hex[:6],
+            field=field,
+            action=action,
+            value=value,
+            old_value=old_value,
+            evidence=evidence,
+            created_at=system_clock(),
+        )
+
+    def question(self) -> str:
+        """The one question Memora ends its reply with."""
+        if self.field == "english_level" and self.action == "set":
+            return (
+                f"You mentioned you're {self.value} now. Update your profile level from "
+                f"{self.old_value} to {self.value}? (yes/no)"
+            )
+        if self.field == "english_level":
+            return f"Remove your English level ({self.value}) from your profile? (yes/no)"
+        label = "goal" if self.field == "learning_goal" else "preference"
+        return f"You said \u201c{shorten(self.evidence, 80)}\u201d. Remove the {label} \u201c{shorten(self.value, 60)}\u201d from your profile? (yes/no)"
+
+    def describe(self) -> str:
+        if self.field == "english_level" and self.action == "set":
+            return f"level {self.old_value} -> {self.value}"
+        label = {"english_level": "level", "learning_goal": "goal", "preference": "preference"}[self.field]
+        return f"remove {label} \u201c{shorten(self.value, 60)}\u201d"
+
+    def key(self) -> tuple:
+        return (self.field, self.action, normalized_key(self.value))
+
+    def apply(self, profiles: UserProfileStore) -> str:
+        """Apply to the profile; returns the confirmation line."""
+        if self.field == "english_level":
+            if self.action == "set":
+                profiles.set_english_level(self.value)
+                return f"Profile updated: English level is now {self.value}."
+            profiles.clear_level()
+            return "Profile updated: English level removed."
+        kind = "goal" if self.field == "learning_goal" else "preference"
+        profiles.remove(kind, self.value)
+        return f"Profile updated: removed the {kind} \u201c{shorten(self.value, 60)}\u201d."
+
+
+class _ProposalFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = 1
+    pending: list[ProfileProposal] = Field(default_factory=list)
+
+
+class ProposalStore:
+    """Pending proposals in ``memora_proposals.json`` (locked, atomic)."""
+
+    def __init__(self, path: Path, *, notify: Callable[[str], None] | None = None):
+        self.path = Path(path)
+        self._notify = notify
+
+    def _load(self) -> _ProposalFile:
+        return load_model_file(self.path, _ProposalFile, notify=self._notify, label="pending profile changes") or _ProposalFile()
+
+    def pending(self) -> list[ProfileProposal]:
+        return list(self._load().pending)
+
+    def first(self) -> ProfileProposal | None:
+        pending = self.pending()
+        return pending[0] if pending else None
+
+    def add(self, proposal: ProfileProposal) -> bool:
+        with file_lock(self.path):
+            state = self._load()
+            if any(p.key() == proposal.key() for p in state.pending):
+                return False
+            # A newer level proposal replaces an older one: only the latest claim matters.
+            if proposal.field == "english_level":
+                state.pending = [p for p in state.pending if p.field != "english_level"]
+            state.pending.append(proposal)
+            state.pending = state.pending[-MAX_PENDING:]
+            atomic_write_model(self.path, state)
+            return True
+
+    def take(self, proposal_id: str | None = None) -> ProfileProposal | None:
+        """Remove and return one proposal (the first one by default)."""
+        with file_lock(self.path):
+            state = self._load()
+            for index, proposal in enumerate(state.pending):
+                if proposal_id is None or proposal.id == proposal_id:
+                    del state.pending[index]
+                    atomic_write_model(self.path, state)
+                    return proposal
+        return None
+
+    def clear(self) -> None:
+        with file_lock(self.path):
+            if self.path.exists():
+                atomic_write_model(self.path, _ProposalFile())

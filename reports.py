@@ -1,0 +1,96 @@
+"""The ``status`` and ``why`` reports, as (title, columns, rows) tables."""
+
+from __future__ import annotations
+
+from context_builder import SECTION_TAGS
+from timeutil import time_ago
+from text_utils import shorten
+
+Table = tuple[str, list[str], list[list[str]]]
+
+
+def status_rows(app) -> list[Table]:
+    settings = app.settings
+    store = app.store
+    cap = store.memory_cap
+    model_state = settings.model if app.model.configured else f"{settings.model} (not configured: set OPENAI_API_KEY or OPENAI_BASE_URL)"
+    general = [
+        ["learner", settings.user],
+        ["model", model_state],
+        ["model endpoint", settings.base_url or ("api.openai.com" if settings.api_key else "-")],
+        ["embedding model", app.embedder.name + (f" (store built with {store.mismatch}: type 'reindex')" if store.mismatch else "")],
+        ["token counting", app.counter.encoding_name or "not loaded yet"],
+        ["data folder", str(settings.data_dir)],
+        ["profile", str(app.paths.profile)],
+        ["session", str(app.paths.session)],
+        ["memory store", app.connection.location],
+        ["memories", f"{store.count()} current, {store.count(include_superseded=True)} with history" + (f", cap {cap}" if cap else "")],
+    ]
+    memory = app.memory
+    budget = memory.budget
+    last = memory.last_request or {}
+    sections = last.get("sections") or {}
+    caps = {"instructions": "-", "background": budget.background, "summary": budget.summary, "recent": budget.recent, "current": "-"}
+    budget_rows = [[name, str(sections.get(name, "-")), str(caps[name])] for name in ("instructions", "background", "summary", "recent", "current")]
+    budget_rows.append(["total", str(last.get("total", "-")), str(budget.total)])
+    usage = memory.usage
+    pending = app.worker.pending if app.worker else 0
+    extraction_state = f"{usage.extraction}"
+    usage_rows = [
+        ["chat", str(usage.chat)],
+        ["embeddings" + (" (local model, no API cost)" if app.embedder.name.startswith("local:") else ""), str(usage.embeddings)],
+        ["summaries", str(usage.summaries)],
+        ["extraction", extraction_state],
+        ["total", str(usage.total)],
+    ]
+    extraction_rows = [
+        ["queued", str(pending)],
+        ["failures this session", str(app.extraction_failures)],
+        ["last failure", app.extraction_error or "none"],
+    ]
+    return [
+        ("Memora", ["setting", "value"], general),
+        ("Token budget (last request)", ["section", "tokens", "limit"], budget_rows),
+        ("Session token usage", ["spent on", "tokens"], usage_rows),
+        ("Memory extraction", ["", ""], extraction_rows),
+    ]
+
+
+def why_report(app) -> list[Table]:
+    prepared = app.last_prepared
+    if prepared is None:
+        return [("Why", ["", ""], [["No chat request has been made in this session yet.", ""]])]
+    background = prepared.background
+    now = background.now or app.now()
+    tokens = background.section_tokens(app.counter)
+    section_rows = [[tag, str(tokens.get(tag, 0))] for tag in SECTION_TAGS if tag in tokens]
+    section_rows.append(["(whole request)", f"{prepared.total_tokens} of {prepared.budget}"])
+    tables: list[Table] = [("Sections of the last background", ["section", "tokens"], section_rows)]
+    if not background:
+        tables.append(("Background", ["", ""], [["(no background message was sent)", ""]]))
+        return tables
+    profile_rows = [[line.removeprefix("- ")] for line in background.profile_lines()]
+    if profile_rows:
+        tables.append(("Profile", ["line"], profile_rows))
+    if background.digest:
+        tables.append(("About you (digest)", ["category", "memory"], [[d.category, d.text] for d in background.digest]))
+    if background.hint is not None:
+        tables.append(("Follow-up hint", ["memory", "said", "text"], [[background.hint.memory_id, time_ago(background.hint.said_at, now), background.hint.text]]))
+    if background.knowledge:
+        tables.append(
+            ("Knowledge notes", ["score", "note", "text"], [[f"{k.score:.3f}", f"{k.source} › {k.title}", shorten(k.text, 80)] for k in background.knowledge])
+        )
+    if background.memories:
+        tables.append(
+            (
+                "Memories",
+                ["score", "dense", "lexical", "recency", "id", "when", "text"],
+                [
+                    [f"{m.score:.3f}", f"{m.dense_score:.2f}", f"{m.lexical_score:.2f}", f"{m.recency:.2f}", m.id, time_ago(m.created_at, now), m.content]
+                    for m in background.memories
+                ],
+            )
+        )
+    if background.summary:
+        tables.append(("Conversation summary", ["text"], [[shorten(background.summary, 300)]]))
+    return tables

@@ -1,0 +1,96 @@
+"""The conversation state that survives a restart (seed 003, P4).
+
+After every turn Memora saves the recent messages, the running summary, token
+usage, the last request's token breakdown and any extraction jobs that have
+not finished, atomically, to ``memora_session.json``. At start it restores
+them, so a crash between turns loses nothing the learner has already seen,
+and an interrupted extraction runs again. ``--new`` or ``reset`` starts a
+fresh conversation without touching the profile or memories.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Callable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from storage import atomic_write_model, file_lock, load_model_file
+
+SESSION_VERSION = 2
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class UsageCounts(BaseModel):
+    chat: int = 0
+    embeddings: int = 0
+    summaries: int = 0
+    extraction: int = 0
+
+
+class PendingExtraction(BaseModel):
+    job_id: str
+    text: str
+    said_at: datetime
+
+
+class SessionState(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    version: int = SESSION_VERSION
+    saved_at: datetime | None = None
+    messages: list[ChatMessage] = Field(default_factory=list)
+    summary: str = ""
+    usage: UsageCounts = Field(default_factory=UsageCounts)
+    last_request: dict | None = None
+    pending_extractions: list[PendingExtraction] = Field(default_factory=list)
+
+    def is_empty(self) -> bool:
+        return not (self.messages or self.summary or self.pending_extractions)
+
+
+def migrate_session(data: dict) -> dict:
+    """Upgrade older session files.
+
+    Version 1 (no ``version`` key) kept ``history`` and a single
+    ``token_usage`` number; newer-than-known versions are refused (and
+    quarantined) rather than guessed at.
+    """
+    version = data.get("version", 1)
+    if not isinstance(version, int) or version > SESSION_VERSION:
+        raise ValueError(f"session format version {version!r} is newer than this Memora understands")
+    if version == 1:
+        data = {
+            "version": SESSION_VERSION,
+            "messages": data.get("history", data.get("messages", [])),
+            "summary": data.get("summary", ""),
+            "usage": {"chat": int(data.get("token_usage", 0) or 0)},
+        }
+    return data
+
+
+class SessionStore:
+    def __init__(self, path: Path, *, notify: Callable[[str], None] | None = None):
+        self.path = Path(path)
+        self._notify = notify
+
+    def load(self) -> SessionState:
+        return (
+            load_model_file(self.path, SessionState, migrate=migrate_session, notify=self._notify, label="saved session")
+            or SessionState()
+        )
+
+    def save(self, state: SessionState) -> None:
+        with file_lock(self.path):
+            atomic_write_model(self.path, state)
+
+    def delete(self) -> None:
+        with file_lock(self.path):
+            self.path.unlink(missing_ok=True)

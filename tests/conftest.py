@@ -1,0 +1,211 @@
+"""Shared fixtures.
+
+* ``block_network`` (autouse): any connection that is not loopback fails the
+  test, even if the code under test swallows the exception.
+* ``isolated_env`` (autouse): data goes to a temporary folder and no real
+  OpenAI or Chroma settings leak in from the environment.
+* ``server``: a local Responses API server (``fake_openai.py``).
+* ``make_app``: a ``Memora`` wired to that server, a temporary data folder,
+  the deterministic hash embedding and an injectable clock.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+for path in (str(ROOT), str(TESTS)):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+from fake_openai import FakeOpenAIServer  # noqa: E402
+
+NETGUARD = TESTS / "netguard"
+_LOOPBACK = {"127.0.0.1", "::1", "localhost", "0.0.0.0"}
+
+
+@pytest.fixture(autouse=True)
+def block_network(monkeypatch):
+    violations: list[str] = []
+    original_connect = socket.socket.connect
+    original_getaddrinfo = socket.getaddrinfo
+
+    def guarded_connect(sock, address):
+        host = address[0] if isinstance(address, tuple) else None
+        if host is not None and host not in _LOOPBACK:
+            violations.append(f"connect {address!r}")
+            raise ConnectionRefusedError(f"tests may not reach the network ({address!r})")
+        return original_connect(sock, address)
+
+    def guarded_getaddrinfo(host, *args, **kwargs):
+        if host not in _LOOPBACK and host is not None:
+            violations.append(f"resolve {host!r}")
+            raise socket.gaierror(f"tests may not resolve {host!r}")
+        return original_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    monkeypatch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)
+    yield violations
+    assert not violations, f"a test tried to reach the network: {violations}"
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(monkeypatch, tmp_path):
+    for name in list(os.environ):
+        if name.startswith(("MEMORA_", "OPENAI_", "CHROMA_")) and name != "MEMORA_REQUIRE_LOCAL_MODELS":
+            monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "memora-home"
+    monkeypatch.setenv("MEMORA_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAIServer() as srv:
+        yield srv
+
+
+class FakeClock:
+    """A clock tests can move: ``clock.advance(days=3)``."""
+
+    def __init__(self, start: datetime | None = None):
+        self.now = (start or datetime(2026, 11, 29, 10, 0)).astimezone()
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta) -> datetime:
+        self.now = self.now + timedelta(**delta)
+        return self.now
+
+
+@pytest.fixture
+def clock():
+    return FakeClock()
+
+
+@pytest.fixture
+def data_dir(isolated_env):
+    return isolated_env
+
+
+@pytest.fixture
+def make_settings(data_dir, server):
+    from config import Settings
+
+    def build(**overrides):
+        no_notes = data_dir.parent / "no-knowledge"
+        no_notes.mkdir(exist_ok=True)
+        values = dict(
+            data_dir=data_dir,
+            base_url=server.base_url,
+            api_key="sk-test-not-real",
+            max_retries=0,
+            timeout=10,
+            knowledge_dir=no_notes,  # knowledge tests opt in to the shipped notes
+        )
+        values.update(overrides)
+        return Settings(**values).validated()
+
+    return build
+
+
+@pytest.fixture
+def make_app(make_settings, clock):
+    from assistant import Memora
+    from embeddings import HashEmbedder
+
+    apps = []
+
+    def build(*, settings=None, notices=None, embedder=None, **overrides):
+        settings = settings or make_settings(**overrides)
+        sink = notices if notices is not None else []
+        app = Memora(settings, clock=clock, embedder=embedder or HashEmbedder(), notify=sink.append)
+        app.notices = sink
+        apps.append(app)
+        return app
+
+    yield build
+    for app in apps:
+        try:
+            app.close(timeout=5)
+        except Exception:
+            pass
+
+
+class Transcript:
+    """Scripted REPL input and captured output for ``chatbot.run``."""
+
+    def __init__(self, lines, app=None):
+        self.lines = list(lines)
+        self.out: list[str] = []
+        self.app = app
+
+    def read(self, prompt: str) -> str:
+        if self.app is not None:
+            self.app.wait_for_extraction(10)  # deterministic: extraction settles between turns
+        self.out.append(prompt)
+        if not self.lines:
+            raise EOFError
+        line = self.lines.pop(0)
+        if isinstance(line, BaseException) or (isinstance(line, type) and issubclass(line, BaseException)):
+            raise line
+        self.out.append(line + "\n")
+        return line
+
+    def write(self, text: str) -> None:
+        self.out.append(text)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.out)
+
+
+@pytest.fixture
+def run_repl():
+    import chatbot
+    from terminal import PlainConsole
+
+    def run(app, lines, *, settle=True):
+        transcript = Transcript(lines, app if settle else None)
+        console = PlainConsole(transcript.read, transcript.write)
+        app._notify = console.notice
+        code = chatbot.run(app, console, raise_unexpected=True)
+        transcript.code = code
+        return transcript
+
+    return run
+
+
+def local_model_or_skip():
+    from embeddings import local_model_available
+
+    if local_model_available():
+        return
+    message = "the local ONNX all-MiniLM-L6-v2 model is not in ~/.cache/chroma (source ../shared/tools/offline-caches.sh)"
+    if os.environ.get("MEMORA_REQUIRE_LOCAL_MODELS") == "1":
+        pytest.fail(message + " and MEMORA_REQUIRE_LOCAL_MODELS=1")
+    pytest.skip(message)
+
+
+@pytest.fixture
+def local_embedder():
+    local_model_or_skip()
+    from embeddings import LocalEmbedder
+
+    return LocalEmbedder()
+
+
+def child_env(**extra) -> dict:
+    """Environment for a child ``python chatbot.py``: network-guarded, isolated."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CHROMA_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(NETGUARD), str(ROOT)])
+    env.update({k: str(v) for k, v in extra.items()})
+    return env

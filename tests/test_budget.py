@@ -1,0 +1,118 @@
+"""The token budget holds for every request, over hundreds of turns."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from context_builder import build_background_messages
+from errors import ContextBudgetError
+from fake_openai import Error
+from memory import ContextBudget, ConversationMemory
+from tokens import TokenCounter
+from user_profile import UserProfile
+
+
+def counted(counter: TokenCounter, request) -> int:
+    return counter.count_request(request.body.get("instructions", ""), request.input)
+
+
+def test_200_turns_stay_within_the_budget_and_fold_into_a_summary(make_app, server):
+    rng = random.Random(7)
+    words = "airport hotel ticket luggage present perfect article phrase practise sentence meaning".split()
+    replies = [" ".join(rng.choices(words, k=rng.randint(5, 120))) for _ in range(200)]
+    server.script("chat", *replies)
+    app = make_app(token_budget=1500, recent_tokens=500, summary_tokens=150, background_tokens=300)
+    app.profiles.set_english_level("B1")
+    app.profiles.add_learning_goal("travel English")
+    for i in range(12):
+        app.store.add(f"The learner practised {rng.choice(words)} vocabulary number {i}")
+    counter = TokenCounter(app.settings.model)
+
+    for turn in range(200):
+        message = f"Turn {turn}: " + " ".join(rng.choices(words, k=rng.randint(3, 60)))
+        app.chat(message, on_delta=lambda _: None)
+        assert app.last_prepared.total_tokens <= 1500
+
+    chats = server.chats
+    assert len(chats) == 200
+    totals = [counted(counter, r) for r in chats]
+    assert max(totals) <= 1500, max(totals)
+    # the sections Memora reports add up to what was sent
+    assert app.last_prepared.total_tokens == totals[-1]
+    summaries = server.of_kind("summary")
+    assert summaries, "the history overflowed, so older turns must have been summarised"
+    assert len(summaries) < 100, "folding happens in chunks, not on every turn"
+    later = [r for r in chats[50:] if r.section("conversation_summary")]
+    assert later, "the summary travels in the developer message"
+    assert all(r.section("user_profile") for r in chats), "the profile is on every turn"
+    # the current message is always the last input item, never dropped
+    assert all(r.input[-1]["content"].startswith(f"Turn {i}:") for i, r in enumerate(chats))
+    assert app.memory.usage.summaries > 0
+
+
+def test_a_message_that_cannot_fit_is_refused_and_not_sent(make_app, server):
+    app = make_app(token_budget=600, recent_tokens=200, summary_tokens=100, background_tokens=100)
+    with pytest.raises(ContextBudgetError) as raised:
+        app.chat("word " * 700, on_delta=lambda _: None)
+    assert "Nothing was sent" in str(raised.value)
+    assert server.chats == []
+    assert app.memory.messages == []
+
+
+def test_background_drops_memories_first_lowest_score_first_and_profile_last():
+    counter = TokenCounter("gpt-4.1-mini")
+    memory = ConversationMemory(counter=counter, instructions="Tutor.", budget=ContextBudget(total=2000, recent=500, summary=100, background=230))
+    from datetime import datetime
+
+    from records import MemorySearchResult
+
+    now = datetime(2026, 11, 29, 10).astimezone()
+    memories = [
+        MemorySearchResult(id=f"m{i}", content=f"memory number {i} " + "detail " * 15, score=s, created_at=now, memory_type="semantic", category="other")
+        for i, s in enumerate([0.9, 0.4, 0.7])
+    ]
+    profile = UserProfile(english_level="B2", learning_goals=["IELTS 7"], preferences=["short examples"])
+    memory.add_user_message("hi")
+    prepared = memory.prepare_context(build_background_messages(profile, memories, now=now))
+    kept = [m.id for m in prepared.background.memories]
+    assert "m1" not in kept  # the lowest score went first
+    assert kept == [m for m in ["m0", "m2"] if m in kept]
+    assert prepared.background.profile == profile  # the profile is untouched while memories can go
+
+    level_only = build_background_messages(UserProfile(english_level="B2"), [], now=now)
+    room = sum(counter.count_message(m) for m in level_only) + 3  # the level fits, nothing more does
+    tight = ConversationMemory(counter=counter, instructions="Tutor.", budget=ContextBudget(total=2000, recent=500, summary=100, background=room))
+    tight.add_user_message("hi")
+    squeezed = tight.prepare_context(build_background_messages(profile, memories, now=now))
+    assert squeezed.background.memories == ()
+    assert squeezed.background.profile == UserProfile(english_level="B2")  # the level is the very last to go
+
+
+def test_summary_failure_keeps_the_full_window_when_it_fits(make_app, server):
+    app = make_app(token_budget=3000, recent_tokens=200, summary_tokens=100, background_tokens=200)
+    server.script("summary", Error(500, times=50))
+    for i in range(6):
+        app.chat(f"message {i} " + "long words here " * 10, on_delta=lambda _: None)
+    # every turn went through, with the whole history, because it still fit
+    assert len(server.chats) == 6
+    assert len(server.chats[-1].input) == 11
+    assert app.memory.summary == ""
+
+
+def test_summary_failure_refuses_the_turn_when_the_window_no_longer_fits(make_app, server):
+    app = make_app(token_budget=700, recent_tokens=150, summary_tokens=100, background_tokens=100)
+    server.script("summary", Error(500, times=500))
+    refused = None
+    for i in range(30):
+        try:
+            app.chat(f"message {i} " + "long words here " * 8, on_delta=lambda _: None)
+        except ContextBudgetError as error:
+            refused = error
+            break
+    assert refused is not None
+    assert "summary call failed" in str(refused) and "Nothing was sent" in str(refused)
+    kept = len(app.memory.messages)
+    assert kept >= 2  # nothing that was shown is lost
+    assert all(counted(TokenCounter(app.settings.model), r) <= 700 for r in server.chats)

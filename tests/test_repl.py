@@ -1,0 +1,147 @@
+"""The REPL, driven through its input and output, in-process and as a real process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import ROOT, child_env
+from fake_openai import Error
+
+
+def test_transcript_commands_chat_and_exit(make_app, server, run_repl):
+    server.script("chat", "Great! Let's practise **check-in** phrases.")
+    app = make_app()
+    t = run_repl(
+        app,
+        [
+            "profile level b1",
+            "profile goal travel English for my trip to Osaka",
+            "profile",
+            "Let's start today's practice.",
+            "remember I prefer examples about food",
+            "exit",
+        ],
+    )
+    assert t.code == 0
+    assert t.text.startswith("Memora, your English tutor. Type 'help' for commands, 'exit' to leave.\n")
+    assert "You: profile level b1\nProfile updated.\n" in t.text
+    assert "English level   B1" in t.text
+    assert "travel English for my trip to Osaka" in t.text
+    assert "You: Let's start today's practice.\nMemora: Great! Let's practise **check-in** phrases.\n" in t.text
+    assert "Remembered (" in t.text
+    assert t.text.rstrip().endswith("Goodbye!")
+    # commands never reached the model: one chat request, holding only the chat message
+    assert len(server.chats) == 1
+    sent = json.dumps(server.chats[0].input)
+    for command in ("profile level", "profile goal", "remember I prefer", "exit"):
+        assert command not in sent
+    assert server.chats[0].last_user == "Let's start today's practice."
+    assert [m["content"] for m in app.memory.messages if m["role"] == "user"] == ["Let's start today's practice."]
+
+
+def test_malformed_commands_print_usage_and_bad_levels_list_the_valid_ones(make_app, server, run_repl):
+    app = make_app()
+    t = run_repl(app, ["profile level B7", "profile goal", "profile remove hobby x", "forget", "memories --type dream", "history"])
+    lines = t.text.splitlines()
+    assert "You: profile level B7" in lines
+    assert "Error: Unknown level 'B7'. Valid levels: A1, A2, B1, B2, C1, C2." in lines
+    assert sum(line.startswith("Error: Usage: profile") for line in lines) == 2
+    assert "Error: Usage: forget <id> | forget all | forget user <name>" in lines
+    assert "Error: Unknown type 'dream'. Use one of: semantic, episodic." in lines
+    assert "Error: Usage: history <id>" in lines
+    assert server.requests == []
+
+
+def test_levels_accept_any_case_and_spaces(make_app, run_repl):
+    app = make_app()
+    run_repl(app, ["profile level   c1  "])
+    assert app.profiles.get().english_level == "C1"
+
+
+def test_a_failing_model_keeps_the_repl_alive(make_app, server, run_repl):
+    server.script("chat", Error(500), "Back again.")
+    app = make_app()
+    t = run_repl(app, ["first try", "second try"])
+    assert "Error: The model request failed with HTTP 500: scripted failure.\n" in t.text
+    assert "Memora: Back again.\n" in t.text
+    assert [m["content"] for m in app.memory.messages] == ["second try", "Back again."]
+
+
+def test_ctrl_c_during_a_reply_cancels_it_and_rolls_back(make_app, server, run_repl):
+    app = make_app()
+
+    def interrupting(delta):
+        raise KeyboardInterrupt
+
+    original = app.chat
+
+    def chat_once_interrupted(text, on_delta):
+        if text == "interrupt me":
+            return original(text, on_delta=interrupting)
+        return original(text, on_delta=on_delta)
+
+    app.chat = chat_once_interrupted
+    t = run_repl(app, ["interrupt me", "hello"])
+    assert "Note: Reply cancelled; that message was not kept.\n" in t.text
+    assert [m["content"] for m in app.memory.messages if m["role"] == "user"] == ["hello"]
+
+
+def test_ctrl_c_and_ctrl_d_at_the_prompt_exit_cleanly(make_app, run_repl):
+    app = make_app()
+    t = run_repl(app, [KeyboardInterrupt])
+    assert t.code == 0 and t.text.rstrip().endswith("Goodbye!")
+    t = run_repl(app, [])
+    assert t.code == 0 and t.text.rstrip().endswith("Goodbye!")
+
+
+def test_backslash_sends_a_command_word_as_chat(make_app, server, run_repl):
+    app = make_app()
+    run_repl(app, ["\\remember when we practised idioms?"])
+    assert server.chats[0].last_user == "remember when we practised idioms?"
+    assert app.store.count() == 0
+
+
+def run_chatbot(lines, **env):
+    return subprocess.run(
+        [sys.executable, str(ROOT / "chatbot.py"), "--plain"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=child_env(**env),
+        cwd=ROOT,
+    )
+
+
+def test_a_new_process_remembers_the_profile_and_memories(tmp_path):
+    home = tmp_path / "home"
+    first = run_chatbot(["profile level b1", "remember I am preparing for IELTS", "exit"], MEMORA_HOME=home, MEMORA_EMBEDDING_MODEL="hash")
+    assert first.returncode == 0, first.stderr
+    assert "Profile updated." in first.stdout
+    assert json.loads((home / "user_profile.json").read_text())["english_level"] == "B1"
+
+    second = run_chatbot(["profile", "memories"], MEMORA_HOME=home, MEMORA_EMBEDDING_MODEL="hash")
+    assert second.returncode == 0, second.stderr
+    assert "English level   B1" in second.stdout
+    assert "I am preparing for IELTS" in second.stdout
+    assert "NETWORK-GUARD" not in second.stderr
+
+
+def test_a_real_process_chats_with_a_local_responses_server(tmp_path, server):
+    server.script("chat", "Hello Ming!")
+    home = tmp_path / "home"
+    result = run_chatbot(
+        ["profile level B2", "profile preference short examples", "Hi, I'm Ming", "exit"],
+        MEMORA_HOME=home,
+        MEMORA_EMBEDDING_MODEL="hash",
+        OPENAI_BASE_URL=server.base_url,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Memora: Hello Ming!" in result.stdout
+    chats = server.chats
+    assert len(chats) == 1 and chats[0].roles == ["developer", "user"]
+    assert "- English level: B2\n- Preferences: short examples" in chats[0].section("user_profile")
+    assert chats[0].section("long_term_memories") is None
+    assert "Traceback" not in result.stderr

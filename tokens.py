@@ -1,0 +1,127 @@
+"""Token counting with tiktoken, and a documented fallback when it is unavailable.
+
+The configured model's encoding is used; unknown model names fall back to
+``o200k_base``. If no encoding file can be loaded (tiktoken downloads them on
+first use, which fails offline without ``TIKTOKEN_CACHE_DIR``), Memora counts
+with ``approximate_tokens`` and warns once. The approximation deliberately
+over-counts (one token per CJK character, one per three other characters,
+rounded up) so that a budget computed with it still holds for the real
+tokenizer.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Callable, Iterable
+
+FALLBACK_ENCODING = "o200k_base"
+# Per-message framing the chat formats add around each message's content, and
+# the tokens that prime the reply (OpenAI's published counting recipe).
+MESSAGE_OVERHEAD_TOKENS = 3
+REPLY_PRIMING_TOKENS = 3
+
+
+def _is_cjk(ch: str) -> bool:
+    code = ord(ch)
+    return (
+        0x3000 <= code <= 0x9FFF
+        or 0xAC00 <= code <= 0xD7AF
+        or 0xF900 <= code <= 0xFAFF
+        or 0xFF00 <= code <= 0xFFEF
+        or 0x20000 <= code <= 0x2FFFF
+    )
+
+
+def approximate_tokens(text: str) -> int:
+    """Upper-bound estimate used when no tiktoken encoding can be loaded."""
+    cjk = sum(1 for ch in text if _is_cjk(ch))
+    other = len(text) - cjk
+    return cjk + math.ceil(other / 3)
+
+
+class TokenCounter:
+    """Counts tokens for one model. Loading is lazy and never raises."""
+
+    def __init__(self, model: str = "gpt-4o", *, warn: Callable[[str], None] | None = None, loader=None):
+        self.model = model
+        self._warn = warn
+        self._loader = loader
+        self._encoding = None
+        self._approximate = False
+        self._lock = threading.Lock()
+        self.encoding_name: str | None = None
+
+    def _load(self):
+        with self._lock:
+            if self._encoding is not None or self._approximate:
+                return
+            try:
+                if self._loader is not None:
+                    self._encoding = self._loader(self.model)
+                else:
+                    import tiktoken
+
+                    try:
+                        self._encoding = tiktoken.encoding_for_model(self.model)
+                    except KeyError:
+                        self._encoding = tiktoken.get_encoding(FALLBACK_ENCODING)
+                self.encoding_name = getattr(self._encoding, "name", FALLBACK_ENCODING)
+            except Exception as error:  # offline without cache files, corrupt cache...
+                self._approximate = True
+                self.encoding_name = "approximate"
+                if self._warn is not None:
+                    self._warn(
+                        f"Token counts are approximate: no tiktoken encoding could be loaded "
+                        f"({type(error).__name__}). Set TIKTOKEN_CACHE_DIR to a folder with the encoding files."
+                    )
+
+    @property
+    def approximate(self) -> bool:
+        self._load()
+        return self._approximate
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        self._load()
+        if self._approximate:
+            return approximate_tokens(text)
+        return len(self._encoding.encode(text, disallowed_special=()))
+
+    def count_message(self, message: dict) -> int:
+        return self.count(str(message.get("content", ""))) + MESSAGE_OVERHEAD_TOKENS
+
+    def count_messages(self, messages: Iterable[dict]) -> int:
+        return sum(self.count_message(m) for m in messages)
+
+    def count_request(self, instructions: str, messages: Iterable[dict]) -> int:
+        """Input tokens of a Responses request: instructions plus every message."""
+        total = self.count_messages(messages) + REPLY_PRIMING_TOKENS
+        if instructions:
+            total += self.count(instructions) + MESSAGE_OVERHEAD_TOKENS
+        return total
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """The longest prefix of ``text`` within ``max_tokens`` (cut at a word where possible)."""
+        if self.count(text) <= max_tokens:
+            return text
+        self._load()
+        if self._approximate:
+            low, high = 0, len(text)
+            while low < high:
+                mid = (low + high + 1) // 2
+                if approximate_tokens(text[:mid]) <= max_tokens:
+                    low = mid
+                else:
+                    high = mid - 1
+            cut = text[:low]
+        else:
+            ids = self._encoding.encode(text, disallowed_special=())[: max(0, max_tokens)]
+            cut = self._encoding.decode(ids)
+            while cut and self.count(cut) > max_tokens:
+                cut = cut[:-1]
+        space = cut.rfind(" ")
+        if space > len(cut) * 0.6:
+            cut = cut[:space]
+        return cut.rstrip()

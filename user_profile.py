@@ -1,0 +1,178 @@
+"""The learner's profile: current state, read directly on every turn.
+
+Seed 000, section 五: the profile is not searched, it is read. It holds the
+three fields that change how Memora teaches: the CEFR level, the learning goals
+and the preferences. It is stored as JSON (``user_profile.json``), written
+atomically, and every change is a locked read-modify-write so two terminals on
+the same data never lose each other's updates.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from errors import InvalidLevelError, LimitError
+from storage import atomic_write_model, file_lock, load_model_file
+from text_utils import clean_text, normalized_key
+
+CEFR_LEVELS = ("A1", "A2", "B1", "B2", "C1", "C2")
+MAX_PROFILE_VALUE_CHARS = 200
+MAX_PROFILE_ITEMS = 100
+
+PROFILE_FIELDS = {"goal": "learning_goals", "preference": "preferences"}
+
+
+def normalize_level(text: str) -> str:
+    """``" b1 "`` -> ``"B1"``; anything outside CEFR A1-C2 raises InvalidLevelError."""
+    level = clean_text(text or "").upper().replace(" ", "")
+    if level not in CEFR_LEVELS:
+        shown = clean_text(text or "")[:20] or "(empty)"
+        raise InvalidLevelError(f"Unknown level '{shown}'. Valid levels: {', '.join(CEFR_LEVELS)}.")
+    return level
+
+
+def clean_profile_value(text: str, what: str = "value") -> str:
+    value = clean_text(text or "")
+    if not value:
+        raise LimitError(f"The {what} cannot be empty.")
+    if len(value) > MAX_PROFILE_VALUE_CHARS:
+        raise LimitError(f"The {what} is {len(value)} characters; the limit is {MAX_PROFILE_VALUE_CHARS}.")
+    return value
+
+
+class UserProfile(BaseModel):
+    """Seed 000's UserProfile, with the level validated as CEFR."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    english_level: str | None = None
+    learning_goals: list[str] = Field(default_factory=list)
+    preferences: list[str] = Field(default_factory=list)
+
+    @field_validator("english_level")
+    @classmethod
+    def _level(cls, value: str | None) -> str | None:
+        return None if value is None else normalize_level(value)
+
+    @field_validator("learning_goals", "preferences")
+    @classmethod
+    def _items(cls, values: list[str]) -> list[str]:
+        return [clean_text(v) for v in values if clean_text(v)]
+
+    def is_empty(self) -> bool:
+        return not (self.english_level or self.learning_goals or self.preferences)
+
+
+class UserProfileStore:
+    """JSON-backed profile. A missing file is an empty profile; saves only on change."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        max_items: int | None = None,
+        notify: Callable[[str], None] | None = None,
+    ):
+        self.path = Path(path)
+        self.max_items = max_items or int(os.environ.get("MEMORA_MAX_PROFILE_ITEMS", MAX_PROFILE_ITEMS))
+        self._notify = notify
+        self._stamp: tuple | None = None
+        self.profile = self._load()
+
+    # -- reading -------------------------------------------------------------
+    def _file_stamp(self) -> tuple | None:
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+
+    def _load(self) -> UserProfile:
+        self._stamp = self._file_stamp()
+        profile = load_model_file(self.path, UserProfile, notify=self._notify, label="profile")
+        if profile is None:
+            self._stamp = self._file_stamp()
+        return profile or UserProfile()
+
+    def get(self) -> UserProfile:
+        """The current profile, re-read if another process changed the file."""
+        if self._file_stamp() != self._stamp:
+            self.profile = self._load()
+        return self.profile.model_copy(deep=True)
+
+    # -- writing -------------------------------------------------------------
+    def _update(self, change: Callable[[UserProfile], None]) -> bool:
+        with file_lock(self.path):
+            current = self._load()
+            updated = current.model_copy(deep=True)
+            change(updated)
+            updated = UserProfile.model_validate(updated.model_dump())
+            if updated == current:
+                self.profile = current
+                return False
+            atomic_write_model(self.path, updated)
+            self.profile = updated
+            self._stamp = self._file_stamp()
+            return True
+
+    def save(self) -> None:
+        with file_lock(self.path):
+            atomic_write_model(self.path, self.profile)
+            self._stamp = self._file_stamp()
+
+    def set_english_level(self, level: str) -> bool:
+        level = normalize_level(level)
+        return self._update(lambda p: setattr(p, "english_level", level))
+
+    def add_learning_goal(self, goal: str) -> bool:
+        return self._add("learning_goals", clean_profile_value(goal, "goal"))
+
+    def add_preference(self, preference: str) -> bool:
+        return self._add("preferences", clean_profile_value(preference, "preference"))
+
+    def _add(self, field: str, value: str) -> bool:
+        def change(profile: UserProfile) -> None:
+            items = getattr(profile, field)
+            if any(normalized_key(item) == normalized_key(value) for item in items):
+                return
+            if len(items) >= self.max_items:
+                label = field.replace("_", " ")
+                raise LimitError(
+                    f"You already have {len(items)} {label} (the limit is {self.max_items}); "
+                    f"remove one with 'profile remove ...' first."
+                )
+            items.append(value)
+
+        return self._update(change)
+
+    def remove(self, kind: str, value: str) -> bool:
+        """Remove a goal or preference (matching case- and space-insensitively)."""
+        field = PROFILE_FIELDS[kind]
+        key = normalized_key(value)
+
+        def change(profile: UserProfile) -> None:
+            setattr(profile, field, [i for i in getattr(profile, field) if normalized_key(i) != key])
+
+        return self._update(change)
+
+    def clear_level(self) -> bool:
+        return self._update(lambda p: setattr(p, "english_level", None))
+
+    def clear(self) -> bool:
+        return self._update(lambda p: p.__init__())
+
+    def replace(self, profile: UserProfile) -> bool:
+        def change(current: UserProfile) -> None:
+            current.english_level = profile.english_level
+            current.learning_goals = list(profile.learning_goals)
+            current.preferences = list(profile.preferences)
+
+        return self._update(change)
+
+    def has(self, kind: str, value: str) -> bool:
+        key = normalized_key(value)
+        return any(normalized_key(i) == key for i in getattr(self.get(), PROFILE_FIELDS[kind]))

@@ -1,0 +1,96 @@
+"""Learners: listing them and deleting everything of one.
+
+Each learner's files live in their own folder (the default learner's at the
+top of the data folder, as the design card has it) and their memories in
+their own Chroma collection and catalog; nothing is shared between learners.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from config import DEFAULT_USER, validate_user_name
+from long_term_memory import catalog_path, collection_name
+
+
+@dataclass(frozen=True)
+class LearnerInfo:
+    name: str
+    folder: str
+    memories: int
+
+
+def known_users(app) -> list[str]:
+    names = {DEFAULT_USER, app.settings.user}
+    users_dir = app.settings.users_dir
+    if users_dir.is_dir():
+        for child in users_dir.iterdir():
+            try:
+                if child.is_dir():
+                    names.add(validate_user_name(child.name))
+            except Exception:
+                continue
+    try:
+        for name in app.connection.list_collection_names():
+            if name.startswith("memora-") and name.endswith("-memories"):
+                try:
+                    names.add(validate_user_name(name[len("memora-") : -len("-memories")]))
+                except Exception:
+                    continue
+    except Exception:
+        pass
+    return sorted(names, key=lambda n: (n != DEFAULT_USER, n))
+
+
+def list_users(app) -> list[LearnerInfo]:
+    from catalog import MemoryCatalog
+
+    infos = []
+    for name in known_users(app):
+        path = catalog_path(app.settings.db_dir, name)
+        count = 0
+        if name == app.settings.user:
+            count = app.store.count()
+        elif path.exists():
+            catalog = MemoryCatalog(path, name)
+            try:
+                count = catalog.count()
+            finally:
+                catalog.close()
+        infos.append(LearnerInfo(name=name, folder=str(app.settings.paths_for(name).folder), memories=count))
+    return infos
+
+
+def delete_user(app, name: str) -> str:
+    """Delete the profile, session, proposals, input history and memories of ``name``."""
+    from long_term_memory import LongTermMemoryStore
+
+    name = validate_user_name(name)
+    paths = app.settings.paths_for(name)
+    removed = []
+    if name == app.settings.user:
+        if app.worker is not None:
+            app.worker.close(5)
+        store = app.store
+    else:
+        store = None
+        if app.connection.has_collection(collection_name(name)) or catalog_path(app.settings.db_dir, name).exists():
+            store = LongTermMemoryStore(
+                app.settings.db_dir, embedding_function=app.embedder, user_id=name, connection=app.connection
+            )
+    if store is not None:
+        count = store.count(include_superseded=True)
+        store.drop()
+        removed.append(f"{count} memories")
+    for path in (paths.profile, paths.session, paths.proposals, paths.input_history):
+        for candidate in [path, Path(str(path) + ".lock")]:
+            if candidate.exists():
+                candidate.unlink()
+                if candidate == path:
+                    removed.append(path.name)
+    if name != DEFAULT_USER and paths.folder.is_dir():
+        shutil.rmtree(paths.folder)
+    what = ", ".join(removed) if removed else "nothing was stored"
+    return f"Deleted learner '{name}': {what}."
