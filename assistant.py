@@ -192,10 +192,13 @@ class Memora:
             self.memory.add_user_message(text)
         try:
             memories, knowledge_items = self._recall(text, notes)
+            digest = self._digest()
+            in_digest = {item.text for item in digest}
+            memories = [m for m in memories if m.content not in in_digest]  # said once is enough
             background = build_background_messages(
                 self.profiles.get(),
                 memories,
-                digest=self._digest(),
+                digest=digest,
                 hint=pick_follow_up(self.store.catalog.follow_up_candidates(), now, self.settings.proactive_days),
                 knowledge=knowledge_items,
                 now=now,

@@ -17,19 +17,28 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import sqlite3
 import threading
-from datetime import date, datetime
+from array import array
+from collections import Counter
+from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 import lexical
 from records import STATUS_CURRENT, MemoryRecord
 from storage import ensure_private_dir
 from text_utils import normalized_key
-from timeutil import parse_date, parse_iso
+from timeutil import parse_date
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# BM25 constants of the lexical side (README, "Retrieval"): b=0.3 rather than the
+# usual 0.75 because long memories carry more facts, not padding (LoCoMo: +1.5
+# points of recall@10). FTS5's own bm25() fixes b=0.75, so FTS5 only finds the
+# candidates and Memora scores them.
+BM25_K1 = 1.2
+BM25_B = 0.3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -51,18 +60,30 @@ CREATE TABLE IF NOT EXISTS memories (
     change_reason TEXT,
     event_date TEXT,
     followed_up_ts REAL,
-    extra TEXT NOT NULL DEFAULT '{}'
+    extra TEXT NOT NULL DEFAULT '{}',
+    n_terms INTEGER NOT NULL DEFAULT 0,
+    terms TEXT NOT NULL DEFAULT '',
+    vector BLOB
 );
 CREATE INDEX IF NOT EXISTS memories_status ON memories (status, memory_type, category, created_ts);
 CREATE INDEX IF NOT EXISTS memories_norm ON memories (norm_key);
 CREATE INDEX IF NOT EXISTS memories_created ON memories (created_ts);
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(terms, tokenize = 'unicode61 remove_diacritics 0');
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_vocab USING fts5vocab(memories_fts, row);
+"""
+_DROP = """
+DROP TABLE IF EXISTS memories_vocab;
+DROP TABLE IF EXISTS memories_fts;
+DROP TABLE IF EXISTS memories;
+DROP TABLE IF EXISTS meta;
 """
 
 _COLUMNS = (
     "id, user_id, content, norm_key, memory_type, category, source, status, created_ts, last_seen_ts, "
     "valid_until_ts, superseded_by, supersedes, change_reason, event_date, followed_up_ts, extra"
 )
+_WRITE_COLUMNS = _COLUMNS + ", n_terms, terms"
+_N_WRITE = 19
 
 
 def _ts(value: datetime | None) -> float | None:
@@ -73,7 +94,12 @@ def _dt(value: float | None) -> datetime | None:
     return datetime.fromtimestamp(value).astimezone() if value is not None else None
 
 
+def _blob(vector: Sequence[float] | None) -> bytes | None:
+    return array("f", vector).tobytes() if vector is not None else None
+
+
 def _row_values(record: MemoryRecord) -> tuple:
+    words = lexical.terms(record.content)
     return (
         record.id,
         record.user_id,
@@ -92,6 +118,8 @@ def _row_values(record: MemoryRecord) -> tuple:
         record.event_date.isoformat() if record.event_date else None,
         _ts(record.followed_up_at),
         json.dumps(record.metadata, ensure_ascii=False, sort_keys=True),
+        len(words),
+        " ".join(words),
     )
 
 
@@ -132,9 +160,16 @@ class MemoryCatalog:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=30000")
             self._db.executescript(_SCHEMA)
-            if self.get_meta("schema_version") is None:
+            version = self.get_meta("schema_version")
+            if version is not None and version != str(SCHEMA_VERSION):
+                # A derived index: drop it; the store rebuilds it from Chroma.
+                self._db.executescript(_DROP)
+                self._db.executescript(_SCHEMA)
+                version = None
+            if version is None:
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
+        self._stats: tuple[int, int, float] | None = None  # (generation, N, avgdl)
 
     def close(self) -> None:
         with self._lock:
@@ -172,35 +207,39 @@ class MemoryCatalog:
                 db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     # -- writes (call inside ``transaction()``) -------------------------------------
-    def insert(self, db: sqlite3.Connection, records: Iterable[MemoryRecord]) -> None:
-        for record in records:
+    def insert(
+        self,
+        db: sqlite3.Connection,
+        records: Iterable[MemoryRecord],
+        vectors: Iterable[Sequence[float] | None] | None = None,
+    ) -> None:
+        """Insert (or replace) records, with their embedding vectors when known."""
+        records = list(records)
+        vectors = list(vectors) if vectors is not None else [None] * len(records)
+        for record, vector in zip(records, vectors):
+            values = _row_values(record)
             cursor = db.execute(
-                f"INSERT OR REPLACE INTO memories ({_COLUMNS}) VALUES ({', '.join('?' * 17)})",
-                _row_values(record),
+                f"INSERT OR REPLACE INTO memories ({_WRITE_COLUMNS}, vector) VALUES ({', '.join('?' * (_N_WRITE + 1))})",
+                (*values, _blob(vector)),
             )
             rid = cursor.lastrowid
             db.execute("DELETE FROM memories_fts WHERE rowid = ?", (rid,))
             if record.status == STATUS_CURRENT:
-                db.execute(
-                    "INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)",
-                    (rid, " ".join(lexical.terms(record.content))),
-                )
+                db.execute("INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)", (rid, values[-1]))
 
     def update(self, db: sqlite3.Connection, record: MemoryRecord) -> None:
         row = db.execute("SELECT rid FROM memories WHERE id = ?", (record.id,)).fetchone()
         if row is None:
             self.insert(db, [record])
             return
+        values = _row_values(record)
         db.execute(
-            f"UPDATE memories SET ({_COLUMNS}) = ({', '.join('?' * 17)}) WHERE rid = ?",
-            (*_row_values(record), row["rid"]),
+            f"UPDATE memories SET ({_WRITE_COLUMNS}) = ({', '.join('?' * _N_WRITE)}) WHERE rid = ?",
+            (*values, row["rid"]),
         )
         db.execute("DELETE FROM memories_fts WHERE rowid = ?", (row["rid"],))
         if record.status == STATUS_CURRENT:
-            db.execute(
-                "INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)",
-                (row["rid"], " ".join(lexical.terms(record.content))),
-            )
+            db.execute("INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)", (row["rid"], values[-1]))
 
     def delete(self, db: sqlite3.Connection, ids: Iterable[str]) -> None:
         for memory_id in ids:
@@ -290,18 +329,78 @@ class MemoryCatalog:
         )
         return _record(rows[0]) if rows else None
 
+    def _corpus_stats(self) -> tuple[int, float]:
+        """(number of current memories, their mean term count), cached per generation."""
+        generation = self.generation()
+        if self._stats is None or self._stats[0] != generation:
+            row = self._query(
+                "SELECT COUNT(*), AVG(n_terms) FROM memories WHERE user_id = ? AND status = ?",
+                (self.user_id, STATUS_CURRENT),
+            )[0]
+            self._stats = (generation, int(row[0]), float(row[1] or 0.0))
+        return self._stats[1], self._stats[2]
+
     def lexical_search(self, query_terms: list[str], limit: int) -> list[tuple[str, float]]:
-        """BM25 over current memories: ``[(id, score)]``, best first, score > 0."""
-        expression = lexical.fts_query(query_terms)
+        """BM25 (k1=1.2, b=0.3) over current memories: ``[(id, score)]``, best first.
+
+        FTS5 finds the ``limit`` best candidates by its own bm25(); they are then
+        scored with Memora's constants. The idf is Lucene's, log(1 + (N - n + .5)
+        / (n + .5)), which stays positive (a store of three memories still has a
+        lexical signal), normalised to at most 1 per term.
+        """
+        unique = list(dict.fromkeys(t for t in query_terms if t))
+        expression = lexical.fts_query(unique)
         if not expression:
             return []
         rows = self._query(
-            "SELECT m.id AS id, -bm25(memories_fts) AS score FROM memories_fts "
+            "SELECT m.id AS id, m.terms AS terms, m.n_terms AS n_terms FROM memories_fts "
             "JOIN memories AS m ON m.rid = memories_fts.rowid "
             "WHERE memories_fts MATCH ? AND m.user_id = ? ORDER BY bm25(memories_fts) LIMIT ?",
             (expression, self.user_id, limit),
         )
-        return [(row["id"], float(row["score"])) for row in rows]
+        if not rows:
+            return []
+        total, average = self._corpus_stats()
+        frequencies = dict(
+            self._query(
+                f"SELECT term, doc FROM memories_vocab WHERE term IN ({', '.join('?' * len(unique))})", tuple(unique)
+            )
+        )
+        # Lucene's idf divided by its largest possible value (a term in one memory),
+        # so BM25's scale no longer grows with the store: a learner's first ten
+        # memories and their ten-thousandth are scored on the same scale.
+        ceiling = math.log(1 + (total + 0.5) / 0.5)
+        idf = {
+            t: math.log(1 + (total - frequencies.get(t, 0) + 0.5) / (frequencies.get(t, 0) + 0.5)) / ceiling
+            for t in unique
+        }
+        weights = Counter(t for t in query_terms if t)
+        scored = []
+        for row in rows:
+            counts = Counter(row["terms"].split())
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * row["n_terms"] / (average or 1.0))
+            score = sum(
+                weights[t] * idf[t] * counts[t] * (BM25_K1 + 1) / (counts[t] + norm) for t in unique if counts[t]
+            )
+            if score > 0:
+                scored.append((row["id"], score))
+        scored.sort(key=lambda item: -item[1])
+        return scored
+
+    def vectors(self, ids: Iterable[str]) -> dict[str, list[float]]:
+        """Stored embedding vectors of ``ids`` (those that have one)."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        found = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self._query(
+                f"SELECT id, vector FROM memories WHERE user_id = ? AND id IN ({', '.join('?' * len(chunk))}) AND vector IS NOT NULL",
+                (self.user_id, *chunk),
+            )
+            found.update({row["id"]: array("f", row["vector"]).tolist() for row in rows})
+        return found
 
     def follow_up_candidates(self, limit: int = 200) -> list[MemoryRecord]:
         """Current schedule memories not followed up yet, oldest first."""

@@ -51,37 +51,83 @@ def local_model_available() -> bool:
 
 
 class LocalEmbedder:
-    """Chroma's local ONNX all-MiniLM-L6-v2 (384 dimensions, cosine)."""
+    """Chroma's local ONNX all-MiniLM-L6-v2 (384 dimensions, cosine).
+
+    Uses the same files, tokenizer settings (truncation at 256 tokens) and mean
+    pooling as Chroma's ``DefaultEmbeddingFunction``, so vectors are the same;
+    but it pads each batch to its longest text instead of always to 256
+    tokens, which makes short texts (every memory) ~10x cheaper to embed.
+    """
 
     name = f"local:{LOCAL_MODEL_NAME}"
+    batch_size = 32
 
     def __init__(self, counter: Callable[[str], int] | None = None):
-        self._function = None
+        self._session = None
+        self._tokenizer = None
         self._lock = threading.Lock()
         self._counter = counter
 
     def _load(self):
         with self._lock:
-            if self._function is None:
+            if self._session is not None:
+                return
+            if not local_model_available():
+                # Online, Chroma's own function downloads the model on first use.
                 from chromadb.utils.embedding_functions import DefaultEmbeddingFunction
 
-                self._function = DefaultEmbeddingFunction()
-        return self._function
+                DefaultEmbeddingFunction()(["download"])
+            import onnxruntime
+            from tokenizers import Tokenizer
+
+            folder = local_model_dir()
+            tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+            tokenizer.enable_truncation(max_length=256)
+            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+            options = onnxruntime.SessionOptions()
+            options.log_severity_level = 3
+            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+            self._session = onnxruntime.InferenceSession(
+                str(folder / "model.onnx"), providers=["CPUExecutionProvider"], sess_options=options
+            )
+            self._tokenizer = tokenizer
+
+    def _forward(self, texts: list[str]) -> list[list[float]]:
+        import numpy as np
+
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out: list = [None] * len(texts)
+        for start in range(0, len(order), self.batch_size):
+            batch = [texts[i] for i in order[start : start + self.batch_size]]
+            encoded = self._tokenizer.encode_batch(batch)
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            hidden = self._session.run(
+                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            )[0]
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            norms[norms == 0] = 1e-12
+            for index, vector in zip(order[start : start + self.batch_size], pooled / norms):
+                out[index] = vector.astype(np.float32).tolist()
+        return out
 
     def embed(self, texts: Sequence[str]) -> EmbeddingResult:
         texts = [t if t.strip() else "(empty)" for t in texts]
         try:
-            vectors = self._load()(list(texts))
+            self._load()
+            vectors = self._forward(list(texts))
         except Exception as error:
             if not local_model_available():
                 raise EmbeddingError(
                     f"The local embedding model {LOCAL_MODEL_NAME} is not available: it downloads on first "
                     f"use and this machine seems to be offline. Put its files in {local_model_dir()} "
-                    "(see README, 'Offline'), or set OPENAI_API_KEY to embed with OpenAI."
+                    "(see README, 'Offline use'), or set OPENAI_API_KEY to embed with OpenAI."
                 ) from None
             raise EmbeddingError(f"The local embedding model failed: {type(error).__name__}: {error}") from None
         tokens = sum(self._counter(t) for t in texts) if self._counter else 0
-        return EmbeddingResult([[float(x) for x in v] for v in vectors], tokens)
+        return EmbeddingResult(vectors, tokens)
 
     def warm_up(self) -> None:
         if local_model_available():

@@ -33,7 +33,7 @@ from typing import Callable, Literal
 from pydantic import BaseModel
 
 from errors import MemoraError, MemoryFullError
-from long_term_memory import LongTermMemoryStore, _differs_in_specifics
+from long_term_memory import LongTermMemoryStore, is_near_duplicate
 from prompts import CORRECTION_PROMPT, EXTRACTION_PROMPT, RECONCILE_PROMPT
 from proposals import ProfileProposal, ProposalStore
 from records import CATEGORIES
@@ -165,7 +165,7 @@ class Extractor:
             return
         neighbours = [(r, d) for r, d in store.nearest(text, 5) if d <= store.related_distance]
         for record, distance in neighbours:
-            if distance <= store.duplicate_distance and not _differs_in_specifics(text, record.content):
+            if is_near_duplicate(store.embedder.name, text, record.content, distance):
                 store.touch(record.id)
                 outcome.duplicates.append(record.id)
                 return
@@ -303,6 +303,11 @@ class ExtractionWorker:
         self._idle.set()
         self._pending = 0
         self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self._start()
+
+    def _start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="memora-extraction", daemon=True)
         self._thread.start()
 
@@ -310,6 +315,11 @@ class ExtractionWorker:
         with self._lock:
             self._pending += 1
             self._idle.clear()
+            if self._stopping or self._thread is None or not self._thread.is_alive():
+                if self._thread is not None:
+                    self._thread.join(timeout=5)
+                self._stopping = False
+                self._start()  # closed earlier (the REPL ended) and used again
         self._queue.put(job)
 
     @property
@@ -322,8 +332,10 @@ class ExtractionWorker:
     def close(self, timeout: float | None = 10.0) -> bool:
         """Wait (bounded) for queued jobs, then stop the thread."""
         finished = self.wait_idle(timeout)
-        self._queue.put(None)
-        if finished:
+        with self._lock:
+            self._stopping = True
+            self._queue.put(None)
+        if finished and self._thread is not None:
             self._thread.join(timeout=5)
         return finished
 

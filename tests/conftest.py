@@ -195,7 +195,7 @@ def local_model_or_skip():
     pytest.skip(message)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def local_embedder():
     local_model_or_skip()
     from embeddings import LocalEmbedder

@@ -1,0 +1,134 @@
+"""Evidence recall of Memora's retrieval on LoCoMo conversations.
+
+    python bench/locomo_recall.py --data ../shared/data/locomo
+
+Every turn of every conversation becomes one memory ("<speaker>: <text>",
+plus " [shares a photo: <caption>]"), created at its session's date, with its
+dia_id in metadata, in a real Chroma store embedded by the local ONNX
+all-MiniLM-L6-v2. For each question of categories 1-4, the top k memories are
+retrieved through ``retrieve_relevant_memories`` with the threshold disabled,
+and evidence recall@k is the share of the question's evidence dia_ids among
+them, averaged over questions. Two baselines use the same store: dense-only
+(Chroma's own top k) and lexical-only (Memora's BM25 side alone). "Now" is the
+end of each conversation. The last line is ``recall@10=<value>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from statistics import mean
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import lexical  # noqa: E402
+from embeddings import LocalEmbedder, local_model_available  # noqa: E402
+from long_term_memory import RETRIEVAL_MIN_SCORE, LongTermMemoryStore  # noqa: E402
+from retrieval import retrieve_relevant_memories  # noqa: E402
+
+KS = (5, 10, 20)
+
+
+def load_conversation(path: Path) -> tuple[list[dict], list[dict]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    conversation = data.get("conversation", data)
+    sessions = sorted(
+        (int(m.group(1)) for key in conversation if (m := re.fullmatch(r"session_(\d+)", key))),
+    )
+    turns = []
+    for number in sessions:
+        when = datetime.strptime(conversation[f"session_{number}_date_time"].strip(), "%I:%M %p on %d %B, %Y")
+        for turn in conversation[f"session_{number}"]:
+            content = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                content += f" [shares a photo: {turn['blip_caption']}]"
+            turns.append({"content": content, "created_at": when.astimezone(), "dia_id": turn["dia_id"]})
+    questions = [q for q in data.get("qa", []) if q.get("category") in (1, 2, 3, 4)]
+    return turns, questions
+
+
+def recall(evidence: list[str], ranked: list[str], k: int) -> float:
+    top = set(ranked[:k])
+    return sum(1 for e in evidence if e in top) / len(evidence)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, help="folder of LoCoMo-format JSON files")
+    args = parser.parse_args()
+    files = sorted(Path(args.data).glob("*.json"))
+    if not files:
+        print(f"no JSON files in {args.data}", file=sys.stderr)
+        return 2
+    if not local_model_available():
+        print("the local all-MiniLM-L6-v2 model is missing: source ../shared/tools/offline-caches.sh", file=sys.stderr)
+        return 2
+    embedder = LocalEmbedder()
+    scores: dict[str, dict[int, list[float]]] = {m: {k: [] for k in KS} for m in ("memora", "dense", "lexical")}
+    by_category: dict[int, list[float]] = {}
+    passing = {"evidence": [], "other": []}
+    skipped = 0
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        for index, path in enumerate(files):
+            turns, questions = load_conversation(path)
+            now = max(t["created_at"] for t in turns)
+            store = LongTermMemoryStore(
+                Path(tmp) / "db", embedding_function=embedder, user_id=f"conv{index}", clock=lambda now=now: now
+            )
+            store.add_many(
+                {"content": t["content"], "created_at": t["created_at"], "memory_type": "episodic", "metadata": {"dia_id": t["dia_id"]}}
+                for t in turns
+            )
+            dia_of = {r.id: r.metadata.get("dia_id") for r in store.list()}
+            collection = store._coll()
+            for question in questions:
+                evidence = [e for e in question.get("evidence", []) if e]
+                if not evidence:
+                    skipped += 1
+                    continue
+                text = question["question"]
+                results, _ = retrieve_relevant_memories(store, text, n_results=max(KS), min_score=0, now=now)
+                ranked = [r.metadata.get("dia_id") for r in results]
+                vector = store.embed([text])[0]
+                dense = collection.query(query_embeddings=[vector], n_results=max(KS), include=["metadatas"])
+                dense_ranked = [m.get("dia_id") for m in dense["metadatas"][0]]
+                lexical_ranked = [dia_of[i] for i, _ in store.catalog.lexical_search(lexical.query_terms(text), max(KS))]
+                for k in KS:
+                    scores["memora"][k].append(recall(evidence, ranked, k))
+                    scores["dense"][k].append(recall(evidence, dense_ranked, k))
+                    scores["lexical"][k].append(recall(evidence, lexical_ranked, k))
+                by_category.setdefault(question["category"], []).append(recall(evidence, ranked, 10))
+                for result in results[:10]:
+                    passing["evidence" if result.metadata.get("dia_id") in evidence else "other"].append(result.score)
+    elapsed = time.perf_counter() - started
+    questions_total = len(scores["memora"][10])
+    print(f"LoCoMo evidence recall: {len(files)} conversations, {questions_total} questions (categories 1-4; {skipped} without evidence skipped), {elapsed:.0f}s")
+    print(f"{'method':<34} {'R@5':>6} {'R@10':>6} {'R@20':>6}")
+    labels = {
+        "dense": "dense only (Chroma top-k)",
+        "lexical": "lexical only (Memora BM25)",
+        "memora": "Memora hybrid (retrieve_relevant_memories)",
+    }
+    for method in ("dense", "lexical", "memora"):
+        row = " ".join(f"{mean(scores[method][k]):>6.3f}" for k in KS)
+        print(f"{labels[method]:<34} {row}")
+    print("Memora R@10 by category: " + ", ".join(f"{c}: {mean(v):.3f} (n={len(v)})" for c, v in sorted(by_category.items())))
+    evidence_scores, other_scores = passing["evidence"], passing["other"]
+    for threshold in sorted({0.2, RETRIEVAL_MIN_SCORE, 0.3, 0.4}):
+        ev = sum(s >= threshold for s in evidence_scores) / max(1, len(evidence_scores))
+        ot = sum(s >= threshold for s in other_scores) / max(1, len(other_scores))
+        print(f"threshold {threshold:.2f}: {ev:.0%} of evidence hits in the top 10 pass, {ot:.0%} of other top-10 results pass")
+    print(f"recall@10={mean(scores['memora'][10]):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""The lexical side: terms in English and Chinese, and BM25 over the catalog."""
+
+from __future__ import annotations
+
+import pytest
+
+import lexical
+from long_term_memory import LongTermMemoryStore
+
+PORTER_EXAMPLES = {  # from Porter's 1980 paper
+    "caresses": "caress", "ponies": "poni", "cats": "cat", "feed": "feed", "agreed": "agre", "plastered": "plaster",
+    "motoring": "motor", "sing": "sing", "conflated": "conflat", "hopping": "hop", "falling": "fall", "filing": "file",
+    "happy": "happi", "relational": "relat", "conditional": "condit", "generalizations": "gener", "electrical": "electr",
+    "adjustable": "adjust", "controlling": "control", "roll": "roll",
+}
+
+
+@pytest.mark.parametrize("word, stem", sorted(PORTER_EXAMPLES.items()))
+def test_porter_stemmer_matches_the_paper(word, stem):
+    assert lexical.porter_stem(word) == stem
+
+
+def test_english_terms_drop_stop_words_possessives_and_question_words():
+    assert lexical.terms("Caroline's friends recommended painting classes") == ["carolin", "friend", "recommend", "paint", "class"]
+    assert lexical.query_terms("What did Caroline's friends recommend?") == ["carolin", "friend", "recommend"]
+    assert lexical.query_terms("Do you remember my name?") == ["name"]
+
+
+def test_chinese_becomes_character_bigrams_and_mixed_text_keeps_both():
+    assert lexical.terms("咖啡店") == ["咖啡", "啡店"]
+    assert lexical.terms("貓") == ["貓"]
+    assert lexical.terms("我的IELTS考試") == ["我的", "ielt", "考試"]
+    assert lexical.terms("ＩＥＬＴＳ") == ["ielt"]  # full-width letters fold to ASCII
+
+
+@pytest.fixture
+def store(tmp_path):
+    from embeddings import HashEmbedder
+
+    store = LongTermMemoryStore(tmp_path / "db", embedding_function=HashEmbedder())
+    for text in ["我每天早上都喝咖啡", "我下週二有英文考試", "我的貓叫麻糬", "I practised airport check-in", "I love painting landscapes"]:
+        store.add(text)
+    return store
+
+
+def test_bm25_finds_chinese_by_bigrams(store):
+    hits = store.catalog.lexical_search(lexical.query_terms("英文考試"), 10)
+    assert [store.get(i).content for i, _ in hits] == ["我下週二有英文考試"]
+    hits = store.catalog.lexical_search(lexical.query_terms("喝咖啡"), 10)
+    assert store.get(hits[0][0]).content == "我每天早上都喝咖啡"
+
+
+def test_bm25_matches_stemmed_english_and_ignores_superseded(store):
+    [(memory_id, score)] = store.catalog.lexical_search(lexical.query_terms("Did I paint?"), 10)
+    assert store.get(memory_id).content == "I love painting landscapes" and score > 0
+    store.supersede(memory_id, None, reason="correction")
+    assert store.catalog.lexical_search(lexical.query_terms("painting"), 10) == []

@@ -1,0 +1,100 @@
+"""Retrieval on the real local embedding model: what passes the threshold, and what does not."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from long_term_memory import RETRIEVAL_MIN_SCORE, LongTermMemoryStore
+from retrieval import retrieve_relevant_memories
+
+MEMORIES = [
+    "The learner's name is Ming.",
+    "The learner works as a nurse in Taichung.",
+    "The learner has an IELTS exam next Tuesday.",
+    "The learner finds the present perfect confusing.",
+    "The learner loves hiking on weekends.",
+    "The learner practised airport check-in dialogues.",
+    "The learner prefers short examples.",
+    "The learner drinks coffee every morning.",
+    "The learner is planning a trip to Osaka in December.",
+    "The learner's sister lives in London.",
+    "The learner wants to improve job interview answers.",
+    "The learner has a cat called Mochi.",
+]
+
+RELATED = [
+    ("What's my name?", 0),
+    ("Can you help me prepare for my IELTS exam?", 2),
+    ("I still don't get when to use the present perfect", 3),
+    ("Let's practise the airport check-in again", 5),
+    ("I'm going to Osaka soon, what phrases do I need?", 8),
+    ("Can we practise interview questions?", 10),
+    ("My sister called me from London yesterday", 9),
+    ("I went hiking this weekend", 4),
+    ("Tell me about my cat", 11),
+]
+
+UNRELATED = [
+    "Let's start today's practice.",
+    "Hello!",
+    "How are you today?",
+    "What does 'serendipity' mean?",
+    "Give me five sentences about the weather.",
+    "Thanks, that was helpful.",
+    "Tell me a joke.",
+    "Correct this: I go to school yesterday.",
+]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, local_embedder):
+    store = LongTermMemoryStore(tmp_path_factory.mktemp("db"), embedding_function=local_embedder)
+    for text in MEMORIES:
+        store.add(text)
+    return store
+
+
+@pytest.mark.parametrize("query, target", RELATED)
+def test_a_message_about_a_memory_retrieves_it_first(store, query, target):
+    results, _ = retrieve_relevant_memories(store, query)
+    assert results and results[0].content == MEMORIES[target]
+    assert results[0].score >= RETRIEVAL_MIN_SCORE
+
+
+@pytest.mark.parametrize("query", UNRELATED)
+def test_unrelated_messages_retrieve_nothing(store, query):
+    results, _ = retrieve_relevant_memories(store, query)
+    assert results == [], [(r.content, r.score) for r in results]
+
+
+def test_scores_are_calibrated_in_zero_one_and_search_marks_the_threshold(store):
+    results, _ = retrieve_relevant_memories(store, "airport check-in", n_results=12, include_below_threshold=True)
+    assert all(0.0 <= r.score <= 1.0 for r in results)
+    assert [r.passed for r in results] == [r.score >= RETRIEVAL_MIN_SCORE for r in results]
+    assert results[0].passed and not results[-1].passed
+
+
+def test_recency_reorders_near_ties_but_never_buries_a_strong_old_memory(tmp_path, local_embedder, clock):
+    store = LongTermMemoryStore(tmp_path / "db", embedding_function=local_embedder, clock=clock)
+    old_exact = store.add("The learner's IELTS speaking exam is on 3 December.", created_at=clock() - timedelta(days=400))
+    store.add("The learner watched a movie.", created_at=clock() - timedelta(days=1))
+    store.add("The learner had a speaking class today.", created_at=clock())
+    results, _ = retrieve_relevant_memories(store, "When is my IELTS speaking exam?", min_score=0)
+    assert results[0].id == old_exact.id
+    assert results[0].recency < 1.0  # it was discounted, just not buried
+    twin_old = store.add("The learner practised ordering food in English.", created_at=clock() - timedelta(days=300))
+    twin_new = store.add("The learner practised ordering food in English at a restaurant.", created_at=clock())
+    order = [r.id for r in retrieve_relevant_memories(store, "ordering food practice", min_score=0)[0]]
+    assert order.index(twin_new.id) < order.index(twin_old.id)
+
+
+def test_chinese_text_is_found_through_the_lexical_path(tmp_path, local_embedder):
+    store = LongTermMemoryStore(tmp_path / "db", embedding_function=local_embedder)
+    for text in ["我每天早上都喝咖啡", "我下週二有英文考試", "我的貓叫麻糬", "我想加強旅遊英文", "我住在台中"]:
+        store.add(text)
+    for query, expected in [("咖啡", "我每天早上都喝咖啡"), ("英文考試是什麼時候", "我下週二有英文考試"), ("我的貓", "我的貓叫麻糬"), ("旅遊英文", "我想加強旅遊英文")]:
+        results, _ = retrieve_relevant_memories(store, query)
+        assert results and results[0].content == expected, (query, [(r.content, r.score, r.lexical_score) for r in results])
+        assert results[0].lexical_score > 0
