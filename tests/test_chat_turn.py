@@ -61,7 +61,7 @@ def test_memory_section_appears_only_when_a_memory_passes_the_threshold(make_app
 
 def test_memory_lines_show_their_age(make_app, server, clock):
     app = make_app()
-    app.store.add("The learner practised ordering ramen in English")
+    app.store.add("The learner practised ordering ramen in English", memory_type="episodic")
     clock.advance(days=3)
     chat(app, "Let's practise ordering ramen again")
     developer = server.chats[-1].developer
