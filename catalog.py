@@ -32,13 +32,15 @@ from storage import ensure_private_dir
 from text_utils import normalized_key
 from timeutil import parse_date
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # BM25 constants of the lexical side (README, "Retrieval"): b=0.3 rather than the
 # usual 0.75 because long memories carry more facts, not padding (LoCoMo: +1.5
 # points of recall@10). FTS5's own bm25() fixes b=0.75, so FTS5 only finds the
 # candidates and Memora scores them.
 BM25_K1 = 1.2
 BM25_B = 0.3
+# A query term in more than this share of memories only scores, never selects.
+COMMON_TERM_SHARE = 0.05
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -62,9 +64,11 @@ CREATE TABLE IF NOT EXISTS memories (
     followed_up_ts REAL,
     extra TEXT NOT NULL DEFAULT '{}',
     n_terms INTEGER NOT NULL DEFAULT 0,
-    terms TEXT NOT NULL DEFAULT '',
-    vector BLOB
+    terms TEXT NOT NULL DEFAULT ''
 );
+-- Vectors live apart so that scanning memories never reads 1.5 KB per row.
+CREATE TABLE IF NOT EXISTS memory_vectors (rid INTEGER PRIMARY KEY, vector BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS memories_user_status ON memories (user_id, status);
 CREATE INDEX IF NOT EXISTS memories_status ON memories (status, memory_type, category, created_ts);
 CREATE INDEX IF NOT EXISTS memories_norm ON memories (norm_key);
 CREATE INDEX IF NOT EXISTS memories_created ON memories (created_ts);
@@ -74,6 +78,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memories_vocab USING fts5vocab(memories_fts, 
 _DROP = """
 DROP TABLE IF EXISTS memories_vocab;
 DROP TABLE IF EXISTS memories_fts;
+DROP TABLE IF EXISTS memory_vectors;
 DROP TABLE IF EXISTS memories;
 DROP TABLE IF EXISTS meta;
 """
@@ -218,11 +223,16 @@ class MemoryCatalog:
         vectors = list(vectors) if vectors is not None else [None] * len(records)
         for record, vector in zip(records, vectors):
             values = _row_values(record)
+            old = db.execute("SELECT rid FROM memories WHERE id = ?", (record.id,)).fetchone()
+            if old is not None:
+                db.execute("DELETE FROM memories_fts WHERE rowid = ?", (old["rid"],))
+                db.execute("DELETE FROM memory_vectors WHERE rid = ?", (old["rid"],))
             cursor = db.execute(
-                f"INSERT OR REPLACE INTO memories ({_WRITE_COLUMNS}, vector) VALUES ({', '.join('?' * (_N_WRITE + 1))})",
-                (*values, _blob(vector)),
+                f"INSERT OR REPLACE INTO memories ({_WRITE_COLUMNS}) VALUES ({', '.join('?' * _N_WRITE)})", values
             )
             rid = cursor.lastrowid
+            if vector is not None:
+                db.execute("INSERT OR REPLACE INTO memory_vectors (rid, vector) VALUES (?, ?)", (rid, _blob(vector)))
             db.execute("DELETE FROM memories_fts WHERE rowid = ?", (rid,))
             if record.status == STATUS_CURRENT:
                 db.execute("INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)", (rid, values[-1]))
@@ -246,10 +256,12 @@ class MemoryCatalog:
             row = db.execute("SELECT rid FROM memories WHERE id = ?", (memory_id,)).fetchone()
             if row is not None:
                 db.execute("DELETE FROM memories_fts WHERE rowid = ?", (row["rid"],))
+                db.execute("DELETE FROM memory_vectors WHERE rid = ?", (row["rid"],))
                 db.execute("DELETE FROM memories WHERE rid = ?", (row["rid"],))
 
     def clear(self, db: sqlite3.Connection) -> None:
         db.execute("DELETE FROM memories_fts")
+        db.execute("DELETE FROM memory_vectors")
         db.execute("DELETE FROM memories")
 
     # -- reads ------------------------------------------------------------------
@@ -258,7 +270,7 @@ class MemoryCatalog:
             return self._db.execute(sql, params).fetchall()
 
     def get(self, memory_id: str) -> MemoryRecord | None:
-        rows = self._query(f"SELECT {_COLUMNS} FROM memories WHERE id = ? AND user_id = ?", (memory_id, self.user_id))
+        rows = self._query(f"SELECT {_COLUMNS} FROM memories WHERE id = ? AND +user_id = ?", (memory_id, self.user_id))
         return _record(rows[0]) if rows else None
 
     def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]:
@@ -267,7 +279,7 @@ class MemoryCatalog:
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             rows = self._query(
-                f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND id IN ({', '.join('?' * len(chunk))})",
+                f"SELECT {_COLUMNS} FROM memories WHERE +user_id = ? AND id IN ({', '.join('?' * len(chunk))})",
                 (self.user_id, *chunk),
             )
             found.update({row["id"]: _record(row) for row in rows})
@@ -276,7 +288,7 @@ class MemoryCatalog:
     def ids_with_prefix(self, prefix: str, limit: int = 5) -> list[str]:
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         rows = self._query(
-            "SELECT id FROM memories WHERE user_id = ? AND id LIKE ? ESCAPE '\\' LIMIT ?",
+            "SELECT id FROM memories WHERE +user_id = ? AND id LIKE ? ESCAPE '\\' LIMIT ?",
             (self.user_id, escaped + "%", limit),
         )
         return [row["id"] for row in rows]
@@ -340,25 +352,21 @@ class MemoryCatalog:
             self._stats = (generation, int(row[0]), float(row[1] or 0.0))
         return self._stats[1], self._stats[2]
 
-    def lexical_search(self, query_terms: list[str], limit: int) -> list[tuple[str, float]]:
+    def lexical_search(
+        self, query_terms: list[str], limit: int, *, include: Iterable[str] = ()
+    ) -> list[tuple[str, float]]:
         """BM25 (k1=1.2, b=0.3) over current memories: ``[(id, score)]``, best first.
 
-        FTS5 finds the ``limit`` best candidates by its own bm25(); they are then
-        scored with Memora's constants. The idf is Lucene's, log(1 + (N - n + .5)
-        / (n + .5)), which stays positive (a store of three memories still has a
-        lexical signal), normalised to at most 1 per term.
+        FTS5 finds up to ``limit`` candidates by its own bm25() using the query's
+        selective terms; those and the ``include`` ids (the dense candidates) are
+        then scored with every query term and Memora's constants, so a memory's
+        lexical score never depends on which side found it. The idf is Lucene's,
+        log(1 + (N - n + .5) / (n + .5)), which stays positive (three memories
+        still give a lexical signal), divided by its largest possible value so
+        the scale does not grow with the store.
         """
         unique = list(dict.fromkeys(t for t in query_terms if t))
-        expression = lexical.fts_query(unique)
-        if not expression:
-            return []
-        rows = self._query(
-            "SELECT m.id AS id, m.terms AS terms, m.n_terms AS n_terms FROM memories_fts "
-            "JOIN memories AS m ON m.rid = memories_fts.rowid "
-            "WHERE memories_fts MATCH ? AND m.user_id = ? ORDER BY bm25(memories_fts) LIMIT ?",
-            (expression, self.user_id, limit),
-        )
-        if not rows:
+        if not unique:
             return []
         total, average = self._corpus_stats()
         frequencies = dict(
@@ -366,9 +374,27 @@ class MemoryCatalog:
                 f"SELECT term, doc FROM memories_vocab WHERE term IN ({', '.join('?' * len(unique))})", tuple(unique)
             )
         )
-        # Lucene's idf divided by its largest possible value (a term in one memory),
-        # so BM25's scale no longer grows with the store: a learner's first ten
-        # memories and their ten-thousandth are scored on the same scale.
+        if not any(frequencies.get(t) for t in unique):
+            return []
+        # A term found in a large share of memories adds little score but costs the
+        # most to match: only selective terms find candidates; all terms score.
+        selective = [t for t in unique if 0 < frequencies.get(t, 0) <= max(COMMON_TERM_SHARE * total, 20)]
+        rows = []
+        if selective:
+            rows = self._query(
+                "SELECT m.id AS id, m.terms AS terms, m.n_terms AS n_terms FROM memories_fts "
+                "JOIN memories AS m ON m.rid = memories_fts.rowid "
+                "WHERE memories_fts MATCH ? AND +m.user_id = ? ORDER BY bm25(memories_fts) LIMIT ?",
+                (lexical.fts_query(selective), self.user_id, limit),
+            )
+        found = {row["id"] for row in rows}
+        extra = [i for i in dict.fromkeys(include) if i not in found]
+        for start in range(0, len(extra), 500):
+            chunk = extra[start : start + 500]
+            rows += self._query(
+                f"SELECT id, terms, n_terms FROM memories WHERE +user_id = ? AND +status = ? AND id IN ({', '.join('?' * len(chunk))})",
+                (self.user_id, STATUS_CURRENT, *chunk),
+            )
         ceiling = math.log(1 + (total + 0.5) / 0.5)
         idf = {
             t: math.log(1 + (total - frequencies.get(t, 0) + 0.5) / (frequencies.get(t, 0) + 0.5)) / ceiling
@@ -377,18 +403,33 @@ class MemoryCatalog:
         weights = Counter(t for t in query_terms if t)
         scored = []
         for row in rows:
-            counts = Counter(row["terms"].split())
+            words = row["terms"].split()
             norm = BM25_K1 * (1 - BM25_B + BM25_B * row["n_terms"] / (average or 1.0))
-            score = sum(
-                weights[t] * idf[t] * counts[t] * (BM25_K1 + 1) / (counts[t] + norm) for t in unique if counts[t]
-            )
+            score = 0.0
+            for term in unique:
+                tf = words.count(term)
+                if tf:
+                    score += weights[term] * idf[term] * tf * (BM25_K1 + 1) / (tf + norm)
             if score > 0:
                 scored.append((row["id"], score))
         scored.sort(key=lambda item: -item[1])
         return scored
 
-    def vectors(self, ids: Iterable[str]) -> dict[str, list[float]]:
-        """Stored embedding vectors of ``ids`` (those that have one)."""
+    def brief(self, ids: Iterable[str]) -> dict[str, tuple[str, float]]:
+        """``{id: (status, created_ts)}``: what ranking needs, without whole records."""
+        ids = list(dict.fromkeys(ids))
+        found: dict[str, tuple[str, float]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self._query(
+                f"SELECT id, status, created_ts FROM memories WHERE +user_id = ? AND id IN ({', '.join('?' * len(chunk))})",
+                (self.user_id, *chunk),
+            )
+            found.update({row[0]: (row[1], row[2]) for row in rows})
+        return found
+
+    def vectors(self, ids: Iterable[str]) -> dict[str, bytes]:
+        """Stored embedding vectors of ``ids`` as float32 bytes (those that have one)."""
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
@@ -396,10 +437,11 @@ class MemoryCatalog:
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             rows = self._query(
-                f"SELECT id, vector FROM memories WHERE user_id = ? AND id IN ({', '.join('?' * len(chunk))}) AND vector IS NOT NULL",
+                "SELECT m.id AS id, v.vector AS vector FROM memories AS m JOIN memory_vectors AS v ON v.rid = m.rid "
+                f"WHERE +m.user_id = ? AND m.id IN ({', '.join('?' * len(chunk))})",
                 (self.user_id, *chunk),
             )
-            found.update({row["id"]: array("f", row["vector"]).tolist() for row in rows})
+            found.update({row["id"]: row["vector"] for row in rows})
         return found
 
     def follow_up_candidates(self, limit: int = 200) -> list[MemoryRecord]:

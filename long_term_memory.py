@@ -611,11 +611,7 @@ class LongTermMemoryStore:
         """``[(id, cosine distance)]`` from Chroma, nearest first (ids only, no payload)."""
         self._check_model()
         self._sync_with_other_processes()
-        collection = self._coll()
-        total = collection.count()
-        if total == 0:
-            return []
-        result = collection.query(query_embeddings=[vector], n_results=min(n, total), include=["distances"])
+        result = self._coll().query(query_embeddings=[vector], n_results=n, include=["distances"])
         return list(zip(result["ids"][0], result["distances"][0]))
 
     def search(self, query: str, n_results: int = 5, min_score: float | None = None) -> list[MemorySearchResult]:
