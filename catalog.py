@@ -28,7 +28,7 @@ from typing import Iterable, Iterator, Sequence
 
 import lexical
 from records import STATUS_CURRENT, MemoryRecord
-from storage import ensure_private_dir
+from storage import ensure_private_dir, quarantine
 from text_utils import normalized_key
 from timeutil import parse_date
 
@@ -158,6 +158,20 @@ class MemoryCatalog:
         if isinstance(self.path, Path):
             ensure_private_dir(self.path.parent)
         self._lock = threading.RLock()
+        try:
+            self._open()
+        except sqlite3.DatabaseError:
+            # Derived data: a corrupt catalog is moved aside and rebuilt from Chroma.
+            if not isinstance(self.path, Path):
+                raise
+            self._db.close()
+            for suffix in ("", "-wal", "-shm"):
+                candidate = Path(str(self.path) + suffix)
+                if candidate.exists():
+                    quarantine(candidate)
+            self._open()
+
+    def _open(self) -> None:
         self._db = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         with self._lock:

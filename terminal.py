@@ -48,7 +48,7 @@ class Console:
         yield  # pragma: no cover
 
 
-def render_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], max_width: int = 70) -> str:
+def render_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], max_width: int = 160) -> str:
     """A plain-text table: aligned columns, long cells shortened."""
     cells = [[str(c) for c in columns]] + [[_cell(v, max_width) for v in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
