@@ -209,3 +209,54 @@ def child_env(**extra) -> dict:
     env["PYTHONPATH"] = os.pathsep.join([str(NETGUARD), str(ROOT)])
     env.update({k: str(v) for k, v in extra.items()})
     return env
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory):
+    """A real Chroma server on loopback (``chroma run``), for the whole test session."""
+    import shutil
+    import subprocess
+    import time
+    import urllib.request
+
+    executable = shutil.which("chroma")
+    if executable is None:
+        pytest.fail("the `chroma` command (from the chromadb package) is not installed")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    folder = tmp_path_factory.mktemp("chroma-server")
+    log = open(folder / "server.log", "wb")
+    process = subprocess.Popen(
+        [executable, "run", "--path", str(folder / "data"), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=1):
+                break
+        except OSError:
+            if process.poll() is not None or time.time() > deadline:
+                process.kill()
+                pytest.fail(f"chroma server did not start: {(folder / 'server.log').read_text(errors='replace')[-500:]}")
+            time.sleep(0.3)
+    yield url
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    log.close()
+
+
+@pytest.fixture(params=["embedded", "server"])
+def connection(request, tmp_path):
+    """A Chroma connection of each kind: the embedded store and a real server."""
+    from chroma_backend import ChromaConnection
+
+    if request.param == "server":
+        return ChromaConnection(url=request.getfixturevalue("chroma_server"))
+    return ChromaConnection(tmp_path / "memora_db")

@@ -1,0 +1,140 @@
+"""The long-term store, against the embedded Chroma and against a real Chroma server."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+
+from embeddings import HashEmbedder
+from errors import EmbeddingModelMismatch, MemoryFullError
+from long_term_memory import LongTermMemoryStore, collection_name
+
+
+@pytest.fixture
+def make_store(connection, tmp_path, clock):
+    suffix = uuid.uuid4().hex[:6]  # the server outlives one test: keep learners apart
+
+    def build(user="learner", **kwargs):
+        kwargs.setdefault("embedding_function", HashEmbedder())
+        return LongTermMemoryStore(tmp_path / "memora_db", user_id=f"{user}{suffix}", connection=connection, clock=clock, **kwargs)
+
+    return build
+
+
+def test_add_search_list_and_delete(make_store):
+    store = make_store()
+    first = store.add("The learner practised ordering coffee", memory_type="episodic", category="other")
+    store.add("The learner's cat is called Mochi", category="identity")
+    assert store.count() == 2
+    [hit] = store.search("ordering coffee", n_results=1)
+    assert hit.id == first.id and 0 < hit.score <= 1 and hit.memory_type == "episodic"
+    assert {r.content for r in store.list()} == {"The learner practised ordering coffee", "The learner's cat is called Mochi"}
+    assert store.delete(first.id) == [first.id]
+    assert store.count() == 1 and store.search("ordering coffee", min_score=0.5) == []
+
+
+def test_metadata_is_stored_in_chroma(make_store, clock):
+    store = make_store()
+    record = store.add("The learner has a test on Friday", category="schedule", created_at=clock() - timedelta(days=2),
+                       metadata={"dia_id": "D1:3"})
+    got = store._coll().get(ids=[record.id], include=["metadatas"])["metadatas"][0]
+    assert got["user_id"] == store.user_id and got["category"] == "schedule" and got["memory_type"] == "semantic"
+    assert got["source"] == "command" and got["dia_id"] == "D1:3"
+    assert got["created_at"].startswith("2026-11-27") and isinstance(got["created_at_ts"], float)
+
+
+def test_duplicates_refresh_instead_of_storing_twice(make_store):
+    store = make_store()
+    first = store.add("I drink coffee every day")
+    again = store.add("i drink coffee every day!")
+    assert again.duplicate and again.id == first.id and store.count() == 1
+
+
+def test_supersede_keeps_history_and_hides_the_old_fact(make_store):
+    store = make_store()
+    old = store.add("The learner drinks coffee every day")
+    new = store.supersede(old.id, "The learner quit coffee", reason="contradiction")
+    assert [r.id for r in store.history(new.id)] == [old.id, new.id]
+    assert [r.id for r in store.search("coffee", min_score=0)] == [new.id]
+    meta = store._coll().get(ids=[old.id], include=["metadatas"])["metadatas"][0]
+    assert meta["status"] == "superseded" and meta["superseded_by"] == new.id and "valid_until" in meta
+
+
+def test_cap_refuses_without_dropping(make_store):
+    store = make_store(memory_cap=2)
+    store.add("fact one")
+    store.add("fact two")
+    with pytest.raises(MemoryFullError):
+        store.add("fact three")
+    assert {r.content for r in store.list()} == {"fact one", "fact two"}
+
+
+def test_learners_never_see_each_other(make_store):
+    alice, bob = make_store("alice"), make_store("bob")
+    alice.add("Alice's secret: she is afraid of spiders")
+    bob.add("Bob loves spiders")
+    assert [r.content for r in alice.search("spiders", min_score=0)] == ["Alice's secret: she is afraid of spiders"]
+    assert [r.content for r in bob.list()] == ["Bob loves spiders"]
+    assert alice._coll().name == collection_name(alice.user_id) != bob._coll().name
+
+
+def test_a_store_refuses_another_embedding_model_until_reindexed(make_store):
+    store = make_store()
+    store.add("The learner lives in Tainan")
+    reopened = LongTermMemoryStore(store.path, user_id=store.user_id, connection=store.connection, embedding_function=HashEmbedder(dim=128))
+    assert reopened.mismatch == "hash:v1-384"
+    with pytest.raises(EmbeddingModelMismatch, match="reindex"):
+        reopened.search("Tainan")
+    assert reopened.reindex() == 1
+    assert reopened.search("Tainan", min_score=0)[0].content == "The learner lives in Tainan"
+
+
+def test_catalog_is_rebuilt_from_chroma(make_store, tmp_path):
+    store = make_store()
+    store.add("The learner plays the violin", category="hobby")
+    store.catalog.close()
+    store._catalog_path.unlink()
+    for suffix in ("-wal", "-shm"):
+        (tmp_path / "memora_db" / (store._catalog_path.name + suffix)).unlink(missing_ok=True)
+    reopened = LongTermMemoryStore(store.path, user_id=store.user_id, connection=store.connection, embedding_function=HashEmbedder())
+    [record] = reopened.list()
+    assert record.content == "The learner plays the violin" and record.category == "hobby"
+    assert reopened.search("violin")[0].content == "The learner plays the violin"
+
+
+def test_forget_all_empties_only_this_learner(make_store):
+    alice, bob = make_store("alice"), make_store("bob")
+    alice.add("a")
+    bob.add("b")
+    assert alice.delete_all() == 1
+    assert alice.count() == 0 and bob.count() == 1
+
+
+def test_chatbot_runs_against_a_chroma_server(chroma_server, tmp_path):
+    import subprocess
+    import sys
+    from urllib.parse import urlparse
+
+    from conftest import ROOT, child_env
+
+    parsed = urlparse(chroma_server)
+    home = tmp_path / "home"
+    base = child_env(MEMORA_HOME=home, MEMORA_EMBEDDING_MODEL="hash", MEMORA_USER=f"srv{uuid.uuid4().hex[:6]}")
+
+    def run(args, text, **env):
+        return subprocess.run([sys.executable, str(ROOT / "chatbot.py"), "--plain", *args], input=text, capture_output=True,
+                              text=True, env={**base, **env}, cwd=ROOT, timeout=120)
+
+    first = run(["--chroma-url", chroma_server], "remember The learner sings in a choir\nstatus\nexit\n")
+    assert first.returncode == 0, first.stderr
+    assert chroma_server in first.stdout  # status names the store
+    second = run([], "memories\nsearch choir\nexit\n", CHROMA_HOST=parsed.hostname, CHROMA_PORT=str(parsed.port))
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.count("The learner sings in a choir") == 2
+    assert not (home / "memora_db" / "chroma.sqlite3").exists()  # nothing was stored locally by Chroma
+
+    unreachable = run(["--chroma-url", "http://127.0.0.1:9"], "exit\n")
+    assert unreachable.returncode == 1
+    assert "Cannot reach the Chroma server at http://127.0.0.1:9" in unreachable.stderr and "Traceback" not in unreachable.stderr
