@@ -199,7 +199,9 @@ class Memora:
                 self.profiles.get(),
                 memories,
                 digest=digest,
-                hint=pick_follow_up(self.store.catalog.follow_up_candidates(), now, self.settings.proactive_days),
+                hint=pick_follow_up(
+                    self.store.catalog.follow_up_candidates(now, self.settings.proactive_days), now, self.settings.proactive_days
+                ),
                 knowledge=knowledge_items,
                 now=now,
             )
@@ -230,10 +232,13 @@ class Memora:
             self.last_memories = list(prepared.background.memories)
             job = PendingExtraction(job_id=uuid.uuid4().hex[:8], text=text, said_at=now)
             self._pending_jobs.append(job)
-        if prepared.background.hint is not None:
-            self.store.mark_followed_up(prepared.background.hint.memory_id, now)
         self.save_session()
+        hint = prepared.background.hint
+        if hint is not None:  # asked once: the catalog knows now, Chroma after the reply
+            self.store.mark_followed_up(hint.memory_id, now, sync_chroma=self.worker is None)
         if self.worker is not None:
+            if hint is not None:
+                self.worker.submit_task(lambda: self.store.push_metadata(hint.memory_id))
             self.worker.submit(ExtractionJob(job.text, job.said_at, job.job_id))
         if reply.incomplete:
             notes.append(f"(The reply stopped early: {reply.incomplete}. Raise MEMORA_MAX_OUTPUT_TOKENS for longer answers.)")

@@ -32,7 +32,7 @@ from storage import ensure_private_dir, quarantine
 from text_utils import normalized_key
 from timeutil import parse_date
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # BM25 constants of the lexical side (README, "Retrieval"): b=0.3 rather than the
 # usual 0.75 because long memories carry more facts, not padding (LoCoMo: +1.5
 # points of recall@10). FTS5's own bm25() fixes b=0.75, so FTS5 only finds the
@@ -69,6 +69,8 @@ CREATE TABLE IF NOT EXISTS memories (
 -- Vectors live apart so that scanning memories never reads 1.5 KB per row.
 CREATE TABLE IF NOT EXISTS memory_vectors (rid INTEGER PRIMARY KEY, vector BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS memories_user_status ON memories (user_id, status);
+CREATE INDEX IF NOT EXISTS memories_terms ON memories (status, n_terms);
+CREATE INDEX IF NOT EXISTS memories_followups ON memories (category, status, followed_up_ts, created_ts);
 CREATE INDEX IF NOT EXISTS memories_status ON memories (status, memory_type, category, created_ts);
 CREATE INDEX IF NOT EXISTS memories_norm ON memories (norm_key);
 CREATE INDEX IF NOT EXISTS memories_created ON memories (created_ts);
@@ -359,10 +361,7 @@ class MemoryCatalog:
         """(number of current memories, their mean term count), cached per generation."""
         generation = self.generation()
         if self._stats is None or self._stats[0] != generation:
-            row = self._query(
-                "SELECT COUNT(*), AVG(n_terms) FROM memories WHERE user_id = ? AND status = ?",
-                (self.user_id, STATUS_CURRENT),
-            )[0]
+            row = self._query("SELECT COUNT(*), AVG(n_terms) FROM memories WHERE status = ?", (STATUS_CURRENT,))[0]
             self._stats = (generation, int(row[0]), float(row[1] or 0.0))
         return self._stats[1], self._stats[2]
 
@@ -458,12 +457,21 @@ class MemoryCatalog:
             found.update({row["id"]: row["vector"] for row in rows})
         return found
 
-    def follow_up_candidates(self, limit: int = 200) -> list[MemoryRecord]:
-        """Current schedule memories not followed up yet, oldest first."""
+    def follow_up_candidates(self, now: datetime, proactive_days: int, limit: int = 20) -> list[MemoryRecord]:
+        """Current schedule memories that may be followed up now, oldest first.
+
+        A cheap pre-filter in SQL of the rule ``proactive.pick_follow_up``
+        applies: at least a day old, and either dated before today or, undated,
+        at least ``proactive_days`` old.
+        """
+        now_ts = now.timestamp()
         rows = self._query(
-            f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND status = ? AND category = 'schedule' "
-            "AND followed_up_ts IS NULL ORDER BY created_ts LIMIT ?",
-            (self.user_id, STATUS_CURRENT, limit),
+            f"SELECT {_COLUMNS} FROM memories WHERE category = 'schedule' AND status = ? AND +user_id = ? "
+            "AND followed_up_ts IS NULL AND created_ts <= ? "
+            "AND ((event_date IS NOT NULL AND event_date < ?) OR (event_date IS NULL AND created_ts <= ?)) "
+            "ORDER BY created_ts LIMIT ?",
+            (STATUS_CURRENT, self.user_id, now_ts - 86400, now.astimezone().date().isoformat(),
+             now_ts - proactive_days * 86400, limit),
         )
         return [_record(row) for row in rows]
 

@@ -19,6 +19,7 @@ developer instruction.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
@@ -74,6 +75,12 @@ _ANGLE_LOOKALIKES = {
 }
 
 
+_ESCAPED = re.compile(r"[&<>]")
+
+
+_ROLE_LABEL = re.compile(r"(system|developer|assistant|user)\s*:", re.IGNORECASE)
+
+
 def neutralize(text: str) -> str:
     """Render stored text as inert data on a single line.
 
@@ -84,7 +91,10 @@ def neutralize(text: str) -> str:
     * ``&``, ``<``, ``>`` and angle-bracket look-alikes are escaped as
       ``&amp;`` / ``&lt;`` / ``&gt;``, so no tag can be closed or forged.
     """
-    text = unicodedata.normalize("NFKC", str(text))
+    text = str(text)
+    if text.isascii() and text.isprintable() and not _ESCAPED.search(text):
+        return " ".join(text.split())  # the common case: plain ASCII, nothing to escape
+    text = unicodedata.normalize("NFKC", text)
     out = []
     for ch in text:
         ch = _ANGLE_LOOKALIKES.get(ch, ch)
@@ -186,7 +196,12 @@ class Background(Sequence[dict]):
         return lines
 
     def summary_lines(self) -> list[str]:
-        return [neutralize(self.summary)] if self.summary.strip() else []
+        text = neutralize(self.summary)
+        if not text:
+            return []  # nothing visible (only control/format characters): no empty shell
+        # The summary is the one data line that begins with stored text; a role label
+        # there ("SYSTEM: ...") must not start the line, so it becomes a bullet.
+        return [f"- {text}" if _ROLE_LABEL.match(text) else text]
 
     def sections(self) -> list[tuple[str, list[str]]]:
         parts = [

@@ -298,7 +298,7 @@ class ExtractionWorker:
         self.extractor = extractor
         self.on_outcome = on_outcome
         self.on_failure = on_failure
-        self._queue: "queue.Queue[ExtractionJob | None]" = queue.Queue()
+        self._queue: "queue.Queue[ExtractionJob | Callable[[], None] | None]" = queue.Queue()
         self._idle = threading.Event()
         self._idle.set()
         self._pending = 0
@@ -322,6 +322,10 @@ class ExtractionWorker:
                 self._start()  # closed earlier (the REPL ended) and used again
         self._queue.put(job)
 
+    def submit_task(self, task: Callable[[], None]) -> None:
+        """Run a small store write after the reply, in order with extraction."""
+        self.submit(task)  # type: ignore[arg-type]
+
     @property
     def pending(self) -> int:
         return self._pending
@@ -344,6 +348,14 @@ class ExtractionWorker:
             job = self._queue.get()
             if job is None:
                 return
+            if callable(job):
+                try:
+                    job()
+                except Exception:
+                    log.exception("background task failed")
+                finally:
+                    self._done_one()
+                continue
             try:
                 outcome = self.extractor.extract(job)
             except MemoraError as error:
@@ -355,10 +367,13 @@ class ExtractionWorker:
             else:
                 self._safe(self.on_outcome, job, outcome)
             finally:
-                with self._lock:
-                    self._pending -= 1
-                    if self._pending == 0:
-                        self._idle.set()
+                self._done_one()
+
+    def _done_one(self) -> None:
+        with self._lock:
+            self._pending -= 1
+            if self._pending == 0:
+                self._idle.set()
 
     @staticmethod
     def _safe(callback, *args) -> None:

@@ -89,6 +89,7 @@ class KnowledgeBase:
         self.synced = False
         self._signature: tuple | None = None
         self._lock = threading.Lock()
+        self._handle: tuple | None = None
 
     def signature(self) -> tuple:
         """(name, mtime, size) of every note: a change means re-indexing."""
@@ -104,7 +105,9 @@ class KnowledgeBase:
         return tuple(entries)
 
     def _collection(self):
-        return self.connection.collection(COLLECTION, metadata={"embedding_model": self.embedder.name})
+        if self._handle is None or self._handle[0] != self.connection.epoch:
+            self._handle = (self.connection.epoch, self.connection.collection(COLLECTION, metadata={"embedding_model": self.embedder.name}))
+        return self._handle[1]
 
     def sync(self) -> int:
         """Bring the index in line with the files; returns how many chunks were embedded."""
@@ -126,6 +129,7 @@ class KnowledgeBase:
         collection = self._collection()
         if (collection.metadata or {}).get("embedding_model") != self.embedder.name:
             self.connection.delete_collection(COLLECTION)
+            self._handle = None
             collection = self._collection()
         existing = collection.get(include=["metadatas"])
         indexed: dict[str, set[str]] = {}

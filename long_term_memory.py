@@ -441,10 +441,26 @@ class LongTermMemoryStore:
         self._write_updates([updated])
         return updated
 
-    def mark_followed_up(self, memory_id: str, when: datetime | None = None) -> None:
+    def mark_followed_up(self, memory_id: str, when: datetime | None = None, *, sync_chroma: bool = True) -> None:
+        """Record that the follow-up was asked. With ``sync_chroma=False`` only the
+        catalog (which selects follow-ups) is written now; ``push_metadata`` copies
+        it to Chroma later, off the response path."""
         record = self.get(memory_id)
-        if record is not None and record.followed_up_at is None:
-            self._write_updates([record.evolve(followed_up_at=when or self.clock())])
+        if record is None or record.followed_up_at is not None:
+            return
+        updated = record.evolve(followed_up_at=when or self.clock())
+        if sync_chroma:
+            self._write_updates([updated])
+            return
+        with file_lock(self._catalog_path), self.catalog.transaction() as db:
+            self.catalog.update(db, updated)
+        self._seen_generation = self.catalog.generation()
+
+    def push_metadata(self, memory_id: str) -> None:
+        """Copy a record's catalog metadata to Chroma (the canonical store)."""
+        record = self.get(memory_id)
+        if record is not None:
+            self._write_updates([record])
 
     def supersede(
         self,

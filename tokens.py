@@ -12,6 +12,7 @@ tokenizer.
 from __future__ import annotations
 
 import math
+import re
 import threading
 from typing import Callable, Iterable
 
@@ -22,22 +23,13 @@ MESSAGE_OVERHEAD_TOKENS = 3
 REPLY_PRIMING_TOKENS = 3
 
 
-def _is_cjk(ch: str) -> bool:
-    code = ord(ch)
-    return (
-        0x3000 <= code <= 0x9FFF
-        or 0xAC00 <= code <= 0xD7AF
-        or 0xF900 <= code <= 0xFAFF
-        or 0xFF00 <= code <= 0xFFEF
-        or 0x20000 <= code <= 0x2FFFF
-    )
+_WIDE = re.compile("[\u3000-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0002ffff]")
 
 
 def approximate_tokens(text: str) -> int:
     """Upper-bound estimate used when no tiktoken encoding can be loaded."""
-    cjk = sum(1 for ch in text if _is_cjk(ch))
-    other = len(text) - cjk
-    return cjk + math.ceil(other / 3)
+    cjk = len(_WIDE.findall(text))
+    return cjk + math.ceil((len(text) - cjk) / 3)
 
 
 class TokenCounter:
