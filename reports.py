@@ -19,7 +19,7 @@ def status_rows(app) -> list[Table]:
         ["model", model_state],
         ["model endpoint", settings.base_url or ("api.openai.com" if settings.api_key else "-")],
         ["embedding model", app.embedder.name + (f" (store built with {store.mismatch}: type 'reindex')" if store.mismatch else "")],
-        ["token counting", app.counter.encoding_name or "not loaded yet"],
+        ["token counting", app.counter.encoding_name],
         ["data folder", str(settings.data_dir)],
         ["profile", str(app.paths.profile)],
         ["session", str(app.paths.session)],

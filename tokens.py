@@ -3,10 +3,9 @@
 The configured model's encoding is used; unknown model names fall back to
 ``o200k_base``. If no encoding file can be loaded (tiktoken downloads them on
 first use, which fails offline without ``TIKTOKEN_CACHE_DIR``), Memora counts
-with ``approximate_tokens`` and warns once. The approximation deliberately
-over-counts (one token per CJK character, one per three other characters,
-rounded up) so that a budget computed with it still holds for the real
-tokenizer.
+with ``approximate_tokens`` and warns once. The approximation (see
+``approximate_tokens``) deliberately over-counts, so that a budget computed
+with it still holds for the real tokenizer.
 """
 
 from __future__ import annotations
@@ -23,13 +22,22 @@ MESSAGE_OVERHEAD_TOKENS = 3
 REPLY_PRIMING_TOKENS = 3
 
 
-_WIDE = re.compile("[\u3000-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0002ffff]")
+_PIECES = re.compile(r"[A-Za-z]+|[0-9]+|\S")
 
 
 def approximate_tokens(text: str) -> int:
-    """Upper-bound estimate used when no tiktoken encoding can be loaded."""
-    cjk = len(_WIDE.findall(text))
-    return cjk + math.ceil((len(text) - cjk) / 3)
+    """Estimate used when no tiktoken encoding can be loaded; it errs high.
+
+    A run of Latin letters counts one token per three letters (real words
+    average four or more), a run of digits one per three digits (the encoders
+    group digits in threes), and every other visible character one token
+    (punctuation, symbols, each CJK character). Spaces are free: encoders fold
+    them into the following word.
+    """
+    total = 0
+    for piece in _PIECES.findall(text):
+        total += math.ceil(len(piece) / 3) if piece[0].isascii() and piece[0].isalnum() else 1
+    return total
 
 
 class TokenCounter:
@@ -42,7 +50,13 @@ class TokenCounter:
         self._encoding = None
         self._approximate = False
         self._lock = threading.Lock()
-        self.encoding_name: str | None = None
+        self._encoding_name: str | None = None
+
+    @property
+    def encoding_name(self) -> str:
+        """The tiktoken encoding in use, or ``"approximate"``."""
+        self._load()
+        return self._encoding_name or "approximate"
 
     def _load(self):
         with self._lock:
@@ -58,10 +72,10 @@ class TokenCounter:
                         self._encoding = tiktoken.encoding_for_model(self.model)
                     except KeyError:
                         self._encoding = tiktoken.get_encoding(FALLBACK_ENCODING)
-                self.encoding_name = getattr(self._encoding, "name", FALLBACK_ENCODING)
+                self._encoding_name = getattr(self._encoding, "name", FALLBACK_ENCODING)
             except Exception as error:  # offline without cache files, corrupt cache...
                 self._approximate = True
-                self.encoding_name = "approximate"
+                self._encoding_name = "approximate"
                 if self._warn is not None:
                     self._warn(
                         f"Token counts are approximate: no tiktoken encoding could be loaded "
