@@ -81,9 +81,10 @@ class CommandRouter:
             return True
         if not self.is_command(stripped):
             return False
-        word, _, rest = stripped.partition(" ")
+        # Split on any whitespace, as is_command does ("help\tx", "profile\u3000goal x").
+        word, *rest = stripped.split(maxsplit=1)
         spec = self.specs[word.lower().lstrip("/")]
-        spec.handler(rest.strip())
+        spec.handler(rest[0].strip() if rest else "")
         return True
 
     def _ask_next_if_any(self) -> None:
@@ -220,7 +221,7 @@ class CommandRouter:
                 value = words[index + 1].lower()
                 allowed = MEMORY_TYPES if word == "--type" else CATEGORIES
                 if value not in allowed:
-                    raise CommandError(f"Unknown {word[2:]} '{value}'. Use one of: {', '.join(allowed)}.")
+                    raise CommandError(f"Unknown {word[2:]} '{shorten(value, 40)}'. Use one of: {', '.join(allowed)}.")
                 filters["memory_type" if word == "--type" else "category"] = value
                 index += 1
             elif word.startswith("--"):
@@ -242,7 +243,7 @@ class CommandRouter:
         if filters["include_superseded"]:
             columns.insert(4, "status")
         cap = self.app.store.memory_cap
-        title = f"{len(records)} memories" + (f" (cap {cap})" if cap else "")
+        title = f"{len(records)} {'memory' if len(records) == 1 else 'memories'}" + (f" (cap {cap})" if cap else "")
         self.console.table(title, columns, rows)
 
     def cmd_memory(self, args: str) -> None:
@@ -264,7 +265,7 @@ class CommandRouter:
                 self.app.store.default_memory_cap = None
                 self.console.say("Memory cap removed.")
                 return
-            if not value.isdigit():
+            if not value.isdecimal():  # "²".isdigit() is True, but int("²") fails
                 raise self.usage("memory")
             self.app.store.set_memory_cap(int(value))
             self.app.memory_full_noticed = False

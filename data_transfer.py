@@ -24,6 +24,7 @@ from errors import ImportFileError, MemoraError
 from records import CATEGORIES, MAX_MEMORY_CHARS, SOURCES, MemoryRecord
 from session import ChatMessage
 from storage import atomic_write_text
+from text_utils import clean_text
 from user_profile import UserProfile
 
 EXPORT_FORMAT = "memora-export"
@@ -86,6 +87,11 @@ class ExportFile(BaseModel):
     session: ExportedSession = Field(default_factory=ExportedSession)
 
 
+def _shown(path) -> str:
+    """A path as one line of an error message (a typed path may hold any character)."""
+    return clean_text(str(path)) or repr(str(path))
+
+
 def default_export_path(app) -> Path:
     stamp = app.now().strftime("%Y%m%d-%H%M%S")
     return app.paths.folder / f"memora-export-{app.settings.user}-{stamp}.json"
@@ -128,12 +134,14 @@ def build_export(app) -> ExportFile:
 
 def export_data(app, path: Path) -> Path:
     path = Path(path)
-    if path.exists() and path.is_dir():
-        path = path / default_export_path(app).name
     try:
+        if path.is_dir():  # inside the try: stat() raises for a too-long name (ENAMETOOLONG)
+            path = path / default_export_path(app).name
         atomic_write_text(path, build_export(app).model_dump_json(indent=2) + "\n")
     except OSError as error:
-        raise MemoraError(f"Cannot write {path}: {error.strerror}.") from None
+        raise MemoraError(f"Cannot write {_shown(path)}: {error.strerror}.") from None
+    except ValueError:  # a NUL character in the path
+        raise MemoraError(f"Cannot write {_shown(path)}: the path is not valid.") from None
     return path
 
 
@@ -142,22 +150,30 @@ def read_export(path: Path) -> ExportFile:
     try:
         size = path.stat().st_size
     except FileNotFoundError:
-        raise ImportFileError(f"No such file: {path}.") from None
+        raise ImportFileError(f"No such file: {_shown(path)}.") from None
     except OSError as error:
-        raise ImportFileError(f"Cannot read {path}: {error.strerror}.") from None
+        raise ImportFileError(f"Cannot read {_shown(path)}: {error.strerror}.") from None
+    except ValueError:  # a NUL character in the path
+        raise ImportFileError(f"Cannot read {_shown(path)}: the path is not valid.") from None
     if size > MAX_IMPORT_BYTES:
-        raise ImportFileError(f"{path.name} is {size // (1024 * 1024)} MB; imports are limited to {MAX_IMPORT_BYTES // (1024 * 1024)} MB.")
+        # In bytes: a file just over the limit must not read "20 MB; the limit is 20 MB".
+        raise ImportFileError(
+            f"{_shown(path.name)} is {size:,} bytes; imports are limited to {MAX_IMPORT_BYTES:,} bytes "
+            f"({MAX_IMPORT_BYTES / (1024 * 1024):g} MB). Nothing was imported."
+        )
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ImportFileError(f"{path.name} is not a JSON file ({type(error).__name__}). Nothing was imported.") from None
+        raise ImportFileError(f"{_shown(path.name)} is not a JSON file ({type(error).__name__}). Nothing was imported.") from None
+    except OSError as error:  # a folder, a permission problem...
+        raise ImportFileError(f"Cannot read {_shown(path)}: {error.strerror}.") from None
     try:
         return ExportFile.model_validate(data)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "top level"
         raise ImportFileError(
-            f"{path.name} is not a valid Memora export ({where}: {first.get('msg')}). Nothing was imported."
+            f"{_shown(path.name)} is not a valid Memora export ({where}: {first.get('msg')}). Nothing was imported."
         ) from None
 
 

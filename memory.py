@@ -179,6 +179,10 @@ class ConversationMemory:
             if smaller is None:
                 break
             shaped = smaller
+        if shaped.summary and fixed + recent_tokens + self._developer_tokens(shaped) > self.budget.total:
+            # A long message leaves no room even for the summary: send the message without
+            # it this turn (the fold plan still keeps it) rather than refuse a message that fits.
+            shaped = shaped.without_summary()
         developer_tokens = self._developer_tokens(shaped)
         if fixed + recent_tokens + developer_tokens > self.budget.total:
             raise ContextBudgetError(
@@ -189,7 +193,7 @@ class ConversationMemory:
         self._plan = _FoldPlan(drop=drop, summary=summary) if drop else None
 
         context = shaped.messages() + [dict(m) for m in recent] + [current]
-        summary_tokens = self.counter.count(summary) if summary else 0
+        summary_tokens = self.counter.count(shaped.summary) if shaped.summary else 0
         sections = {
             "instructions": instructions,
             "background": max(0, developer_tokens - summary_tokens),

@@ -18,10 +18,14 @@ def clean_text(text: str) -> str:
     return _WHITESPACE.sub(" ", text).strip()
 
 
+_TRAILING = re.compile(r"[\s.!?,;:。！？，；：…]+$")
+
+
 def normalized_key(text: str) -> str:
-    """Case- and width-insensitive key for exact-duplicate checks."""
-    text = unicodedata.normalize("NFKC", clean_text(text)).casefold()
-    return re.sub(r"[\s\W_]+", " ", text).strip()
+    """Key for exact-duplicate checks: case, width, spacing and final punctuation
+    are ignored; every other character counts ("C++" and "C#" stay different)."""
+    text = " ".join(unicodedata.normalize("NFKC", clean_text(text)).casefold().split())
+    return _TRAILING.sub("", text) or text
 
 
 def shorten(text: str, limit: int) -> str:

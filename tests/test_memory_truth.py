@@ -162,3 +162,13 @@ def test_unknown_ids_are_a_clear_error(make_app):
         app.store.delete("nope")
     with pytest.raises(CommandError, match="No memory with id"):
         app.store.history("zzzzzzzz")
+
+
+def test_texts_that_differ_only_in_symbols_are_different_facts(make_app):
+    app = make_app()
+    app.store.add("The learner programs in C++")
+    assert not app.store.add("The learner programs in C#").duplicate
+    assert app.store.add("the learner programs in C++!").duplicate  # case and final punctuation do not matter
+    app.profiles.add_learning_goal("learn C++")
+    app.profiles.add_learning_goal("learn C#")
+    assert app.profiles.get().learning_goals == ["learn C++", "learn C#"]
