@@ -75,7 +75,7 @@ RETRIEVAL_MIN_SCORE = 0.25
 #   access); 0.04 is deliberately tight. Re-run the calibration test with it.
 # - the hash test embedding: near-verbatim repeats only.
 # On top of the threshold, ``_differs_in_specifics`` refuses to merge texts
-# whose numbers, weekdays, months, times of day or negations differ.
+# whose numbers, weekdays, months, times of day, negations or symbols differ.
 DUPLICATE_DISTANCE = {
     "local:all-MiniLM-L6-v2": 0.05,
     "openai:text-embedding-3-small": 0.04,
@@ -100,7 +100,8 @@ _SPECIFIC = re.compile(
     r"\d+|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
     r"|\b(?:not|never|no|don't|doesn't|didn't|won't|can't|isn't|aren't|quit|stopped|anymore)\b"
     r"|\b(?:morning|afternoon|evening|night|tonight|today|tomorrow|yesterday|weekend|weekday)s?\b"
-    r"|[一二三四五六七八九十百千萬万兩两]|不|沒|没|別|别|週[一二三四五六日天]|星期",
+    r"|[一二三四五六七八九十百千萬万兩两]|不|沒|没|別|别|週[一二三四五六日天]|星期"
+    r"|[^\w\s.,!?;:'\"()\-。，！？；：、]",  # symbols carry meaning: C++ / C#, 50% / $50
     re.IGNORECASE,
 )
 
