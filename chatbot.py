@@ -76,6 +76,8 @@ def run(app, console: Console, *, raise_unexpected: bool = False, warm_up: bool 
         except (EOFError, KeyboardInterrupt):
             console.say("")
             break
+        # Lone surrogates (a terminal with a non-UTF-8 locale) would break JSON and HTTP later.
+        line = line.encode("utf-8", "replace").decode("utf-8")
         try:
             text = line.strip()
             if not text:
@@ -90,6 +92,7 @@ def run(app, console: Console, *, raise_unexpected: bool = False, warm_up: bool 
                     app.awaiting = None  # the question was not answered; ask with 'profile' later
             if not text:
                 continue
+            app.check_message(text)  # fail before the spinner starts
             with console.reply_stream() as emit:
                 result = app.chat(text, on_delta=emit)
             for note in result.notes:

@@ -107,10 +107,10 @@ class PlainConsole(Console):
 def _stdin_reader(prompt: str) -> str:
     sys.stdout.write(prompt)
     sys.stdout.flush()
-    line = sys.stdin.readline()
-    if not line:
+    raw = sys.stdin.buffer.readline() if hasattr(sys.stdin, "buffer") else sys.stdin.readline().encode("utf-8", "replace")
+    if not raw:
         raise EOFError
-    return line.rstrip("\n")
+    return raw.decode("utf-8", "replace").rstrip("\r\n")  # invalid bytes become U+FFFD, never an exception
 
 
 def _stdout_writer(text: str) -> None:

@@ -145,3 +145,17 @@ def test_a_real_process_chats_with_a_local_responses_server(tmp_path, server):
     assert "- English level: B2\n- Preferences: short examples" in chats[0].section("user_profile")
     assert chats[0].section("long_term_memories") is None
     assert "Traceback" not in result.stderr
+
+
+def test_invalid_utf8_input_is_replaced_not_fatal(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "chatbot.py"), "--plain"],
+        input=b"remember caf\xe9 \xff bytes\nmemories\nexit\n",
+        capture_output=True,
+        timeout=120,
+        env=child_env(MEMORA_HOME=tmp_path / "home", MEMORA_EMBEDDING_MODEL="hash"),
+        cwd=ROOT,
+    )
+    out = result.stdout.decode()
+    assert result.returncode == 0 and "Traceback" not in result.stderr.decode()
+    assert "caf\ufffd \ufffd bytes" in out
