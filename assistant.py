@@ -176,16 +176,7 @@ class Memora:
     def chat(self, text: str, *, on_delta: Callable[[str], None]) -> TurnResult:
         """One chat turn (see the module docstring). Raises ``MemoraError`` with
         the conversation unchanged when the turn cannot complete."""
-        text = text.strip()
-        if not text:
-            raise LimitError("Empty message: nothing was sent.")
-        if len(text) > MAX_MESSAGE_CHARS:
-            raise LimitError(f"Your message is {len(text)} characters; the limit is {MAX_MESSAGE_CHARS}. Nothing was sent.")
-        if not self.model.configured:
-            raise ModelNotConfigured(
-                "No model is configured: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server "
-                "(see README, 'Configuration'). Commands still work."
-            )
+        text = self.check_message(text)
         now = self.clock()
         notes: list[str] = []
         with self._lock:
@@ -243,6 +234,20 @@ class Memora:
         if reply.incomplete:
             notes.append(f"(The reply stopped early: {reply.incomplete}. Raise MEMORA_MAX_OUTPUT_TOKENS for longer answers.)")
         return TurnResult(reply=reply, prepared=prepared, memories=list(prepared.background.memories), notes=notes)
+
+    def check_message(self, text: str) -> str:
+        """The message to send, or the one-line reason it cannot be sent."""
+        text = text.strip()
+        if not text:
+            raise LimitError("Empty message: nothing was sent.")
+        if len(text) > MAX_MESSAGE_CHARS:
+            raise LimitError(f"Your message is {len(text)} characters; the limit is {MAX_MESSAGE_CHARS}. Nothing was sent.")
+        if not self.model.configured:
+            raise ModelNotConfigured(
+                "No model is configured: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server "
+                "(see README, 'Configuration'). Commands still work."
+            )
+        return text
 
     def _recall(self, text: str, notes: list[str]):
         """Memories and knowledge notes for ``text``; an embedding failure means none."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import sqlite3
 import threading
 from array import array
@@ -28,11 +29,11 @@ from typing import Iterable, Iterator, Sequence
 
 import lexical
 from records import STATUS_CURRENT, MemoryRecord
-from storage import ensure_private_dir, quarantine
+from storage import FILE_MODE, ensure_private_dir, file_lock, quarantine
 from text_utils import normalized_key
 from timeutil import parse_date
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # BM25 constants of the lexical side (README, "Retrieval"): b=0.3 rather than the
 # usual 0.75 because long memories carry more facts, not padding (LoCoMo: +1.5
 # points of recall@10). FTS5's own bm25() fixes b=0.75, so FTS5 only finds the
@@ -160,20 +161,28 @@ class MemoryCatalog:
         if isinstance(self.path, Path):
             ensure_private_dir(self.path.parent)
         self._lock = threading.RLock()
-        try:
+        if not isinstance(self.path, Path):
             self._open()
-        except sqlite3.DatabaseError:
-            # Derived data: a corrupt catalog is moved aside and rebuilt from Chroma.
-            if not isinstance(self.path, Path):
-                raise
-            self._db.close()
-            for suffix in ("", "-wal", "-shm"):
-                candidate = Path(str(self.path) + suffix)
-                if candidate.exists():
-                    quarantine(candidate)
-            self._open()
+            return
+        # Opened under the catalog's lock: two processes creating or migrating it at
+        # once get SQLITE_BUSY, which must never be mistaken for corruption.
+        with file_lock(self.path):
+            try:
+                self._open()
+            except sqlite3.DatabaseError as error:
+                if (getattr(error, "sqlite_errorcode", 0) & 0xFF) not in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
+                    raise
+                # Derived data: a corrupt catalog is moved aside and rebuilt from Chroma.
+                self._db.close()
+                for suffix in ("", "-wal", "-shm"):
+                    candidate = Path(str(self.path) + suffix)
+                    if candidate.exists():
+                        quarantine(candidate)
+                self._open()
 
     def _open(self) -> None:
+        if isinstance(self.path, Path) and not self.path.exists():
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE))  # owner-only, like every data file
         self._db = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         with self._lock:

@@ -20,7 +20,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from errors import StoreError
-from storage import ensure_private_dir
+from storage import ensure_private_dir, file_lock
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -98,7 +98,10 @@ class ChromaConnection:
         check_local_store(self.path)
         ensure_private_dir(self.path)
         try:
-            return chromadb.PersistentClient(path=str(self.path), settings=settings)
+            # Chroma creates and migrates its database on open; two processes doing
+            # that at once fail with "database is locked", so opening is serialised.
+            with file_lock(self.path / "chroma.sqlite3"):
+                return chromadb.PersistentClient(path=str(self.path), settings=settings)
         except Exception as error:
             raise StoreError(
                 f"Cannot open the memory store at {self.path}: {type(error).__name__}: {_short(error)}"

@@ -65,6 +65,12 @@ class ExportedMemory(BaseModel):
     def to_record(self, user_id: str) -> MemoryRecord:
         return MemoryRecord(user_id=user_id, **self.model_dump())
 
+    @classmethod
+    def from_record(cls, record: MemoryRecord) -> "ExportedMemory":
+        fields = {name: getattr(record, name) for name in cls.model_fields if name != "metadata"}
+        metadata = {k: v for k, v in record.metadata.items() if isinstance(v, (str, int, float, bool))}
+        return cls(**fields, metadata=metadata)
+
 
 class ExportedSession(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -108,26 +114,7 @@ def build_export(app) -> ExportFile:
         embedding_model=app.embedder.name,
         profile=app.profiles.get(),
         pending_profile_changes=[p.model_dump(mode="json") for p in app.proposals.pending()],
-        memories=[
-            ExportedMemory(
-                id=r.id,
-                content=r.content,
-                created_at=r.created_at,
-                memory_type=r.memory_type,
-                category=r.category,
-                source=r.source,
-                status=r.status,
-                last_seen=r.last_seen,
-                valid_until=r.valid_until,
-                superseded_by=r.superseded_by,
-                supersedes=r.supersedes,
-                change_reason=r.change_reason,
-                event_date=r.event_date,
-                followed_up_at=r.followed_up_at,
-                metadata={k: v for k, v in r.metadata.items() if isinstance(v, (str, int, float, bool))},
-            )
-            for r in records
-        ],
+        memories=[ExportedMemory.from_record(r) for r in records],
         session=ExportedSession(messages=state["messages"], summary=state["summary"]),
     )
 

@@ -133,7 +133,7 @@ class KnowledgeBase:
             collection = self._collection()
         existing = collection.get(include=["metadatas"])
         indexed: dict[str, set[str]] = {}
-        for chunk_id, meta in zip(existing["ids"], existing["metadatas"]):
+        for meta in existing["metadatas"]:
             indexed.setdefault((meta or {}).get("source", ""), set()).add((meta or {}).get("file_hash", ""))
         hashes = {source: chunks[0].file_hash for source, chunks in wanted.items() if chunks}
         stale = [

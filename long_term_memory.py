@@ -33,7 +33,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from catalog import MemoryCatalog
 from chroma_backend import ChromaConnection
 from embeddings import Embedder, as_embedder
-from errors import CommandError, EmbeddingModelMismatch, LimitError, MemoryFullError, StoreError
+from errors import CommandError, EmbeddingModelMismatch, LimitError, MemoryFullError
 from records import (
     CATEGORIES,
     MAX_MEMORY_CHARS,
@@ -45,7 +45,7 @@ from records import (
     MemorySearchResult,
 )
 from storage import ensure_private_dir, file_lock
-from text_utils import clean_text, normalized_key
+from text_utils import clean_text
 from timeutil import Clock, parse_date, parse_iso, system_clock, to_aware
 
 # Minimum calibrated final score (retrieval.py) for a memory to enter the
@@ -177,6 +177,18 @@ def _chroma_metadata(record: MemoryRecord) -> dict[str, Any]:
     if record.event_date:
         meta["event_date"] = record.event_date.isoformat()
     return meta
+
+
+def _upsert(collection, records: Sequence[MemoryRecord], vectors: Sequence[Sequence[float]]) -> None:
+    """Write records with their vectors to Chroma, in batches Chroma accepts."""
+    for start in range(0, len(records), 1000):
+        chunk = records[start : start + 1000]
+        collection.upsert(
+            ids=[r.id for r in chunk],
+            embeddings=list(vectors[start : start + 1000]),
+            documents=[r.content for r in chunk],
+            metadatas=[_chroma_metadata(r) for r in chunk],
+        )
 
 
 def _record_from_chroma(memory_id: str, document: str, meta: dict | None) -> MemoryRecord:
@@ -422,12 +434,7 @@ class LongTermMemoryStore:
     def _write_new(self, records: list[MemoryRecord], vectors: list[list[float]]) -> None:
         with self._writing() as (db, collection):
             self.catalog.insert(db, records, vectors)
-            collection.upsert(
-                ids=[r.id for r in records],
-                embeddings=vectors,
-                documents=[r.content for r in records],
-                metadatas=[_chroma_metadata(r) for r in records],
-            )
+            _upsert(collection, records, vectors)
 
     def _write_updates(self, records: list[MemoryRecord]) -> None:
         with self._writing() as (db, collection):
@@ -516,12 +523,7 @@ class LongTermMemoryStore:
             collection.update(ids=[retired.id], metadatas=[_chroma_metadata(retired)])
             if successor is not None:
                 self.catalog.insert(db, [successor], [vector])
-                collection.upsert(
-                    ids=[successor.id],
-                    embeddings=[vector],
-                    documents=[successor.content],
-                    metadatas=[_chroma_metadata(successor)],
-                )
+                _upsert(collection, [successor], [vector])
         return successor
 
     def edit(self, memory_id: str, new_content: str) -> MemoryRecord:
@@ -653,14 +655,7 @@ class LongTermMemoryStore:
             self.connection.delete_collection(name)
             self._collection = None
             collection = self.connection.collection(name, metadata={"embedding_model": self.embedder.name, "memora_user": self.user_id})
-            for start in range(0, len(records), 1000):
-                chunk = records[start : start + 1000]
-                collection.upsert(
-                    ids=[r.id for r in chunk],
-                    embeddings=vectors[start : start + 1000],
-                    documents=[r.content for r in chunk],
-                    metadatas=[_chroma_metadata(r) for r in chunk],
-                )
+            _upsert(collection, records, vectors)
             self._collection = collection
             self._collection_epoch = self.connection.epoch
         self.mismatch = None
@@ -685,12 +680,5 @@ class LongTermMemoryStore:
             vectors.extend(self.embed([r.content for r in records[start : start + 256]]))
         with self._writing() as (db, collection):
             self.catalog.insert(db, records, vectors)
-            for start in range(0, len(records), 1000):
-                chunk = records[start : start + 1000]
-                collection.upsert(
-                    ids=[r.id for r in chunk],
-                    embeddings=vectors[start : start + 1000],
-                    documents=[r.content for r in chunk],
-                    metadatas=[_chroma_metadata(r) for r in chunk],
-                )
+            _upsert(collection, records, vectors)
         return len(records)

@@ -17,7 +17,7 @@ conversation exactly as it was.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Callable, Sequence
 
 from context_builder import Background

@@ -87,7 +87,7 @@ def main() -> int:
         history: list[dict] = []
         baseline: list[int] = []
         started = time.perf_counter()
-        for index, (message, reply, when) in enumerate(turns):
+        for message, reply, when in turns:
             clock["now"] = when
             app.chat(message, on_delta=lambda _: None)
             app.wait_for_extraction(30)
