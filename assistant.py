@@ -134,6 +134,7 @@ class Memora:
         self.memory_full_noticed = False
         self.embedding_failure_noticed = False
         self.awaiting: ProfileProposal | None = None
+        self.deleted = False
         self._pending_jobs: list[PendingExtraction] = []
         state = SessionState() if new_session else self.sessions.load()
         if new_session:
@@ -314,6 +315,8 @@ class Memora:
 
     # -- sessions -----------------------------------------------------------------------
     def save_session(self) -> None:
+        if self.deleted:
+            return  # 'forget user' removed this learner: writing now would bring a file back
         with self._lock:
             state = self.memory.to_state()
             session = SessionState(

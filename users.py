@@ -73,6 +73,7 @@ def delete_user(app, name: str) -> str:
     if name == app.settings.user:
         if app.worker is not None:
             app.worker.close(5)
+        app.deleted = True
         store = app.store
     else:
         store = None

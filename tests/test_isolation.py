@@ -91,3 +91,12 @@ def test_user_flag_and_environment_select_the_learner(tmp_path):
     assert "Profile of mei" in shown and "C1" in shown
     bad = run(["--user", "../etc"], "exit\n")
     assert bad.returncode == 2 and "Invalid learner name" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_forgetting_the_current_learner_deletes_everything_and_exits(two_learners, run_repl, data_dir):
+    alice, bob = two_learners
+    t = run_repl(alice, ["forget user alice", "alice", "profile"])
+    assert "Deleted learner 'alice'" in t.text
+    assert "Profile of alice" not in t.text  # Memora left right after
+    assert not (data_dir / "users" / "alice").exists()  # and wrote nothing back on the way out
+    assert bob.store.count() == 4
