@@ -200,6 +200,7 @@ class MemoryCatalog:
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
         self._stats: tuple[int, int, float] | None = None  # (generation, N, avgdl)
+        self._df_cache: tuple[int, dict[str, int]] = (-1, {})
 
     def close(self) -> None:
         with self._lock:
@@ -374,97 +375,87 @@ class MemoryCatalog:
             self._stats = (generation, int(row[0]), float(row[1] or 0.0))
         return self._stats[1], self._stats[2]
 
-    def lexical_search(
-        self, query_terms: list[str], limit: int, *, include: Iterable[str] = ()
-    ) -> list[tuple[str, float]]:
-        """BM25 (k1=1.2, b=0.3) over current memories: ``[(id, score)]``, best first.
+    def candidates(
+        self, query_terms: list[str], limit: int, dense_ids: Iterable[str] = ()
+    ) -> tuple[dict[str, tuple[float, float]], dict[str, bytes]]:
+        """The current memories to rank: ``{id: (created timestamp, BM25 score)}``,
+        and the stored vectors of those that only the lexical side found.
 
         FTS5 finds up to ``limit`` candidates by its own bm25() using the query's
-        selective terms; those and the ``include`` ids (the dense candidates) are
-        then scored with every query term and Memora's constants, so a memory's
+        selective terms; they and the current ones among ``dense_ids`` are then
+        scored with BM25 (k1=1.2, b=0.3) over every query term, so a memory's
         lexical score never depends on which side found it. The idf is Lucene's,
         log(1 + (N - n + .5) / (n + .5)), which stays positive (three memories
         still give a lexical signal), divided by its largest possible value so
-        the scale does not grow with the store.
+        the scale does not grow with the store. Superseded memories never appear.
         """
         unique = list(dict.fromkeys(t for t in query_terms if t))
-        if not unique:
-            return []
         total, average = self._corpus_stats()
-        frequencies = dict(
-            self._query(
-                f"SELECT term, doc FROM memories_vocab WHERE term IN ({', '.join('?' * len(unique))})", tuple(unique)
-            )
-        )
-        if not any(frequencies.get(t) for t in unique):
-            return []
+        frequencies = self._document_frequencies(unique)
         # A term found in a large share of memories adds little score but costs the
         # most to match: only selective terms find candidates; all terms score.
         selective = [t for t in unique if 0 < frequencies.get(t, 0) <= max(COMMON_TERM_SHARE * total, 20)]
         rows = []
         if selective:
             rows = self._query(
-                "SELECT m.id AS id, m.terms AS terms, m.n_terms AS n_terms FROM memories_fts "
-                "JOIN memories AS m ON m.rid = memories_fts.rowid "
+                "SELECT m.id AS id, m.terms AS terms, m.n_terms AS n_terms, m.created_ts AS created_ts, v.vector AS vector "
+                "FROM memories_fts JOIN memories AS m ON m.rid = memories_fts.rowid "
+                "LEFT JOIN memory_vectors AS v ON v.rid = m.rid "
                 "WHERE memories_fts MATCH ? AND +m.user_id = ? ORDER BY bm25(memories_fts) LIMIT ?",
                 (lexical.fts_query(selective), self.user_id, limit),
             )
+        dense_ids = list(dict.fromkeys(dense_ids))
+        from_dense = set(dense_ids)
+        vectors = {row["id"]: row["vector"] for row in rows if row["id"] not in from_dense and row["vector"] is not None}
         found = {row["id"] for row in rows}
-        extra = [i for i in dict.fromkeys(include) if i not in found]
+        extra = [i for i in dense_ids if i not in found]
         for start in range(0, len(extra), 500):
             chunk = extra[start : start + 500]
             rows += self._query(
-                f"SELECT id, terms, n_terms FROM memories WHERE +user_id = ? AND +status = ? AND id IN ({', '.join('?' * len(chunk))})",
+                "SELECT id, terms, n_terms, created_ts FROM memories "
+                f"WHERE +user_id = ? AND +status = ? AND id IN ({', '.join('?' * len(chunk))})",
                 (self.user_id, STATUS_CURRENT, *chunk),
             )
         ceiling = math.log(1 + (total + 0.5) / 0.5)
         idf = {
             t: math.log(1 + (total - frequencies.get(t, 0) + 0.5) / (frequencies.get(t, 0) + 0.5)) / ceiling
             for t in unique
+            if frequencies.get(t)
         }
         weights = Counter(t for t in query_terms if t)
-        scored = []
+        scored: dict[str, tuple[float, float]] = {}
         for row in rows:
-            words = row["terms"].split()
-            norm = BM25_K1 * (1 - BM25_B + BM25_B * row["n_terms"] / (average or 1.0))
             score = 0.0
-            for term in unique:
-                tf = words.count(term)
-                if tf:
-                    score += weights[term] * idf[term] * tf * (BM25_K1 + 1) / (tf + norm)
-            if score > 0:
-                scored.append((row["id"], score))
-        scored.sort(key=lambda item: -item[1])
-        return scored
+            if idf:
+                words = row["terms"].split()
+                norm = BM25_K1 * (1 - BM25_B + BM25_B * row["n_terms"] / (average or 1.0))
+                for term, weight in idf.items():
+                    tf = words.count(term)
+                    if tf:
+                        score += weights[term] * weight * tf * (BM25_K1 + 1) / (tf + norm)
+            scored[row["id"]] = (row["created_ts"], score)
+        return scored, vectors
 
-    def brief(self, ids: Iterable[str]) -> dict[str, tuple[str, float]]:
-        """``{id: (status, created_ts)}``: what ranking needs, without whole records."""
-        ids = list(dict.fromkeys(ids))
-        found: dict[str, tuple[str, float]] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            rows = self._query(
-                f"SELECT id, status, created_ts FROM memories WHERE +user_id = ? AND id IN ({', '.join('?' * len(chunk))})",
-                (self.user_id, *chunk),
+    def _document_frequencies(self, terms: list[str]) -> dict[str, int]:
+        """How many current memories hold each term (cached until the next write)."""
+        generation = self.generation()
+        if self._df_cache[0] != generation:
+            self._df_cache = (generation, {})
+        cache = self._df_cache[1]
+        missing = [t for t in terms if t not in cache]
+        if missing:
+            found = dict(
+                self._query(f"SELECT term, doc FROM memories_vocab WHERE term IN ({', '.join('?' * len(missing))})", tuple(missing))
             )
-            found.update({row[0]: (row[1], row[2]) for row in rows})
-        return found
+            if len(cache) > 50_000:
+                cache.clear()
+            cache.update({t: found.get(t, 0) for t in missing})
+        return {t: cache[t] for t in terms}
 
-    def vectors(self, ids: Iterable[str]) -> dict[str, bytes]:
-        """Stored embedding vectors of ``ids`` as float32 bytes (those that have one)."""
-        ids = list(dict.fromkeys(ids))
-        if not ids:
-            return {}
-        found = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            rows = self._query(
-                "SELECT m.id AS id, v.vector AS vector FROM memories AS m JOIN memory_vectors AS v ON v.rid = m.rid "
-                f"WHERE +m.user_id = ? AND m.id IN ({', '.join('?' * len(chunk))})",
-                (self.user_id, *chunk),
-            )
-            found.update({row["id"]: row["vector"] for row in rows})
-        return found
+    def lexical_search(self, query_terms: list[str], limit: int) -> list[tuple[str, float]]:
+        """The lexical side alone: ``[(id, BM25)]``, best first (see ``candidates``)."""
+        found, _ = self.candidates(query_terms, limit)
+        return sorted(((i, s) for i, (_, s) in found.items() if s > 0), key=lambda item: -item[1])
 
     def follow_up_candidates(self, now: datetime, proactive_days: int, limit: int = 20) -> list[MemoryRecord]:
         """Current schedule memories that may be followed up now, oldest first.

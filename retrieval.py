@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 import lexical
-from records import STATUS_CURRENT, MemorySearchResult
+from records import MemorySearchResult
 from timeutil import system_clock, to_aware
 
 
@@ -69,7 +69,7 @@ def cosines(query: list[float], stored: dict[str, bytes]) -> dict[str, float]:
     return dict(zip(ids, (matrix @ q / norms).tolist()))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Ranked:
     id: str
     score: float
@@ -81,37 +81,30 @@ class Ranked:
 def rank(
     query_vector: list[float],
     dense: list[tuple[str, float]],
-    lexical_hits: list[tuple[str, float]],
-    brief: dict[str, tuple[str, float]],
+    candidates: dict[str, tuple[float, float]],
     vectors: dict[str, bytes],
     *,
     now: datetime,
     params: RankingParams = DEFAULT_PARAMS,
 ) -> list[Ranked]:
-    """Fuse both candidate lists into calibrated, recency-weighted scores, best first.
+    """Fuse both sides into calibrated, recency-weighted scores, best first.
 
-    ``dense`` holds (id, cosine distance) from Chroma, ``lexical_hits`` (id,
-    BM25), ``brief`` each candidate's (status, created timestamp) and
-    ``vectors`` the stored vectors of lexical-only candidates. Only current
-    memories survive.
+    ``dense`` holds (id, cosine distance) from Chroma; ``candidates`` every
+    current candidate with its (created timestamp, BM25 score); ``vectors``
+    the stored vectors of candidates Chroma did not return.
     """
     similarity = {memory_id: 1.0 - distance for memory_id, distance in dense}
     similarity.update({i: s for i, s in cosines(query_vector, vectors).items() if i not in similarity})
-    bm25 = dict(lexical_hits)
     now_ts = to_aware(now).timestamp()
     ranked = []
-    for memory_id in dict.fromkeys([i for i, _ in dense] + [i for i, _ in lexical_hits]):
-        info = brief.get(memory_id)
-        if info is None or info[0] != STATUS_CURRENT:
-            continue
+    for memory_id, (created_ts, raw) in candidates.items():
         dense_score = min(1.0, max(0.0, similarity.get(memory_id, 0.0)))
-        raw = bm25.get(memory_id, 0.0)
         lexical_score = raw / (raw + params.lexical_saturation) if raw > 0 else 0.0
         relevance = params.dense_weight * dense_score + params.lexical_weight * lexical_score
-        age_days = max(0.0, (now_ts - info[1]) / 86400)
+        age_days = max(0.0, (now_ts - created_ts) / 86400)
         factor = 1.0 - params.recency_weight + params.recency_weight * 0.5 ** (age_days / params.half_life_days)
-        ranked.append(Ranked(memory_id, round(relevance * factor, 6), round(dense_score, 6), round(lexical_score, 6), round(factor, 6)))
-    ranked.sort(key=lambda r: (-r.score, brief[r.id][1], r.id))
+        ranked.append(Ranked(memory_id, relevance * factor, dense_score, lexical_score, factor))
+    ranked.sort(key=lambda r: (-r.score, candidates[r.id][0], r.id))
     return ranked
 
 
@@ -147,21 +140,20 @@ def retrieve_relevant_memories(
         vector = store.embed([query])[0]
         tokens = store.last_embedding_tokens
     dense = store.dense_candidates(vector, params.dense_candidates)
-    words = lexical.query_terms(query)
-    lexical_hits = (
-        store.catalog.lexical_search(words, params.lexical_candidates, include=[i for i, _ in dense]) if words else []
-    )
-    brief = store.catalog.brief([i for i, _ in dense] + [i for i, _ in lexical_hits])
-    dense_ids = {i for i, _ in dense}
-    vectors = store.catalog.vectors([i for i, _ in lexical_hits if i not in dense_ids])
-    ranked = rank(vector, dense, lexical_hits, brief, vectors, now=now or getattr(store, "clock", system_clock)(), params=params)
+    candidates, vectors = store.catalog.candidates(lexical.query_terms(query), params.lexical_candidates, [i for i, _ in dense])
+    ranked = rank(vector, dense, candidates, vectors, now=now or getattr(store, "clock", system_clock)(), params=params)
     if not include_below_threshold:
         ranked = [r for r in ranked if r.score >= threshold]
     ranked = ranked[:n_results]
     records = store.catalog.get_many([r.id for r in ranked])
     results = [
         MemorySearchResult.from_record(
-            records[r.id], r.score, dense_score=r.dense, lexical_score=r.lexical, recency=r.recency, passed=r.score >= threshold
+            records[r.id],
+            round(r.score, 6),
+            dense_score=round(r.dense, 6),
+            lexical_score=round(r.lexical, 6),
+            recency=round(r.recency, 6),
+            passed=r.score >= threshold,
         )
         for r in ranked
         if r.id in records

@@ -1,6 +1,6 @@
 """Latency of Memora's hybrid retrieval against a bare Chroma query, side by side.
 
-    python bench/retrieval_latency.py [--sizes 1000,10000,50000] [--queries 300]
+    python bench/retrieval_latency.py [--sizes 1000,10000,50000] [--queries 1000]
 
 For each size, one store is filled with synthetic memories (Zipfian words in
 tutor-style sentences, ``bench/synthetic.py``) embedded by the deterministic
@@ -74,7 +74,7 @@ def measure(size: int, count: int, rng: random.Random) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,50000")
-    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--queries", type=int, default=1000)
     args = parser.parse_args()
     rng = random.Random(42)
     print("retrieve_relevant_memories vs bare Chroma query (n_results=10), hash embedding, times in ms")
