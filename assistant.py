@@ -29,7 +29,7 @@ from chroma_backend import ChromaConnection
 from config import Settings
 from context_builder import DIGEST_SECTIONS, Background, build_background_messages, build_user_digest
 from embeddings import Embedder, make_embedder
-from errors import EmbeddingError, LimitError, MemoraError, ModelNotConfigured
+from errors import ConfigError, EmbeddingError, LimitError, MemoraError, ModelNotConfigured
 from extraction import ExtractionJob, ExtractionOutcome, ExtractionWorker, Extractor
 from knowledge import KnowledgeBase
 from llm import ModelClient, ReplyResult
@@ -116,17 +116,20 @@ class Memora:
                 f"{self.embedder.name}; memory search is off until you type 'reindex'."
             )
         self.knowledge = KnowledgeBase(settings.knowledge_dir, connection, self.embedder)
-        self.memory = ConversationMemory(
-            counter=self.counter,
-            instructions=SYSTEM_PROMPT,
-            budget=ContextBudget(
-                total=settings.token_budget,
-                recent=settings.recent_tokens,
-                summary=settings.summary_tokens,
-                background=settings.background_tokens,
-            ),
-            summarizer=self.model.summarize,
-        )
+        try:
+            self.memory = ConversationMemory(
+                counter=self.counter,
+                instructions=SYSTEM_PROMPT,
+                budget=ContextBudget(
+                    total=settings.token_budget,
+                    recent=settings.recent_tokens,
+                    summary=settings.summary_tokens,
+                    background=settings.background_tokens,
+                ),
+                summarizer=self.model.summarize,
+            )
+        except ValueError as error:  # checked up front, before any work
+            raise ConfigError(f"Token budget settings do not fit together: {error} (see README, 'Configuration').") from None
         self.last_prepared: PreparedContext | None = None
         self.last_memories: list[MemorySearchResult] = []
         self.extraction_error: str | None = None

@@ -165,10 +165,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         app = Memora(settings, notify=console.notice, new_session=args.new)
-    except StoreError as error:
+    except ConfigError as error:
         print(f"Error: {error}", file=sys.stderr)
-        return 1
-    except MemoraError as error:
+        return 2
+    except (StoreError, MemoraError) as error:
         print(f"Error: {error}", file=sys.stderr)
         return 1
     return run(app, console, warm_up=True)

@@ -68,7 +68,7 @@ class ContextBudget:
         if min(self.total, self.recent, self.summary, self.background) <= 0:
             raise ValueError("every token budget must be positive")
         if self.summary >= self.total:
-            raise ValueError("`summary` must be less than `total`")
+            raise ValueError(f"the summary cap ({self.summary}) must be less than the total budget ({self.total})")
         if instructions_tokens + self.summary + 64 > self.total:
             raise ValueError(
                 f"the total budget ({self.total}) leaves no room for a message after the "

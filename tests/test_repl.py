@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT, child_env
 from fake_openai import Error
 
@@ -159,3 +161,17 @@ def test_invalid_utf8_input_is_replaced_not_fatal(tmp_path):
     out = result.stdout.decode()
     assert result.returncode == 0 and "Traceback" not in result.stderr.decode()
     assert "caf\ufffd \ufffd bytes" in out
+
+
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"MEMORA_TOKEN_BUDGET": "abc"}, "MEMORA_TOKEN_BUDGET must be a number, got 'abc'."),
+        ({"MEMORA_TOKEN_BUDGET": "300"}, "the summary cap (400) must be less than the total budget (300)"),
+        ({"MEMORA_MEMORY_CAP": "-5"}, "memory cap (MEMORA_MEMORY_CAP) must be positive"),
+    ],
+)
+def test_bad_settings_are_one_line_and_exit_2(tmp_path, env, message):
+    result = run_chatbot(["exit"], MEMORA_HOME=tmp_path / "home", MEMORA_EMBEDDING_MODEL="hash", **env)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
