@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 from context_builder import Background
 from errors import ContextBudgetError, MemoraError
-from tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, TokenCounter
+from tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, TokenCounter, approximate_tokens
 
 # (previous summary, messages to fold, max summary tokens) -> (new summary, tokens spent)
 Summarizer = Callable[[str, list[dict], int], "tuple[str, int]"]
@@ -112,7 +112,9 @@ class ConversationMemory:
         self.counter = counter
         self.instructions = instructions
         self.budget = budget or ContextBudget()
-        self.budget.check(self._instruction_tokens())
+        # Checked up front with the over-estimating counter: loading tiktoken (and
+        # maybe downloading its encoding) must not delay the first prompt.
+        self.budget.check(approximate_tokens(instructions) + MESSAGE_OVERHEAD_TOKENS if instructions else 0)
         self.summarizer = summarizer
         self.messages: list[dict] = []
         self.summary: str = ""
