@@ -76,6 +76,13 @@ class ContextBudget:
             )
 
 
+def estimate_instruction_tokens(instructions: str) -> int:
+    """Instruction tokens for the up-front budget check, by the over-estimating
+    counter: loading tiktoken (and maybe downloading its encoding) must not
+    delay the first prompt."""
+    return approximate_tokens(instructions) + MESSAGE_OVERHEAD_TOKENS if instructions else 0
+
+
 @dataclass
 class PreparedContext:
     """What ``prepare_context`` decided for one request."""
@@ -112,9 +119,7 @@ class ConversationMemory:
         self.counter = counter
         self.instructions = instructions
         self.budget = budget or ContextBudget()
-        # Checked up front with the over-estimating counter: loading tiktoken (and
-        # maybe downloading its encoding) must not delay the first prompt.
-        self.budget.check(approximate_tokens(instructions) + MESSAGE_OVERHEAD_TOKENS if instructions else 0)
+        self.budget.check(estimate_instruction_tokens(instructions))
         self.summarizer = summarizer
         self.messages: list[dict] = []
         self.summary: str = ""

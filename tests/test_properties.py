@@ -36,7 +36,7 @@ from context_builder import (
     neutralize,
 )
 from errors import ContextBudgetError, MemoraError, ModelCallError
-from memory import ContextBudget, ConversationMemory
+from memory import ContextBudget, ConversationMemory, estimate_instruction_tokens
 from prompts import SYSTEM_PROMPT
 from records import CATEGORIES, MEMORY_TYPES, MemorySearchResult
 from terminal import PlainConsole
@@ -560,7 +560,7 @@ instructions_strategy = st.one_of(st.sampled_from(["", "Tutor.", SYSTEM_PROMPT])
 def instructions_and_budget(draw) -> tuple[str, ContextBudget]:
     """Instructions, and a budget that ``ContextBudget.check`` accepts for them."""
     instructions = draw(instructions_strategy)
-    instruction_tokens = COUNTER.count(instructions) + 3 if instructions else 0
+    instruction_tokens = estimate_instruction_tokens(instructions)
     summary = draw(st.integers(1, 400))
     total = draw(st.integers(instruction_tokens + summary + 64, instruction_tokens + summary + 3000))
     budget = ContextBudget(
