@@ -331,9 +331,6 @@ class MemoryCatalog:
             rows = self._query("SELECT COUNT(*) FROM memories WHERE user_id = ?", (self.user_id,))
         return int(rows[0][0])
 
-    def count_all_users(self) -> int:
-        return int(self._query("SELECT COUNT(*) FROM memories")[0][0])
-
     def list(
         self,
         *,

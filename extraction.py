@@ -163,7 +163,8 @@ class Extractor:
             store.touch(existing.id)
             outcome.duplicates.append(existing.id)
             return
-        neighbours = [(r, d) for r, d in store.nearest(text, 5) if d <= store.related_distance]
+        vector = store.embed([text])[0]  # once, for the neighbours and for storing
+        neighbours = [(r, d) for r, d in store.nearest_by_vector(vector, 5) if d <= store.related_distance]
         for record, distance in neighbours:
             if is_near_duplicate(store.embedder.name, text, record.content, distance):
                 store.touch(record.id)
@@ -200,7 +201,8 @@ class Extractor:
             return
         if decision.action == "SUPERSEDE" and target is not None:
             new = store.supersede(
-                target.id, text, reason="contradiction", memory_type=fact.memory_type, category=category, event_date=event_date
+                target.id, text, reason="contradiction", memory_type=fact.memory_type, category=category,
+                event_date=event_date, vector=vector,
             )
             outcome.superseded.append((target.id, new.id))
             return
@@ -213,6 +215,7 @@ class Extractor:
             source="extracted",
             event_date=event_date,
             dedup=False,
+            vector=vector,
         )
         outcome.added.append(added.id)
 

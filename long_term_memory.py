@@ -360,15 +360,18 @@ class LongTermMemoryStore:
         source: str = "command",
         event_date: date | None = None,
         dedup: bool = True,
+        vector: list[float] | None = None,
     ) -> AddResult:
-        """Store one memory now (or at ``created_at``), unless it duplicates one."""
+        """Store one memory now (or at ``created_at``), unless it duplicates one.
+
+        ``vector`` is the text's embedding when the caller already has it."""
         text, memory_type, category = self._validate(content, memory_type, category)
         self._check_model()
         now = self.clock()
         existing = self.catalog.find_exact(text)
         if existing is not None:
             return AddResult(self.touch(existing.id, now), duplicate=True)
-        vector = self.embed([text])[0]
+        vector = vector or self.embed([text])[0]
         if dedup:
             for record, distance in self.nearest_by_vector(vector, 3):
                 if is_near_duplicate(self.embedder.name, text, record.content, distance):
@@ -481,6 +484,7 @@ class LongTermMemoryStore:
         event_date: date | None = None,
         source: str = "extracted",
         note: str | None = None,
+        vector: list[float] | None = None,
     ) -> MemoryRecord | None:
         """Mark ``old_id`` no longer current; store ``new_content`` as its successor.
 
@@ -496,7 +500,7 @@ class LongTermMemoryStore:
         vector = None
         if new_content is not None:
             text, kind, cat = self._validate(new_content, memory_type or old.memory_type, category or old.category)
-            vector = self.embed([text])[0]
+            vector = vector or self.embed([text])[0]
             successor = MemoryRecord(
                 id=self._new_id(),
                 content=text,
@@ -568,10 +572,6 @@ class LongTermMemoryStore:
         Path(str(self._catalog_path) + ".lock").unlink(missing_ok=True)
 
     # -- reading ----------------------------------------------------------------------
-    @property
-    def duplicate_distance(self) -> float:
-        return DUPLICATE_DISTANCE.get(self.embedder.name, DEFAULT_DUPLICATE_DISTANCE)
-
     @property
     def related_distance(self) -> float:
         return RELATED_DISTANCE.get(self.embedder.name, DEFAULT_RELATED_DISTANCE)
