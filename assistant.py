@@ -30,7 +30,14 @@ from config import Settings
 from context_builder import DIGEST_SECTIONS, Background, build_background_messages, build_user_digest
 from embeddings import Embedder, make_embedder
 from errors import ConfigError, EmbeddingError, LimitError, MemoraError, ModelNotConfigured
-from extraction import ExtractionJob, ExtractionOutcome, ExtractionWorker, Extractor
+from extraction import (
+    ExtractionJob,
+    ExtractionOutcome,
+    ExtractionWorker,
+    Extractor,
+    PreparedExtraction,
+    looks_like_correction,
+)
 from knowledge import KnowledgeBase
 from llm import ModelClient, ReplyResult
 from long_term_memory import LongTermMemoryStore
@@ -49,6 +56,7 @@ from user_profile import UserProfileStore
 log = logging.getLogger("memora")
 
 MAX_MESSAGE_CHARS = 8000
+MAX_EXTRACTION_ATTEMPTS = 3  # a job that keeps failing (bad model, bad server) is dropped with a notice
 MEMORIES_PER_TURN = 5
 
 
@@ -137,6 +145,8 @@ class Memora:
         self.memory_full_noticed = False
         self.embedding_failure_noticed = False
         self.awaiting: ProfileProposal | None = None
+        self.turn_active = False
+        self.question_due = False
         self.deleted = False
         self._pending_jobs: list[PendingExtraction] = []
         state = SessionState() if new_session else self.sessions.load()
@@ -185,11 +195,15 @@ class Memora:
         notes: list[str] = []
         with self._lock:
             self.memory.add_user_message(text)
+            self.turn_active = True
+            self.awaiting = None  # a new message is not an answer to an earlier question
         try:
+            early = self._read_correction_early(text, now)
+            wrong = {r.record.id for r in early.retractions} if early else set()
             memories, knowledge_items = self._recall(text, notes)
-            digest = self._digest()
+            digest = tuple(item for item in self._digest() if item.memory_id not in wrong)
             in_digest = {item.text for item in digest}
-            memories = [m for m in memories if m.content not in in_digest]  # said once is enough
+            memories = [m for m in memories if m.content not in in_digest and m.id not in wrong]  # said once is enough
             background = build_background_messages(
                 self.profiles.get(),
                 memories,
@@ -199,6 +213,7 @@ class Memora:
                 ),
                 knowledge=knowledge_items,
                 now=now,
+                changes=[r.record.content for r in early.retractions] if early else (),
             )
             with self._lock:
                 prepared = self.memory.prepare_context(background_messages=background)
@@ -210,12 +225,15 @@ class Memora:
         except KeyboardInterrupt:
             with self._lock:
                 self.memory.rollback_last_user_message()
+                self.turn_active = False
             raise TurnCancelled("Reply cancelled; that message was not kept.") from None
         except BaseException:
             with self._lock:
                 self.memory.rollback_last_user_message()
+                self.turn_active = False
             raise
         with self._lock:
+            self.turn_active = False
             self.memory.finish_turn(reply.text, prepared.context_messages, reply.total_tokens)
             self.memory.last_request = {
                 "sections": prepared.sections,
@@ -228,16 +246,29 @@ class Memora:
             job = PendingExtraction(job_id=uuid.uuid4().hex[:8], text=text, said_at=now)
             self._pending_jobs.append(job)
         self.save_session()
+        if early and early.retractions and self.worker is not None:
+            outcome = ExtractionOutcome()
+            self.worker.extractor.retract(early.retractions, outcome)  # right away, now that the reply is out
+            notes.extend(outcome.notices)
         hint = prepared.background.hint
         if hint is not None:  # asked once: the catalog knows now, Chroma after the reply
             self.store.mark_followed_up(hint.memory_id, now, sync_chroma=self.worker is None)
         if self.worker is not None:
             if hint is not None:
                 self.worker.submit_task(lambda: self.store.push_metadata(hint.memory_id))
-            self.worker.submit(ExtractionJob(job.text, job.said_at, job.job_id))
+            self.worker.submit(ExtractionJob(job.text, job.said_at, job.job_id, prepared=early))
         if reply.incomplete:
             notes.append(f"(The reply stopped early: {reply.incomplete}. Raise MEMORA_MAX_OUTPUT_TOKENS for longer answers.)")
         return TurnResult(reply=reply, prepared=prepared, memories=list(prepared.background.memories), notes=notes)
+
+    def _read_correction_early(self, text: str, now: datetime) -> PreparedExtraction | None:
+        """For a message that looks like a correction, read it before the reply."""
+        if self.worker is None or self.store.mismatch or not looks_like_correction(text):
+            return None
+        try:
+            return self.worker.extractor.prepare(ExtractionJob(text, now))
+        except MemoraError:
+            return None  # read after the reply instead, like any message
 
     def check_message(self, text: str) -> str:
         """The message to send, or the one-line reason it cannot be sent."""
@@ -290,13 +321,42 @@ class Memora:
                 self.memory_full_noticed = True
             self.notify(notice)
         if outcome.proposals and self.awaiting is None:
+            with self._lock:
+                if self.turn_active:
+                    # A reply is streaming: the question waits until it is over, so that
+                    # a "yes" can only ever answer the question printed right before it.
+                    self.question_due = True
+                    return
+            self.ask_next_proposal()
+
+    def after_turn(self) -> None:
+        """Called by the REPL once a turn's output is printed: ask a question that
+        arrived while the reply was streaming."""
+        if self.question_due:
+            self.question_due = False
             self.ask_next_proposal()
 
     def _extraction_failed(self, job: ExtractionJob, reason: str) -> None:
+        """Keep the job for the next start, unless it has failed too often."""
+        gave_up = False
         with self._lock:
             self.extraction_failures += 1
             self.extraction_error = f"{self.clock().strftime('%H:%M')} {reason}"
-        # The job stays in the session file and is retried at the next start.
+            for index, pending in enumerate(self._pending_jobs):
+                if pending.job_id == job.job_id:
+                    attempts = pending.attempts + 1
+                    if attempts >= MAX_EXTRACTION_ATTEMPTS:
+                        del self._pending_jobs[index]
+                        gave_up = True
+                    else:
+                        self._pending_jobs[index] = pending.model_copy(update={"attempts": attempts})
+                    break
+        self.save_session()
+        if gave_up:
+            self.notify(
+                f"Gave up reading memories from one message after {MAX_EXTRACTION_ATTEMPTS} failures ({reason}). "
+                "Use 'remember <text>' to keep something by hand."
+            )
 
     def ask_next_proposal(self) -> ProfileProposal | None:
         proposal = self.proposals.first()
@@ -320,7 +380,7 @@ class Memora:
     def save_session(self) -> None:
         if self.deleted:
             return  # 'forget user' removed this learner: writing now would bring a file back
-        with self._lock:
+        with self._lock:  # snapshot and write together: an older snapshot never lands last
             state = self.memory.to_state()
             session = SessionState(
                 saved_at=self.clock(),
@@ -330,10 +390,10 @@ class Memora:
                 last_request=state["last_request"],
                 pending_extractions=list(self._pending_jobs),
             )
-        try:
-            self.sessions.save(session)
-        except OSError as error:
-            self.notify(f"Could not save the session to {self.paths.session}: {error.strerror}.")
+            try:
+                self.sessions.save(session)
+            except OSError as error:
+                self.notify(f"Could not save the session to {self.paths.session}: {error.strerror}.")
 
     def reset_session(self) -> None:
         with self._lock:

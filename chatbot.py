@@ -85,18 +85,18 @@ def run(app, console: Console, *, raise_unexpected: bool = False, warm_up: bool 
             if text.startswith("\\"):
                 text = text[1:].strip()
             else:
-                was_awaiting = app.awaiting is not None
                 if run_command(router, text):
                     continue
-                if was_awaiting:
-                    app.awaiting = None  # the question was not answered; ask with 'profile' later
             if not text:
                 continue
             app.check_message(text)  # fail before the spinner starts
-            with console.reply_stream() as emit:
-                result = app.chat(text, on_delta=emit)
-            for note in result.notes:
-                console.notice(note)
+            try:
+                with console.reply_stream() as emit:
+                    result = app.chat(text, on_delta=emit)
+                for note in result.notes:
+                    console.notice(note)
+            finally:
+                app.after_turn()
         except ExitRequested:
             break
         except TurnCancelled as error:

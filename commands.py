@@ -2,14 +2,18 @@
 
 The method's docstring is its help: the first line is the usage, the text
 after `` -- `` the description. ``help`` is generated from them, so it cannot
-drift from what exists. A line whose first word names a command is never sent
-to the model and never enters the conversation; to chat with a line that
-starts with a command word, begin it with a backslash (``\\remember when...``).
+drift from what exists. A line is a command when its first word names one and
+the rest has that command's shape (``why`` alone, ``profile level B1``,
+``forget 3fa9c2d1``...); a command is never sent to the model and never
+enters the conversation. Anything else is chat ("why is this wrong?"). To chat
+with a line that would be a command, begin it with a backslash
+(``\\remember when...``); ``/why`` always means the command.
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +25,16 @@ from terminal import Console
 from text_utils import shorten
 from timeutil import time_ago
 from user_profile import CEFR_LEVELS
+
+# A line is a command only when it has the command's shape; otherwise it is
+# chat. "why is the present perfect so hard?" and "help me write an email" are
+# questions for the tutor, not the why and help commands.
+NO_ARGUMENTS = {"help", "why", "status", "reset", "users", "reindex", "exit", "quit"}
+SUBCOMMANDS = {
+    "profile": {"level", "goal", "preference", "remove", "clear", "confirm", "reject"},
+    "memory": {"edit", "cap"},
+}
+_MEMORY_ID = re.compile(r"[0-9a-f]{4,64}|[0-9A-Za-z_-]*[0-9][0-9A-Za-z_-]*")
 
 YES = {"yes", "y", "yeah", "yep", "sure", "ok", "okay", "是", "好", "對", "对"}
 NO = {"no", "n", "nope", "不", "不要", "否"}
@@ -57,8 +71,32 @@ class CommandRouter:
 
     # -- routing ------------------------------------------------------------------------
     def is_command(self, line: str) -> bool:
-        word = line.strip().split(maxsplit=1)[0].lower() if line.strip() else ""
-        return word.lstrip("/") in self.specs
+        parts = line.strip().split(maxsplit=1)
+        if not parts:
+            return False
+        name = parts[0].lower().lstrip("/")
+        rest = parts[1].strip() if len(parts) > 1 else ""
+        return name in self.specs and self._has_command_shape(name, rest, slashed=parts[0].startswith("/"))
+
+    @staticmethod
+    def _has_command_shape(name: str, rest: str, *, slashed: bool) -> bool:
+        if slashed:
+            return True  # "/why ..." is always the command
+        words = rest.split()
+        if name in NO_ARGUMENTS:
+            return not rest
+        if name in SUBCOMMANDS:
+            return not words or words[0].lower() in SUBCOMMANDS[name]
+        if name == "forget":
+            return (
+                rest.lower() == "all"
+                or (len(words) == 2 and words[0].lower() == "user")
+                or (len(words) == 1 and bool(_MEMORY_ID.fullmatch(words[0])))
+                or not rest
+            )
+        if name == "history":
+            return not rest or (len(words) == 1 and bool(_MEMORY_ID.fullmatch(words[0])))
+        return True  # remember, search, memories, export, import take free text
 
     def answers_proposal(self, line: str) -> bool | None:
         """True/False when ``line`` is a yes/no to the question just asked."""
@@ -262,7 +300,6 @@ class CommandRouter:
             value = parts[1].lower()
             if value in ("off", "none"):
                 self.app.store.set_memory_cap(None)
-                self.app.store.default_memory_cap = None
                 self.console.say("Memory cap removed.")
                 return
             if not value.isdecimal():  # "²".isdigit() is True, but int("²") fails

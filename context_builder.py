@@ -6,6 +6,7 @@ Seed 000, section 八, extended by seed 001's 第四關. One message with role
 1. ``<user_profile>``: the structured profile (current state, read directly);
 2. ``<learner_digest>``: "about you", the learner's current semantic memories
    grouped by category in a fixed order;
+   ``<memory_changes>``: what the learner just corrected, for the reply to confirm;
 3. ``<follow_up>``: at most one proactive follow-up hint;
 4. ``<knowledge_notes>``: tutor notes that passed their threshold;
 5. ``<long_term_memories>``: retrieved past records, each with its age;
@@ -59,6 +60,7 @@ DIGEST_MAX_TOKENS = 350
 SECTION_TAGS = (
     "user_profile",
     "learner_digest",
+    "memory_changes",
     "follow_up",
     "knowledge_notes",
     "long_term_memories",
@@ -119,6 +121,7 @@ class DigestItem:
     category: str
     text: str
     created_at: datetime | None = None
+    memory_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,7 @@ class Background(Sequence[dict]):
     memories: tuple[MemorySearchResult, ...] = ()
     summary: str = ""
     now: datetime | None = None
+    changes: tuple[str, ...] = ()  # memories the learner just corrected, to confirm
 
     # -- rendering --------------------------------------------------------------
     def profile_lines(self) -> list[str]:
@@ -175,6 +179,12 @@ class Background(Sequence[dict]):
                 neutralize(item.text)
             )
         return [f"- {label}: " + "; ".join(grouped[key]) for key, label in DIGEST_SECTIONS if key in grouped]
+
+    def change_lines(self) -> list[str]:
+        lines = [f"- Removed at the learner's request: {neutralize(text)}" for text in self.changes]
+        if lines:
+            lines.append("- Confirm briefly in your reply that you will not assume this any more.")
+        return lines
 
     def hint_lines(self) -> list[str]:
         if self.hint is None:
@@ -207,6 +217,7 @@ class Background(Sequence[dict]):
         parts = [
             ("user_profile", self.profile_lines()),
             ("learner_digest", self.digest_lines()),
+            ("memory_changes", self.change_lines()),
             ("follow_up", self.hint_lines()),
             ("knowledge_notes", self.knowledge_lines()),
             ("long_term_memories", self.memory_lines()),
@@ -258,8 +269,9 @@ class Background(Sequence[dict]):
         """A copy without the lowest-priority item, or ``None`` when nothing is left.
 
         Order: memories (lowest score first), knowledge notes (lowest score
-        first), the follow-up hint, digest items (last category first), and
-        the profile last: preferences, then goals, then the level.
+        first), the follow-up hint, correction notes, digest items (last
+        category first), and the profile last: preferences, then goals, then
+        the level.
         """
         if self.memories:
             lowest = min(range(len(self.memories)), key=lambda i: (self.memories[i].score, -i))
@@ -269,6 +281,8 @@ class Background(Sequence[dict]):
             return replace(self, knowledge=self.knowledge[:lowest] + self.knowledge[lowest + 1 :])
         if self.hint is not None:
             return replace(self, hint=None)
+        if self.changes:
+            return replace(self, changes=self.changes[:-1])
         if self.digest:
             order = {key: i for i, (key, _) in enumerate(DIGEST_SECTIONS)}
             victim = max(range(len(self.digest)), key=lambda i: (order.get(self.digest[i].category, 99), i))
@@ -298,6 +312,7 @@ def build_background_messages(
     hint: FollowUpHint | None = None,
     knowledge: Iterable[KnowledgeItem] = (),
     now: datetime | None = None,
+    changes: Iterable[str] = (),
 ) -> Background:
     """Seed 000's ``build_background_messages``: profile + memories (+ digest, hint, notes).
 
@@ -312,6 +327,7 @@ def build_background_messages(
         knowledge=tuple(knowledge),
         memories=tuple(ordered),
         now=now,
+        changes=tuple(changes),
     )
 
 
@@ -339,7 +355,7 @@ def build_user_digest(
             continue
         used += cost
         category = record.category if record.category in order else "other"
-        chosen.append(DigestItem(category=category, text=record.content, created_at=record.created_at))
+        chosen.append(DigestItem(category=category, text=record.content, created_at=record.created_at, memory_id=record.id))
     return tuple(chosen)
 
 

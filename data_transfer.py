@@ -5,10 +5,12 @@ history (superseded versions included) and the session. It is written
 atomically with owner-only permissions, because it is personal data.
 
 An import is validated completely before anything is written (size, format,
-every record), and it never destroys what is already there: memories are
-upserted by id (importing twice adds nothing twice), the profile is merged
-(existing values win; goals and preferences are united), and the session is
-restored only when the current one is empty.
+every record), and it never destroys what is already there: only memories
+whose ids are missing are added (importing twice adds nothing twice, and an
+old export cannot revive a fact superseded since), the profile is merged
+(existing values win; goals and preferences are united), pending profile
+changes are restored, and the session is restored only when the current one
+is empty.
 """
 
 from __future__ import annotations
@@ -165,12 +167,22 @@ def read_export(path: Path) -> ExportFile:
 
 
 def import_data(app, path: Path) -> str:
+    """Restore an export without destroying anything already here (see the module docstring)."""
+    from proposals import ProfileProposal
+
     export = read_export(path)
-    records = [m.to_record(app.settings.user) for m in export.memories]
-    ids = {r.id for r in records}
+    pending = []
+    for item in export.pending_profile_changes:
+        try:
+            pending.append(ProfileProposal.model_validate(item))
+        except ValidationError:
+            raise ImportFileError(f"{_shown(Path(path).name)} holds an invalid pending profile change. Nothing was imported.") from None
     existing = {r.id for r in app.store.all_records()}
-    restored = app.store.restore(records) if records else 0
-    new = len(ids - existing)
+    # Memories already here are kept as they are: an older export must never
+    # bring back a fact that was superseded or edited since.
+    missing = [m.to_record(app.settings.user) for m in export.memories if m.id not in existing]
+    restored = app.store.restore(missing) if missing else 0
+    kept = len(export.memories) - restored
     current = app.profiles.get()
     merged = UserProfile(
         english_level=current.english_level or export.profile.english_level,
@@ -178,6 +190,7 @@ def import_data(app, path: Path) -> str:
         preferences=current.preferences + [p for p in export.profile.preferences if p not in current.preferences],
     )
     profile_changed = app.profiles.replace(merged)
+    added_proposals = sum(app.proposals.add(p) for p in pending)
     session_note = "session kept (yours was not empty)"
     if app.memory.to_state()["messages"] == [] and not app.memory.summary and (export.session.messages or export.session.summary):
         app.memory.load_state({**app.memory.to_state(), **export.session.model_dump(mode="json")})
@@ -185,9 +198,10 @@ def import_data(app, path: Path) -> str:
         session_note = f"session restored ({len(export.session.messages)} messages)"
     elif not (export.session.messages or export.session.summary):
         session_note = "no session in the file"
+    proposals_note = f", {added_proposals} pending profile change{'s' if added_proposals != 1 else ''} restored" if added_proposals else ""
     return (
-        f"Imported {restored} memories ({new} new, {restored - new} already here), "
-        f"profile {'merged' if profile_changed else 'unchanged'}, {session_note}."
+        f"Imported {restored} memories ({kept} already here, kept as they are), "
+        f"profile {'merged' if profile_changed else 'unchanged'}{proposals_note}, {session_note}."
     )
 
 

@@ -13,11 +13,16 @@ goes to a background worker, which makes one structured-output call
   level or removing anything becomes a *proposal* that the learner confirms
   (seed 003, P1 option C).
 * **corrections** ("No, I never said ..."): the matching memories are
-  superseded at once and the learner is told what changed (seed 003, P3 A).
+  superseded and the learner is told what changed (seed 003, P3 A). When a
+  message looks like a correction (``looks_like_correction``), it is read
+  *before* the reply: the wrong memory is left out of that turn's context, the
+  reply is asked to confirm the change, and it is superseded as soon as the
+  reply is done.
 
 A failure is recorded (``status`` shows it) and never loses the turn: the
-conversation was already saved, and the job stays queued in the session file
-until it succeeds or is given up.
+conversation was already saved, and the job stays in the session file, to run
+again at the next start, until it succeeds or has failed three times (then the
+learner is told).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import queue
+import re
 import threading
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -36,7 +42,7 @@ from errors import MemoraError, MemoryFullError
 from long_term_memory import LongTermMemoryStore, is_near_duplicate
 from prompts import CORRECTION_PROMPT, EXTRACTION_PROMPT, RECONCILE_PROMPT
 from proposals import ProfileProposal, ProposalStore
-from records import CATEGORIES
+from records import CATEGORIES, MemoryRecord
 from text_utils import clean_text, shorten
 from timeutil import now_anchor, parse_date, resolve_relative_date
 from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
@@ -83,10 +89,27 @@ class CorrectionDecision(BaseModel):
 
 
 @dataclass(frozen=True)
+class Retraction:
+    """A memory the learner said is wrong, decided before the reply."""
+
+    record: MemoryRecord
+    evidence: str
+
+
+@dataclass(frozen=True)
+class PreparedExtraction:
+    """The model's reading of a message, with corrections already matched to memories."""
+
+    result: "ExtractionResult"
+    retractions: tuple[Retraction, ...] = ()
+
+
+@dataclass(frozen=True)
 class ExtractionJob:
     text: str
     said_at: datetime
     job_id: str = ""
+    prepared: PreparedExtraction | None = None  # set when the reading was done before the reply
 
 
 @dataclass
@@ -99,6 +122,24 @@ class ExtractionOutcome:
     proposals: list[ProfileProposal] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     full: bool = False
+
+
+_CORRECTION_CUES = re.compile(
+    r"^\s*no\b[\s,.!]|\b(never said|never told|didn'?t say|did not say|not what i said|that'?s (not|wrong)|that is not"
+    r"|not true|you'?re wrong|you are wrong|wrong about|forget that|i don'?t (want|like|have|live|work)|i'?m not|i am not"
+    r"|no longer|not anymore)\b"
+    r"|我沒說|我没说|我沒有說|我没有说|不是這樣|不是这样|不對|不对|搞錯|搞错|記錯|记错",
+    re.IGNORECASE,
+)
+
+
+def looks_like_correction(text: str) -> bool:
+    """A cheap cue that a message may correct a memory ("No, I never said ...").
+
+    A false alarm only costs reading the message before the reply instead of
+    after it; a miss means the correction lands after the reply, as any other.
+    """
+    return bool(_CORRECTION_CUES.search(text))
 
 
 class Extractor:
@@ -118,23 +159,64 @@ class Extractor:
         self.profiles = profiles
         self.proposals = proposals
         self.on_tokens = on_tokens
+        self.cancelled = False  # set when the learner is deleted: write nothing more
 
     def _parse(self, instructions: str, payload: str, schema, what: str):
         parsed, tokens = self.model.parse(instructions=instructions, input_text=payload, text_format=schema, what=what)
         self.on_tokens(tokens)
         return parsed
 
-    def extract(self, job: ExtractionJob) -> ExtractionOutcome:
+    def read(self, job: ExtractionJob) -> ExtractionResult:
+        """One structured-output call: what the learner's message says (no writes)."""
         profile = self.profiles.get()
         instructions = EXTRACTION_PROMPT.format(
             now=now_anchor(job.said_at),
             profile=json.dumps(profile.model_dump(), ensure_ascii=False),
         )
-        result: ExtractionResult = self._parse(instructions, job.text, ExtractionResult, "Memory extraction")
-        outcome = ExtractionOutcome()
+        return self._parse(instructions, job.text, ExtractionResult, "Memory extraction")
+
+    def prepare(self, job: ExtractionJob) -> PreparedExtraction:
+        """Read the message and match its corrections to memories, writing nothing.
+
+        Used before the reply when a message looks like a correction, so that the
+        reply is built without the wrong memory and can confirm what changed.
+        """
+        result = self.read(job)
+        retractions: list[Retraction] = []
         for correction in result.corrections:
-            self._apply_correction(correction, outcome)
+            for record in self._match_correction(correction):
+                if all(r.record.id != record.id for r in retractions):
+                    retractions.append(Retraction(record, shorten(correction.evidence or job.text, 300)))
+        return PreparedExtraction(result, tuple(retractions))
+
+    def retract(self, retractions: tuple[Retraction, ...], outcome: ExtractionOutcome | None = None) -> list[str]:
+        """Supersede each wrongly remembered memory (no successor); return their ids."""
+        done = []
+        for retraction in retractions:
+            record = self.store.get(retraction.record.id)
+            if record is None or not record.is_current:
+                continue
+            self.store.supersede(record.id, None, reason="correction", note=retraction.evidence)
+            done.append(record.id)
+            if outcome is not None:
+                outcome.retracted.append(record.id)
+                outcome.notices.append(f"Got it, I've removed that from memory: \u201c{shorten(record.content, 120)}\u201d.")
+        return done
+
+    def extract(self, job: ExtractionJob) -> ExtractionOutcome:
+        """Read the message (unless already read) and apply everything it says."""
+        outcome = ExtractionOutcome()
+        if job.prepared is not None:
+            result = job.prepared.result  # its corrections were applied right after the reply
+        else:
+            result = self.read(job)
+            for correction in result.corrections:
+                if self.cancelled:
+                    return outcome
+                self.retract(tuple(Retraction(r, shorten(correction.evidence or job.text, 300)) for r in self._match_correction(correction)), outcome)
         for fact in result.facts:
+            if self.cancelled:
+                return outcome
             try:
                 self._apply_fact(fact, job, outcome)
             except MemoryFullError as error:
@@ -142,6 +224,8 @@ class Extractor:
                 outcome.notices.append(str(error))
                 break
         for change in result.profile_changes:
+            if self.cancelled:
+                return outcome
             self._apply_profile_change(change, job, outcome)
         return outcome
 
@@ -220,26 +304,21 @@ class Extractor:
         outcome.added.append(added.id)
 
     # -- corrections ------------------------------------------------------------------
-    def _apply_correction(self, correction: Correction, outcome: ExtractionOutcome) -> None:
+    def _match_correction(self, correction: Correction) -> list[MemoryRecord]:
+        """The current memories that state what the learner says is wrong (one decision call)."""
         statement = clean_text(correction.statement)
         if not statement:
-            return
+            return []
         candidates = [(r, d) for r, d in self.store.nearest(statement, 5) if d <= self.store.related_distance]
         if not candidates:
-            return
+            return []
         payload = json.dumps(
             {"wrong_fact": statement, "memories": [{"id": r.id, "text": r.content} for r, _ in candidates]},
             ensure_ascii=False,
         )
         decision: CorrectionDecision = self._parse(CORRECTION_PROMPT, payload, CorrectionDecision, "Correction lookup")
         valid = {r.id: r for r, _ in candidates}
-        for memory_id in dict.fromkeys(decision.ids):
-            record = valid.get(memory_id)
-            if record is None or not record.is_current:
-                continue
-            self.store.supersede(record.id, None, reason="correction", note=shorten(correction.evidence, 300))
-            outcome.retracted.append(record.id)
-            outcome.notices.append(f"Got it, I've removed that from memory: \u201c{shorten(record.content, 120)}\u201d.")
+        return [valid[i] for i in dict.fromkeys(decision.ids) if i in valid and valid[i].is_current]
 
     # -- profile ----------------------------------------------------------------------
     def _apply_profile_change(self, change: ProfileChange, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
@@ -346,6 +425,22 @@ class ExtractionWorker:
             self._thread.join(timeout=5)
         return finished
 
+    def cancel(self, timeout: float = 15.0) -> None:
+        """Drop queued jobs, stop the running one before its next write, stop the thread."""
+        self.extractor.cancelled = True
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                self._done_one()
+        with self._lock:
+            self._stopping = True
+            self._queue.put(None)
+        if self._thread is not None:
+            self._thread.join(timeout)
+
     def _run(self) -> None:
         while True:
             job = self._queue.get()
@@ -394,6 +489,9 @@ __all__ = [
     "ExtractionJob",
     "ExtractionOutcome",
     "ExtractionResult",
+    "PreparedExtraction",
+    "Retraction",
+    "looks_like_correction",
     "ExtractionWorker",
     "Extractor",
     "MemoryDecision",

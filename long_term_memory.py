@@ -276,15 +276,25 @@ class LongTermMemoryStore:
                 f"Set MEMORA_EMBEDDING_MODEL back, or type 'reindex' to re-embed all {self.count(include_superseded=True)} memories."
             )
 
-    def _sync_catalog(self) -> None:
-        """Rebuild the catalog from Chroma when the two disagree (crash, other machine)."""
+    def _sync_catalog(self, remote_revision: str | None = None) -> None:
+        """Rebuild the catalog from Chroma when the two disagree.
+
+        Every write stamps a new revision on the collection and in the catalog;
+        a different revision (another machine wrote to the same Chroma server)
+        or a different count (a crash between the two writes) means rebuild.
+        """
         collection = self._coll()
-        if collection.count() == self.catalog.count(current_only=False):
+        if remote_revision is None:
+            remote_revision = (collection.metadata or {}).get("revision")
+        local_revision = self.catalog.get_meta("chroma_revision")
+        if remote_revision == local_revision and collection.count() == self.catalog.count(current_only=False):
             return
         pairs = list(self._iter_chroma_records())
         with file_lock(self._catalog_path), self.catalog.transaction() as db:
             self.catalog.clear(db)
             self.catalog.insert(db, [r for r, _ in pairs], [v for _, v in pairs])
+            if remote_revision:
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('chroma_revision', ?)", (remote_revision,))
         self._seen_generation = self.catalog.generation()
 
     def _iter_chroma_records(self) -> Iterator[tuple[MemoryRecord, list[float]]]:
@@ -301,20 +311,40 @@ class LongTermMemoryStore:
             offset += len(page["ids"])
 
     def _sync_with_other_processes(self) -> None:
+        """See what other processes (same folder) or machines (same server) wrote."""
         generation = self.catalog.generation()
         if generation != self._seen_generation:
             self.connection.refresh()
             self._seen_generation = generation
+        if self.connection.url is not None:  # a Chroma server: other machines may have written
+            fresh = self.connection.collection(collection_name(self.user_id), create=False)
+            remote = (fresh.metadata or {}).get("revision")
+            if remote != self.catalog.get_meta("chroma_revision"):
+                self._collection = None
+                self._sync_catalog(remote)
 
     @contextmanager
-    def _writing(self):
-        """Cross-process write section: file lock, fresh view, one catalog transaction."""
-        self._check_model()
+    def _writing(self, *, new_vectors: bool = True):
+        """Cross-process write section: file lock, fresh view, one catalog transaction.
+
+        Writes that add vectors need the store's own embedding model; deleting and
+        changing metadata do not (a learner can always forget, even after
+        switching models and before ``reindex``)."""
+        if new_vectors:
+            self._check_model()
         with file_lock(self._catalog_path):
             self._sync_with_other_processes()
             with self.catalog.transaction() as db:
                 yield db, self._coll()
+                self._stamp_revision(db, self._coll())  # a fresh handle: forget all recreates it
             self._seen_generation = self.catalog.generation()
+
+    def _stamp_revision(self, db, collection) -> None:
+        """Mark this write in both stores, so a reader can tell they still agree."""
+        revision = uuid.uuid4().hex[:12]
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('chroma_revision', ?)", (revision,))
+        metadata = {k: v for k, v in (collection.metadata or {}).items() if not k.startswith("hnsw:")}
+        collection.modify(metadata={**metadata, "revision": revision})
 
     # -- embedding --------------------------------------------------------------------
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -325,13 +355,17 @@ class LongTermMemoryStore:
     # -- adding -----------------------------------------------------------------------
     @property
     def memory_cap(self) -> int | None:
+        """This learner's cap: their own setting ('off' = none), else the default."""
         stored = self.catalog.get_meta("memory_cap")
+        if stored == "off":
+            return None
         return int(stored) if stored else self.default_memory_cap
 
     def set_memory_cap(self, cap: int | None) -> None:
+        """Set the cap; ``None`` turns it off for this learner (kept across restarts)."""
         if cap is not None and cap <= 0:
             raise CommandError("The memory cap must be a positive number.")
-        self.catalog.set_meta("memory_cap", str(cap) if cap else None)
+        self.catalog.set_meta("memory_cap", str(cap) if cap else "off")
 
     def _new_id(self) -> str:
         while True:
@@ -440,7 +474,7 @@ class LongTermMemoryStore:
             _upsert(collection, records, vectors)
 
     def _write_updates(self, records: list[MemoryRecord]) -> None:
-        with self._writing() as (db, collection):
+        with self._writing(new_vectors=False) as (db, collection):
             for record in records:
                 self.catalog.update(db, record)
             collection.update(ids=[r.id for r in records], metadatas=[_chroma_metadata(r) for r in records])
@@ -497,7 +531,6 @@ class LongTermMemoryStore:
             raise CommandError(f"Memory {old_id} is already superseded; see 'history {old_id}'.")
         now = self.clock()
         successor = None
-        vector = None
         if new_content is not None:
             text, kind, cat = self._validate(new_content, memory_type or old.memory_type, category or old.category)
             vector = vector or self.embed([text])[0]
@@ -541,7 +574,7 @@ class LongTermMemoryStore:
         chain = [r.id for r in self.history(record.id) if r.created_at <= record.created_at or r.id == record.id]
         ids = list(dict.fromkeys(chain + [record.id]))
         successor = record.superseded_by
-        with self._writing() as (db, collection):
+        with self._writing(new_vectors=False) as (db, collection):
             self.catalog.delete(db, ids)
             collection.delete(ids=ids)
             if successor:
@@ -555,7 +588,7 @@ class LongTermMemoryStore:
     def delete_all(self) -> int:
         """Delete every memory of this learner (``forget all``)."""
         count = self.count(include_superseded=True)
-        with self._writing() as (db, collection):
+        with self._writing(new_vectors=False) as (db, collection):
             self.catalog.clear(db)
             self.connection.delete_collection(collection_name(self.user_id))
             self._collection = None
@@ -594,9 +627,11 @@ class LongTermMemoryStore:
         raise CommandError(f"No memory with id '{memory_id[:40]}'. List them with 'memories'.")
 
     def list(self, **filters) -> list[MemoryRecord]:
+        self._sync_with_other_processes()
         return self.catalog.list(**filters)
 
     def count(self, *, include_superseded: bool = False) -> int:
+        self._sync_with_other_processes()
         return self.catalog.count(current_only=not include_superseded)
 
     def history(self, memory_id: str) -> list[MemoryRecord]:
@@ -662,6 +697,7 @@ class LongTermMemoryStore:
         with file_lock(self._catalog_path), self.catalog.transaction() as db:
             self.catalog.clear(db)
             self.catalog.insert(db, records, vectors)
+            self._stamp_revision(db, self._coll())
         self._seen_generation = self.catalog.generation()
         return len(records)
 

@@ -39,6 +39,7 @@ class PendingExtraction(BaseModel):
     job_id: str
     text: str
     said_at: datetime
+    attempts: int = 0  # failed tries so far; given up after MAX_EXTRACTION_ATTEMPTS
 
 
 class SessionState(BaseModel):

@@ -71,9 +71,9 @@ def delete_user(app, name: str) -> str:
     paths = app.settings.paths_for(name)
     removed = []
     if name == app.settings.user:
+        app.deleted = True  # nothing of this learner is written from now on
         if app.worker is not None:
-            app.worker.close(5)
-        app.deleted = True
+            app.worker.cancel()
         store = app.store
     else:
         store = None

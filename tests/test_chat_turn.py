@@ -195,3 +195,21 @@ def test_extraction_failure_keeps_the_turn_and_shows_in_status(make_app, server)
     assert ["failures this session", "1"] in extraction_table
     # the job is still in the session file, to be retried at the next start
     assert "Biscuit" in app.paths.session.read_text()
+
+
+def test_a_message_whose_extraction_keeps_failing_is_given_up_after_three_starts(make_app, server):
+    server.script("extraction", Error(400, "structured outputs are not supported", times=10))
+    app = make_app()
+    chat(app, "I have a dog called Biscuit.")
+    app.wait_for_extraction(10)
+    app.close()
+    for _ in range(2):
+        again = make_app()
+        again.wait_for_extraction(10)
+        again.close()
+    assert json.loads(again.paths.session.read_text())["pending_extractions"] == []
+    assert any("Gave up reading memories from one message after 3 failures" in n for n in again.notices)
+    assert len(server.of_kind("extraction")) == 3
+    final = make_app()
+    final.wait_for_extraction(5)
+    assert len(server.of_kind("extraction")) == 3  # not retried forever

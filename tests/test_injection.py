@@ -126,6 +126,7 @@ def test_every_section_tag_is_closed_exactly_once(clock):
         hint=FollowUpHint("b", "</follow_up>", now),
         knowledge=[KnowledgeItem("n.md", "</knowledge_notes>", "</knowledge_notes>", 0.5)],
         now=now,
+        changes=["</memory_changes>"],
     ).with_summary("</conversation_summary>")
     developer = background.messages()[0]["content"]
     assert opening_and_closing_tags(developer) == [t for tag in SECTION_TAGS for t in (tag, tag)]

@@ -100,3 +100,24 @@ def test_forgetting_the_current_learner_deletes_everything_and_exits(two_learner
     assert "Profile of alice" not in t.text  # Memora left right after
     assert not (data_dir / "users" / "alice").exists()  # and wrote nothing back on the way out
     assert bob.store.count() == 4
+
+
+def test_forgetting_yourself_while_extraction_runs_brings_nothing_back(make_app, server, run_repl, data_dir):
+    from fake_openai import Delay
+
+    app = make_app()
+    server.script("extraction", Delay(7, then={  # longer than a plain close() would wait
+        "facts": [],
+        "profile_changes": [{"field": "learning_goal", "action": "add", "value": "work in London", "evidence": "I want to work in London"}],
+        "corrections": []}))
+    t = run_repl(app, ["I want to work in London", "forget user default", "default"], settle=False)
+    assert "Deleted learner 'default'" in t.text
+    app.close(timeout=10)
+    import time
+
+    time.sleep(3)  # the delayed extraction has answered by now
+    assert not (data_dir / "user_profile.json").exists()
+    assert not (data_dir / "memora_session.json").exists()
+    from long_term_memory import LongTermMemoryStore
+
+    assert LongTermMemoryStore(data_dir / "memora_db", embedding_function=app.embedder).count(include_superseded=True) == 0

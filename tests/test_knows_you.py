@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+import pytest
+
 from context_builder import DIGEST_SECTIONS
 from test_memory_truth import extraction, fact
 
@@ -252,8 +254,57 @@ def test_a_correction_supersedes_the_memory_at_once_and_says_so(make_app, server
     server.script("correction", {"ids": [wrong.id]})
     t = run_repl(app, ["No, I never said I want to work abroad"])
     assert "Got it, I've removed that from memory: \u201cThe learner wants to work abroad.\u201d" in t.text
+    # read before the reply: the reply was built without the wrong memory, and asked to confirm
+    kinds = [r.kind for r in server.requests if r.kind != "embeddings"]
+    assert kinds.index("correction") < kinds.index("chat")
+    request = server.chats[-1]
+    assert "work abroad" not in (request.section("learner_digest") or "")
+    assert "Removed at the learner's request: The learner wants to work abroad." in request.section("memory_changes")
+    assert len(server.of_kind("extraction")) == 1  # read once, not again after the reply
     record = app.store.get(wrong.id)
     assert record.status == "superseded" and record.change_reason == "correction"
     assert "never said" in record.metadata["note"]
     assert [r.content for r in app.store.list()] == ["The learner lives in Taichung."]
     assert server.of_kind("reconcile") == []  # no second question, no extra decision
+
+
+def test_a_question_that_arrives_during_a_reply_waits_for_it_so_yes_answers_the_tutor(make_app, server, run_repl):
+    """The reviewer's race: the proposal comes back while the next reply streams."""
+    from fake_openai import Delay
+
+    app = make_app()
+    app.profiles.set_english_level("B1")
+    server.script("extraction", Delay(1.5, then=extraction(profile_changes=[level_change("B2", "I'm B2 now")])))
+    server.script("chat", "Congratulations!", Delay(3, then="Great, shall we start?"), "Here we go.")
+    t = run_repl(app, ["I'm B2 now", "Can we practise listening?", "yes"], settle=False)
+    # the question was printed after the second reply, not in the middle of it
+    assert t.text.index("Great, shall we start?") < t.text.index("Update your profile level from B1 to B2?")
+    # and the "yes" typed after it... answers it, because it was the last thing printed
+    assert app.profiles.get().english_level == "B2"
+
+
+def test_yes_after_a_tutor_question_is_chat_when_no_profile_question_is_pending(make_app, server, run_repl):
+    app = make_app()
+    app.profiles.set_english_level("B1")
+    server.script("extraction", extraction(profile_changes=[level_change("B2", "I'm B2 now")]))
+    server.script("chat", "Congratulations!", "Shall we start?")
+    run_repl(app, ["I'm B2 now", "Can we practise listening?", "yes"])
+    assert server.chats[-1].last_user == "yes"  # a reply came after the question: yes is for the tutor
+    assert app.profiles.get().english_level == "B1"
+    assert "profile confirm" in run_repl(app, ["profile"]).text
+
+
+def test_a_correction_in_a_failed_turn_changes_nothing(make_app, server):
+    from fake_openai import Error
+
+    app = make_app()
+    wrong = app.store.add("The learner wants to work abroad.")
+    server.script("extraction", extraction(corrections=[{"statement": "The learner wants to work abroad.", "evidence": "No, I never said that"}]))
+    server.script("correction", {"ids": [wrong.id]})
+    server.script("chat", Error(500))
+    from errors import ModelCallError
+
+    with pytest.raises(ModelCallError):
+        app.chat("No, I never said that", on_delta=lambda _: None)
+    app.wait_for_extraction(5)
+    assert app.store.get(wrong.id).is_current  # the turn was rolled back, and so was the correction

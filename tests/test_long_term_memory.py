@@ -138,3 +138,24 @@ def test_chatbot_runs_against_a_chroma_server(chroma_server, tmp_path):
     unreachable = run(["--chroma-url", "http://127.0.0.1:9"], "exit\n")
     assert unreachable.returncode == 1
     assert "Cannot reach the Chroma server at http://127.0.0.1:9" in unreachable.stderr and "Traceback" not in unreachable.stderr
+
+
+def test_two_machines_on_one_chroma_server_see_each_others_changes(chroma_server, tmp_path):
+    """Each machine has its own local catalog; the revision stamp keeps them in step."""
+    from chroma_backend import ChromaConnection
+
+    user = f"shared{uuid.uuid4().hex[:6]}"
+
+    def machine(name):
+        return LongTermMemoryStore(tmp_path / name / "memora_db", user_id=user, connection=ChromaConnection(url=chroma_server),
+                                   embedding_function=HashEmbedder())
+
+    laptop, desktop = machine("laptop"), machine("desktop")
+    old = laptop.add("The learner lives in Tainan")
+    assert [r.content for r in desktop.search("Tainan", min_score=0)] == ["The learner lives in Tainan"]
+    laptop.delete(old.id)
+    laptop.add("The learner lives in Taipei")
+    assert [r.content for r in desktop.list()] == ["The learner lives in Taipei"]  # the listing, without a search first
+    assert [r.content for r in desktop.search("lives", min_score=0)] == ["The learner lives in Taipei"]
+    restarted = machine("desktop")
+    assert [r.content for r in restarted.list()] == ["The learner lives in Taipei"]

@@ -55,14 +55,40 @@ def test_export_then_import_restores_everything_into_an_empty_data_folder(make_a
 
     other = make_app(settings=make_settings(data_dir=tmp_path / "elsewhere"))
     t = run_repl(other, [f"import {target}", f"import {target}"])
-    assert "Imported 3 memories (3 new, 0 already here), profile merged, session restored (2 messages)." in t.text
-    assert "Imported 3 memories (0 new, 3 already here)" in t.text  # twice adds nothing twice
+    assert "Imported 3 memories (0 already here, kept as they are), profile merged, session restored (2 messages)." in t.text
+    assert "Imported 0 memories (3 already here, kept as they are)" in t.text  # twice adds nothing twice
     assert other.profiles.get().english_level == "B2"
     assert other.store.count() == 2 and other.store.count(include_superseded=True) == 3
     [taipei] = other.store.list(text="Taipei")
     assert [r.content for r in other.store.history(taipei.id)] == ["The learner lives in Tainan.", "The learner lives in Taipei."]
     assert [m["content"] for m in other.memory.messages] == ["hello", "Reply 1."]
     assert other.store.search("Where does the learner live? Taipei", min_score=0)[0].id == taipei.id
+
+
+def test_an_old_export_never_revives_a_superseded_fact(make_app, run_repl, tmp_path):
+    app = make_app()
+    coffee = app.store.add("I drink coffee every day")
+    backup = tmp_path / "old.json"
+    run_repl(app, [f"export {backup}"])
+    app.store.supersede(coffee.id, "I quit coffee last month", reason="contradiction")
+    t = run_repl(app, [f"import {backup}"])
+    assert "Imported 0 memories (1 already here, kept as they are)" in t.text
+    assert [r.content for r in app.store.list()] == ["I quit coffee last month"]
+    assert app.store.get(coffee.id).superseded_by is not None
+
+
+def test_pending_profile_changes_travel_with_an_export(make_app, make_settings, run_repl, server, tmp_path):
+    from test_memory_truth import extraction
+
+    app = make_app()
+    app.profiles.set_english_level("B1")
+    server.script("extraction", extraction(profile_changes=[{"field": "english_level", "action": "set", "value": "B2", "evidence": "I'm B2 now"}]))
+    run_repl(app, ["I'm B2 now"])
+    backup = tmp_path / "with-proposal.json"
+    run_repl(app, [f"export {backup}"])
+    other = make_app(settings=make_settings(data_dir=tmp_path / "other"))
+    t = run_repl(other, [f"import {backup}", "profile"])
+    assert "1 pending profile change restored" in t.text and "level B1 -> B2" in t.text
 
 
 def test_import_is_all_or_nothing(make_app, run_repl, tmp_path):

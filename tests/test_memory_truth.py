@@ -172,3 +172,14 @@ def test_texts_that_differ_only_in_symbols_are_different_facts(make_app):
     app.profiles.add_learning_goal("learn C++")
     app.profiles.add_learning_goal("learn C#")
     assert app.profiles.get().learning_goals == ["learn C++", "learn C#"]
+
+
+def test_memory_cap_off_survives_a_restart(make_app, run_repl):
+    app = make_app(memory_cap=2)
+    run_repl(app, ["memory cap off"])
+    app.close()
+    again = make_app(memory_cap=2)
+    assert "Memory cap: none" in run_repl(again, ["memory cap"]).text
+    for i in range(3):
+        again.store.add(f"fact number {i} about something")
+    assert again.store.count() == 3

@@ -99,3 +99,14 @@ def test_extraction_runs_after_the_reply_not_before_it(make_app, server):
 def test_embedding_model_names(name):
     embedder = make_embedder(name, client_factory=None)
     assert embedder.name in ("local:all-MiniLM-L6-v2", "hash:v1-384")
+
+
+def test_memories_can_be_forgotten_even_before_reindexing(make_app, run_repl, local_embedder):
+    app = make_app()
+    keep = app.store.add("The learner's secret is safe")
+    app.store.add("Another memory")
+    app.close()
+    switched = make_app(embedder=local_embedder)
+    t = run_repl(switched, [f"forget {keep.id}", "forget all", "DELETE"])
+    assert f"Forgot {keep.id}." in t.text and "Deleted 1 memories." in t.text
+    assert switched.store.count(include_superseded=True) == 0

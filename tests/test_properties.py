@@ -285,15 +285,16 @@ def test_any_command_line_is_handled_or_one_error_line(make_app, server, tmp_pat
     router = CommandRouter(app, console)
     requests_before = len(server.requests)
     stored_before = app.store.count(include_superseded=True)
+    shaped = router.is_command(line)
     try:
         handled = run_command(router, line)
     except ExitRequested:
-        assert word in ("exit", "quit"), f"ExitRequested for {line!r}"
+        assert word in ("exit", "quit") and shaped, f"ExitRequested for {line!r}"
     else:
         assert isinstance(handled, bool)
-        assert word not in ("exit", "quit"), f"{line!r} did not leave"
+        assert not (shaped and word in ("exit", "quit")), f"{line!r} did not leave"
+        assert handled == shaped, f"{line!r}: handled={handled} but command shape={shaped}"
         if not handled:
-            assert word not in router.specs, f"command line {line!r} was treated as chat"
             assert console.out == [], "a chat line must not print anything at dispatch"
     for message in console.errors:
         assert message.strip(), "an error must say something"
@@ -442,10 +443,11 @@ knowledge_items = st.lists(
     max_size=3,
 )
 backgrounds = st.builds(
-    lambda profile, mems, digest, hint, knowledge, summary: build_background_messages(
-        profile, mems, digest=digest, hint=hint, knowledge=knowledge, now=NOW
+    lambda profile, mems, digest, hint, knowledge, summary, changes: build_background_messages(
+        profile, mems, digest=digest, hint=hint, knowledge=knowledge, now=NOW, changes=changes
     ).with_summary(summary),
     raw_profiles, memories, digest_items, hints, knowledge_items, st.one_of(st.just(""), texts),
+    st.lists(texts, max_size=2),
 )
 
 _LOOKALIKE_LETTERS = {"\u1438", "\u1433"}  # Canadian syllabics that neutralize() escapes as brackets
@@ -482,6 +484,7 @@ def test_background_message_structure_holds_for_any_stored_text(background):
     present = {
         "user_profile": has_profile,
         "learner_digest": bool(background.digest),
+        "memory_changes": bool(background.changes),
         "follow_up": background.hint is not None,
         "knowledge_notes": bool(background.knowledge),
         "long_term_memories": bool(background.memories),
@@ -508,6 +511,7 @@ def test_background_message_structure_holds_for_any_stored_text(background):
     for item in background.digest:
         groups[item.category if item.category in CATEGORIES else "other"].append(item.text)
     wanted["learner_digest"] = [text for key, _ in DIGEST_SECTIONS for text in groups[key]]
+    wanted["memory_changes"] = list(background.changes)
     if background.hint is not None:
         wanted["follow_up"] = [background.hint.text]
     wanted["knowledge_notes"] = [part for k in background.knowledge for part in (k.source, k.title, k.text)]

@@ -175,3 +175,21 @@ def test_bad_settings_are_one_line_and_exit_2(tmp_path, env, message):
     result = run_chatbot(["exit"], MEMORA_HOME=tmp_path / "home", MEMORA_EMBEDDING_MODEL="hash", **env)
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_questions_that_start_with_a_command_word_are_chat(make_app, server, run_repl):
+    app = make_app()
+    app.store.add("keep me")
+    lines = ["why is the present perfect so hard?", "help me write an email", "reset my brain please",
+             "status of my exam?", "forget it", "history is my favourite subject", "profile of a good student"]
+    t = run_repl(app, lines)
+    assert [r.last_user for r in server.chats] == lines
+    assert app.store.count() == 1 and len(app.memory.messages) == 2 * len(lines)
+    assert "Error" not in t.text
+
+
+def test_a_slash_always_means_the_command(make_app, server, run_repl):
+    app = make_app()
+    t = run_repl(app, ["/why is this empty", "/help"])
+    assert "No chat request has been made in this session yet." in t.text and "Commands" in t.text
+    assert server.chats == []
