@@ -260,3 +260,19 @@ def connection(request, tmp_path):
     if request.param == "server":
         return ChromaConnection(url=request.getfixturevalue("chroma_server"))
     return ChromaConnection(tmp_path / "memora_db")
+
+
+def run_chatbot(lines, *args: str, umask: int | None = None, **env):
+    """``python chatbot.py --plain [args]`` fed ``lines``, as a network-guarded child process."""
+    import subprocess
+
+    return subprocess.run(
+        [sys.executable, str(ROOT / "chatbot.py"), "--plain", *args],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=child_env(**env),
+        cwd=ROOT,
+        preexec_fn=(lambda: os.umask(umask)) if umask is not None else None,
+    )

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+import conftest
 from conftest import ROOT, TESTS, child_env
 from errors import EmbeddingError, ModelCallError
 from fake_openai import Delay, Error
@@ -117,16 +118,7 @@ def temp_leftovers(folder: Path, name: str) -> set[str]:
 def run_chatbot(home: Path, lines: list[str], *, umask: int | None = None, **env) -> subprocess.CompletedProcess:
     """``python chatbot.py --plain`` on ``home`` with the hash embedding, as a learner runs it."""
     env.setdefault("MEMORA_EMBEDDING_MODEL", "hash")
-    return subprocess.run(
-        [sys.executable, str(ROOT / "chatbot.py"), "--plain"],
-        input="\n".join(lines) + "\n",
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=child_env(MEMORA_HOME=home, **env),
-        cwd=ROOT,
-        preexec_fn=(lambda: os.umask(umask)) if umask is not None else None,
-    )
+    return conftest.run_chatbot(lines, umask=umask, MEMORA_HOME=home, **env)
 
 
 def folder_fingerprint(path: Path) -> dict[str, str]:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, child_env
+from conftest import ROOT, child_env, run_chatbot
 from fake_openai import Error
 
 
@@ -105,16 +105,6 @@ def test_backslash_sends_a_command_word_as_chat(make_app, server, run_repl):
     assert app.store.count() == 0
 
 
-def run_chatbot(lines, **env):
-    return subprocess.run(
-        [sys.executable, str(ROOT / "chatbot.py"), "--plain"],
-        input="\n".join(lines) + "\n",
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=child_env(**env),
-        cwd=ROOT,
-    )
 
 
 def test_a_new_process_remembers_the_profile_and_memories(tmp_path):
