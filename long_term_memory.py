@@ -665,7 +665,18 @@ class LongTermMemoryStore:
         """``[(id, cosine distance)]`` from Chroma, nearest first (ids only, no payload)."""
         self._check_model()
         self._sync_with_other_processes()
-        result = self._coll().query(query_embeddings=[vector], n_results=n, include=["distances"])
+        try:
+            result = self._coll().query(query_embeddings=[vector], n_results=n, include=["distances"])
+        except Exception as error:
+            if self.connection.url is not None or "hnsw" not in str(error).lower():
+                raise
+            # An embedded store read while another process was flushing its vector
+            # index to disk ("Error creating hnsw segment reader"). Writers hold the
+            # catalog lock for the whole write, so one retry under it, on a freshly
+            # opened client, reads a finished index.
+            with file_lock(self._catalog_path):
+                self.connection.refresh()
+                result = self._coll().query(query_embeddings=[vector], n_results=n, include=["distances"])
         return list(zip(result["ids"][0], result["distances"][0]))
 
     def search(self, query: str, n_results: int = 5, min_score: float | None = None) -> list[MemorySearchResult]:
