@@ -1,8 +1,9 @@
 """Time helpers: the clock, relative-time labels and resolving "next Tuesday".
 
 Memora never calls ``datetime.now()`` directly outside this module: every
-component takes a ``clock`` so tests can advance time (seed 001 seeds past
-timestamps; we inject the clock instead).
+component takes a ``clock``, so a test can move time forward ("three days
+later") and check follow-ups and relative labels without waiting or faking
+stored timestamps.
 """
 
 from __future__ import annotations
@@ -83,12 +84,67 @@ def _plural(n: int, unit: str) -> str:
     return f"{n} {unit}{'' if n == 1 else 's'} ago"
 
 
-def resolve_relative_date(phrase: str | None, now: datetime) -> date | None:
-    """Resolve a spoken date ("next Tuesday", "tomorrow", "in 3 days", "下週二",
-    "2026-12-03", "Dec 3") against ``now``; ``None`` when it cannot be resolved.
+_MONTHS = {name: i + 1 for i, name in enumerate(
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"]
+)}
+_MONTH_WORD = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "兩": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+# A month and day said without a year that lies this many days or fewer in the
+# past is the one just gone ("my test on Nov 20 went well"); further back, the
+# speaker means next year's ("my exam is on Jan 5", said in December).
+_RECENT_PAST_DAYS = 30
 
-    "next <weekday>" means the first such day after today (as most speakers use
-    it); "this <weekday>" the one in the current week, or today.
+
+def _month_number(word: str) -> int:
+    return next(number for name, number in _MONTHS.items() if name.startswith(word[:3]))
+
+
+def _zh_number(text: str) -> int | None:
+    """``3``, ``三``, ``十二``, ``二十``: small numbers as Chinese speakers write them."""
+    if text.isdigit():
+        return int(text)
+    if not text or any(ch not in _ZH_DIGITS for ch in text):
+        return None
+    if "十" not in text:
+        return _ZH_DIGITS[text] if len(text) == 1 else None
+    tens, _, ones = text.partition("十")
+    return (_ZH_DIGITS.get(tens, 1) if tens else 1) * 10 + (_ZH_DIGITS.get(ones, 0) if ones else 0)
+
+
+def _month_day(month: int, day: int, today: date) -> date | None:
+    """The date of ``month``/``day`` nearest to what a speaker means (see ``_RECENT_PAST_DAYS``)."""
+    for year in (today.year, today.year + 1):
+        try:
+            candidate = date(year, month, day)
+        except ValueError:
+            return None
+        if (today - candidate).days <= _RECENT_PAST_DAYS:
+            return candidate
+    return None
+
+
+def _add_months(day: date, months: int) -> date:
+    month_index = day.month - 1 + months
+    year, month = day.year + month_index // 12, month_index % 12 + 1
+    for last in (31, 30, 29, 28):
+        try:
+            return date(year, month, min(day.day, last))
+        except ValueError:
+            continue
+    raise ValueError(day)  # pragma: no cover - every month has 28 days
+
+
+def resolve_relative_date(phrase: str | None, now: datetime) -> date | None:
+    """Resolve a spoken date against ``now``; ``None`` when it cannot be resolved.
+
+    Handles ISO dates ("2026-12-03"), month and day ("Dec 3", "3rd of December",
+    "12月3日"), today / tonight / tomorrow / yesterday and their Chinese forms,
+    "in 3 days" / "in two weeks" / "3天後", weekdays ("next Tuesday", "on Fri",
+    "下週二"), "next week" / "下週", "this weekend" / "週末", "next month" /
+    "下個月". "next <weekday>" means the first such day after today (as most
+    speakers use it); "this <weekday>" the one in the current week, or today.
+    "next week" and "next month" resolve to their first day, the earliest date
+    the plan can fall on, so a follow-up never comes before the event.
     """
     if not phrase:
         return None
@@ -100,6 +156,17 @@ def resolve_relative_date(phrase: str | None, now: datetime) -> date | None:
             return date(int(iso.group(1)), int(iso.group(2)), int(iso.group(3)))
         except ValueError:
             return None
+    named = re.search(_MONTH_WORD + r"\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b", text) or re.search(
+        r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH_WORD + r"\b", text
+    )
+    if named:
+        first, second = named.group(1), named.group(2)
+        month_word, day = (first, second) if not first.isdigit() else (second, first)
+        return _month_day(_month_number(month_word), int(day), today)
+    zh_date = re.search(r"([0-9一二三四五六七八九十]{1,3})月([0-9一二三四五六七八九十]{1,3})[日號号]", phrase)
+    if zh_date:
+        month, day = _zh_number(zh_date.group(1)), _zh_number(zh_date.group(2))
+        return _month_day(month, day, today) if month and day else None
     if re.search(r"\b(today|tonight|this (morning|afternoon|evening))\b", text) or "今天" in text or "今晚" in text:
         return today
     if "day after tomorrow" in text or "後天" in text or "后天" in text:
@@ -112,11 +179,26 @@ def resolve_relative_date(phrase: str | None, now: datetime) -> date | None:
     if match:
         amount_raw = match.group(1).replace("a couple of", "couple of").replace("a few", "few")
         amount = int(amount_raw) if amount_raw.isdigit() else _NUMBER_WORDS.get(amount_raw, 1)
-        unit = {"day": 1, "week": 7, "month": 30}[match.group(2)]
-        return today + timedelta(days=amount * unit)
-    if re.search(r"\bnext week\b", text) or "下週" == text or "下周" == text:
+        if match.group(2) == "month":
+            return _add_months(today, amount)
+        return today + timedelta(days=amount * (7 if match.group(2) == "week" else 1))
+    zh_later = re.search(r"([0-9一二三四五六七八九十兩两]{1,3})\s*(天|週|周|個星期|个星期|個月|个月)(?:後|后|以後|以后)", phrase)
+    if zh_later and _zh_number(zh_later.group(1)):
+        amount, unit = _zh_number(zh_later.group(1)), zh_later.group(2)
+        if unit.endswith("月"):
+            return _add_months(today, amount)
+        return today + timedelta(days=amount * (1 if unit == "天" else 7))
+    if re.search(r"\bnext month\b", text) or re.search(r"下(個|个)?月", phrase):
+        return _add_months(today.replace(day=1), 1)
+    if re.search(r"\bnext weekend\b", text) or re.search(r"下(個|个)?(週末|周末)", phrase):
+        # Said on a weekday: the weekend after the coming one; said at the weekend: the next one.
+        weekday = today.weekday()
+        return today + timedelta(days=(5 - weekday) % 7 or 7) if weekday >= 5 else today + timedelta(days=5 - weekday + 7)
+    if re.search(r"\b(this |the )?weekend\b", text) or "週末" in phrase or "周末" in phrase:
+        return today + timedelta(days=(5 - today.weekday()) % 7 if today.weekday() <= 5 else 0)
+    if re.search(r"\bnext week\b", text) or re.fullmatch(r"下(個|个)?(週|周|星期|禮拜|礼拜)", phrase.strip()):
         return today + timedelta(days=7 - today.weekday())
-    zh = re.search(r"(下下|下|這|这|本)?(?:週|周|星期|禮拜|礼拜)([一二三四五六日天])", phrase)
+    zh = re.search(r"(下下|下|這|这|本)?(?:個|个)?(?:週|周|星期|禮拜|礼拜)([一二三四五六日天])", phrase)
     if zh:
         target = _ZH_WEEKDAY[zh.group(2)]
         prefix = zh.group(1) or ""
