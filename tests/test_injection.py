@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_builder import GUARD_TEXT, SECTION_TAGS, build_background_messages, neutralize
-from helpers.lookalike_table import all_lookalikes, derive_table, render_module
+from lookalike_table import all_lookalikes, derive_table, render_module
 from lookalikes import ANGLE_LOOKALIKES
 from user_profile import UserProfile
 
@@ -167,7 +167,7 @@ def test_text_that_only_resembles_other_brackets_is_left_alone():
 # -- the promise over the whole of Unicode --------------------------------------------------------
 def test_the_lookalike_table_is_what_unicode_data_gives():
     """lookalikes.py is generated; this fails when Python's Unicode or the confusables
-    data changes. Regenerate with `python tests/helpers/lookalike_table.py`."""
+    data changes. Regenerate with `python tests/lookalike_table.py`."""
     assert ANGLE_LOOKALIKES == derive_table()
     from pathlib import Path
 
