@@ -164,7 +164,7 @@ class Console:
 
 def render_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], max_width: int = 160) -> str:
     """A plain-text table: aligned columns, long cells shortened."""
-    cells = [[str(c) for c in columns]] + [[_cell(v, max_width) for v in row] for row in rows]
+    cells = [[for_terminal(c) for c in columns]] + [[_cell(v, max_width) for v in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     lines = [title] if title else []
     for index, row in enumerate(cells):
