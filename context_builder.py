@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Iterable, Iterator, Sequence
 
+from lookalikes import ANGLE_LOOKALIKES
 from records import CATEGORIES, MemoryRecord, MemorySearchResult
 from timeutil import now_anchor, time_ago, to_aware
 from user_profile import UserProfile
@@ -67,16 +68,6 @@ SECTION_TAGS = (
     "conversation_summary",
 )
 
-_ANGLE_LOOKALIKES = {
-    "\u2039": "<", "\u203a": ">",  # single angle quotation marks
-    "\u2329": "<", "\u232a": ">",  # angle brackets
-    "\u27e8": "<", "\u27e9": ">",  # mathematical angle brackets
-    "\u276e": "<", "\u276f": ">",  # heavy angle quotation ornaments
-    "\u02c2": "<", "\u02c3": ">",  # modifier letter arrowheads
-    "\u1438": "<", "\u1433": ">",  # Canadian syllabics that look like brackets
-}
-
-
 _ESCAPED = re.compile(r"[&<>]")
 
 
@@ -90,8 +81,11 @@ def neutralize(text: str) -> str:
     * control and format characters, zero-width ones included, are removed;
     * line breaks become spaces, so no stored text can begin a line of its own
       (``SYSTEM: ...`` stays inside its bullet);
-    * ``&``, ``<``, ``>`` and angle-bracket look-alikes are escaped as
-      ``&amp;`` / ``&lt;`` / ``&gt;``, so no tag can be closed or forged.
+    * ``&``, ``<``, ``>`` are escaped as ``&amp;`` / ``&lt;`` / ``&gt;``, so no
+      tag can be closed or forged, and so is every look-alike of ``<``/``>``
+      (``lookalikes.py``: by NFKC, by Unicode's confusable skeleton, and the
+      angle brackets ``〈⟨❬``). The look-alikes are looked up *after* NFKC,
+      which turns some of them into others (``〈`` U+2329 into ``〈`` U+3008).
     """
     text = str(text)
     if text.isascii() and text.isprintable() and not _ESCAPED.search(text):
@@ -99,7 +93,10 @@ def neutralize(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
     out = []
     for ch in text:
-        ch = _ANGLE_LOOKALIKES.get(ch, ch)
+        stand_in = ANGLE_LOOKALIKES.get(ch)
+        if stand_in is not None:
+            out.append(stand_in)
+            continue
         if ch in "\r\n\t\v\f\x85\u2028\u2029":
             out.append(" ")
             continue

@@ -6,12 +6,19 @@ scripts and the tests (which feed inputs and read the transcript).
 and persistent history, rich for Markdown replies, tables and a spinner until
 the first token arrives. The REPL and the commands only see the ``Console``
 methods below, so both behave the same.
+
+Everything printed is data, never instructions to the terminal or to rich:
+``for_terminal`` (one ``TerminalFilter``) removes control and escape sequences
+on every output path, and ``RichConsole`` hands rich only ``Text`` objects, so
+``[/red]``, ``[link=...]`` or "I [went] home" in a memory print literally.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import re
 import sys
 import threading
 from pathlib import Path
@@ -19,6 +26,113 @@ from typing import Callable, Iterator, Sequence
 
 PROMPT = "You: "
 REPLY_LABEL = "Memora: "
+
+
+# -- what may reach the screen -----------------------------------------------------------
+# Stored and model-written text is shown as the learner typed it. The REPL's
+# cleaning already drops control characters from typed text, so nothing a
+# learner typed is lost by removing them here: what remains to catch is text
+# that came from elsewhere (an import, the model's reply, an old store). Such a
+# sequence is removed whole rather than shown as "␛[2J": its bytes were never
+# words, and a half-shown sequence is noise in a tutor's reply.
+#
+# Removed: ANSI/ECMA-48 escape sequences (CSI ``ESC [ ... final``, OSC, DCS,
+# SOS, PM and APC strings up to BEL or ST, two-character ``ESC x``), the
+# 8-bit C1 forms of the same, every other C0 and C1 control except newline and
+# tab, DEL, and the bidirectional embedding/override/isolate controls, which
+# reorder what the terminal shows after them (a table's later columns, the
+# next line's label) and so can make a memory display as different text.
+# Lone surrogates (possible in an imported JSON string) cannot be encoded for
+# the terminal and become U+FFFD. U+2028/U+2029 become newlines.
+_GROUND, _ESC, _ESC_INTERMEDIATE, _CSI, _STRING, _STRING_ESC = range(6)
+_STRING_STARTERS = "]PX^_"  # after ESC: OSC, DCS, SOS, PM, APC
+_C1_STRING_STARTERS = "\x9d\x90\x98\x9e\x9f"
+_BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029" + _BIDI_CONTROLS + "\ud800-\udfff]")
+
+
+class TerminalFilter:
+    """Strips terminal control from text on its way to the screen.
+
+    ``feed`` keeps its state between calls, so a sequence split across two
+    pieces of a streamed reply (``"\\x1b]0;ti"`` then ``"tle\\x07"``) is removed
+    as a whole. A string sequence (OSC and the like) also ends at a newline:
+    a stray ``ESC ]`` hides at most the rest of its line, never the whole reply.
+    """
+
+    def __init__(self) -> None:
+        self._state = _GROUND
+
+    def feed(self, text: str) -> str:
+        if self._state == _GROUND and not _UNSAFE.search(text):
+            return text
+        out: list[str] = []
+        for ch in text:
+            self._step(ch, out)
+        return "".join(out)
+
+    def _step(self, ch: str, out: list[str]) -> None:
+        code = ord(ch)
+        state = self._state
+        if state == _ESC:
+            if ch == "[":
+                self._state = _CSI
+            elif ch in _STRING_STARTERS:
+                self._state = _STRING
+            elif 0x20 <= code <= 0x2F:
+                self._state = _ESC_INTERMEDIATE
+            else:
+                self._state = _GROUND
+                if not 0x30 <= code <= 0x7E:  # not a sequence after all: only the ESC goes
+                    self._ground(ch, out)
+        elif state == _ESC_INTERMEDIATE:
+            if not 0x20 <= code <= 0x2F:
+                self._state = _GROUND
+                if not 0x30 <= code <= 0x7E:
+                    self._ground(ch, out)
+        elif state == _CSI:
+            if not 0x20 <= code <= 0x3F:  # parameters and intermediates go on
+                self._state = _GROUND
+                if not 0x40 <= code <= 0x7E:  # a malformed sequence ends; the character is text
+                    self._ground(ch, out)
+        elif state == _STRING:
+            if ch in "\x07\x9c\x18\x1a":  # BEL, ST, CAN and SUB end it
+                self._state = _GROUND
+            elif ch == "\x1b":
+                self._state = _STRING_ESC
+            elif ch == "\n":
+                self._state = _GROUND
+                out.append(ch)
+        elif state == _STRING_ESC:
+            if ch == "\\":  # ESC \\ is ST, the end of the string
+                self._state = _GROUND
+            else:  # any other ESC aborts the string and begins a sequence of its own
+                self._state = _ESC
+                self._step(ch, out)
+        else:
+            self._ground(ch, out)
+
+    def _ground(self, ch: str, out: list[str]) -> None:
+        if ch == "\x1b":
+            self._state = _ESC
+        elif ch == "\x9b":
+            self._state = _CSI
+        elif ch in _C1_STRING_STARTERS:
+            self._state = _STRING
+        elif ch in "\n\t":
+            out.append(ch)
+        elif ch in "\u2028\u2029":
+            out.append("\n")
+        elif "\ud800" <= ch <= "\udfff":
+            out.append("\ufffd")
+        elif not _UNSAFE.match(ch):
+            out.append(ch)
+
+
+def for_terminal(text: str) -> str:
+    """``text`` with every control and escape sequence removed (see ``TerminalFilter``);
+    an unfinished sequence at the end is dropped too."""
+    return TerminalFilter().feed(str(text))
 
 
 class Console:
@@ -50,7 +164,7 @@ class Console:
 
 def render_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], max_width: int = 160) -> str:
     """A plain-text table: aligned columns, long cells shortened."""
-    cells = [[str(c) for c in columns]] + [[_cell(v, max_width) for v in row] for row in rows]
+    cells = [[for_terminal(c) for c in columns]] + [[_cell(v, max_width) for v in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     lines = [title] if title else []
     for index, row in enumerate(cells):
@@ -63,7 +177,7 @@ def render_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str
 
 
 def _cell(value, limit: int) -> str:
-    text = " ".join(str(value).split())
+    text = " ".join(for_terminal(value).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -78,15 +192,16 @@ class PlainConsole(Console):
     def read(self, prompt: str = PROMPT) -> str:
         with self._lock:
             pass
-        return self._read(prompt)
+        return self._read(for_terminal(prompt))
 
     def say(self, text: str) -> None:
         with self._lock:
-            self._write(text + "\n")
+            self._write(for_terminal(text) + "\n")
 
     @contextlib.contextmanager
     def reply_stream(self) -> Iterator[Callable[[str], None]]:
         started = False
+        screen = TerminalFilter()
 
         def emit(delta: str) -> None:
             nonlocal started
@@ -94,7 +209,7 @@ class PlainConsole(Console):
                 if not started:
                     self._write(REPLY_LABEL)
                     started = True
-                self._write(delta)
+                self._write(screen.feed(delta))
 
         try:
             yield emit
@@ -119,15 +234,28 @@ def _stdout_writer(text: str) -> None:
 
 
 class RichConsole(Console):
-    """Interactive terminal: prompt_toolkit input with history, rich output."""
+    """Interactive terminal: prompt_toolkit input with history, rich output.
 
-    def __init__(self, history_path: Path | None = None):
-        from prompt_toolkit import PromptSession
-        from prompt_toolkit.history import FileHistory, InMemoryHistory
+    Rich parses markup in every plain string it is given (a ``print`` argument,
+    a table cell, a title), so this class never gives it one: every piece of
+    text becomes a ``Text`` through ``_text``, which also runs ``for_terminal``.
+    ``out`` and ``reader`` let a test drive it without a terminal.
+    """
+
+    def __init__(self, history_path: Path | None = None, *, out=None, reader: Callable[[str], str] | None = None):
         from rich.console import Console as RichOutput
 
-        self.out = RichOutput(highlight=False)
+        self.out = out if out is not None else RichOutput(highlight=False)
+        self._reader = reader
+        self._history_path = history_path
+        self.session = None
+
+    def _prompt_session(self):
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.history import FileHistory, InMemoryHistory
+
         history = InMemoryHistory()
+        history_path = self._history_path
         if history_path is not None:
             try:
                 history_path.parent.mkdir(parents=True, exist_ok=True)
@@ -137,62 +265,69 @@ class RichConsole(Console):
                 history = FileHistory(str(history_path))
             except OSError:
                 pass
-        self.session = PromptSession(history=history)
+        return PromptSession(history=history)
 
     def read(self, prompt: str = PROMPT) -> str:
+        if self._reader is not None:
+            return self._reader(for_terminal(prompt))
         from prompt_toolkit.formatted_text import HTML
         from prompt_toolkit.patch_stdout import patch_stdout
 
-        label = HTML("<b><ansicyan>You:</ansicyan></b> ") if prompt == PROMPT else prompt
+        if self.session is None:
+            self.session = self._prompt_session()
+        label = HTML("<b><ansicyan>You:</ansicyan></b> ") if prompt == PROMPT else for_terminal(prompt)
         with patch_stdout(raw=True):
             return self.session.prompt(label)
 
     def say(self, text: str) -> None:
-        self.out.print(text, markup=False)
+        self.out.print(_text(text))
 
     def notice(self, text: str) -> None:
-        self.out.print(f"[dim]•[/dim] {_escape(text)}", style="yellow")
+        from rich.text import Text
+
+        self.out.print(Text.assemble(("•", "dim"), " ", _text(text), style="yellow"))
 
     def error(self, text: str) -> None:
-        self.out.print(f"[bold red]Error:[/bold red] {_escape(text)}")
+        from rich.text import Text
+
+        self.out.print(Text.assemble(("Error:", "bold red"), " ", _text(text)))
 
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
         from rich.table import Table
 
-        table = Table(title=title or None, title_justify="left", show_lines=False)
-        for column in columns:
-            table.add_column(column, overflow="fold")
-        for row in rows:
-            table.add_row(*[str(v) for v in row])
         if not rows:
-            self.out.print(f"{title}\n(none)" if title else "(none)")
+            self.say(f"{title}\n(none)" if title else "(none)")
             return
+        table = Table(title=_text(title) if title else None, title_justify="left", show_lines=False)
+        for column in columns:
+            table.add_column(_text(column), overflow="fold")
+        for row in rows:
+            table.add_row(*[_text(v) for v in row])
         self.out.print(table)
 
     def markdown(self, text: str) -> None:
-        from rich.markdown import Markdown
-
-        self.out.print(Markdown(text))
+        self.out.print(_markdown(for_terminal(text)))
 
     @contextlib.contextmanager
     def reply_stream(self) -> Iterator[Callable[[str], None]]:
         from rich.live import Live
-        from rich.markdown import Markdown
+        from rich.text import Text
 
         status = self.out.status("Thinking…", spinner="dots")
         status.start()
         live: Live | None = None
         parts: list[str] = []
+        screen = TerminalFilter()
 
         def emit(delta: str) -> None:
             nonlocal live
-            parts.append(delta)
+            parts.append(screen.feed(delta))
             if live is None:
                 status.stop()
-                self.out.print("[bold magenta]Memora:[/bold magenta]")
-                live = Live(Markdown(""), console=self.out, refresh_per_second=12, vertical_overflow="visible")
+                self.out.print(Text("Memora:", style="bold magenta"))
+                live = Live(_markdown(""), console=self.out, refresh_per_second=12, vertical_overflow="visible")
                 live.start()
-            live.update(Markdown("".join(parts)))
+            live.update(_markdown("".join(parts)))
 
         try:
             yield emit
@@ -202,7 +337,27 @@ class RichConsole(Console):
                 live.stop()
 
 
-def _escape(text: str) -> str:
-    from rich.markup import escape
+def _text(value):
+    """One piece of data for rich: a ``Text`` (never parsed as markup or emoji codes)."""
+    from rich.text import Text
 
-    return escape(text)
+    return Text(for_terminal(value))
+
+
+def _markdown(text: str):
+    """A reply rendered as Markdown, with two changes from rich's defaults: inline
+    HTML is shown as text ("use <verb> + ing" would otherwise lose "<verb>"), and
+    a link shows its address instead of hiding it behind a clickable label."""
+    from rich.markdown import Markdown
+
+    rendered = Markdown("", hyperlinks=False)
+    rendered.markup = text
+    rendered.parsed = _markdown_parser().parse(text)
+    return rendered
+
+
+@functools.cache
+def _markdown_parser():
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")

@@ -36,6 +36,7 @@ from context_builder import (
     neutralize,
 )
 from errors import ContextBudgetError, MemoraError, ModelCallError
+from lookalikes import ANGLE_LOOKALIKES
 from memory import ContextBudget, ConversationMemory, estimate_instruction_tokens
 from prompts import SYSTEM_PROMPT
 from records import CATEGORIES, MEMORY_TYPES, MemorySearchResult
@@ -450,7 +451,7 @@ backgrounds = st.builds(
     st.lists(texts, max_size=2),
 )
 
-_LOOKALIKE_LETTERS = {"\u1438", "\u1433"}  # Canadian syllabics that neutralize() escapes as brackets
+_LOOKALIKE_LETTERS = {c for c in ANGLE_LOOKALIKES if c.isalnum()}  # letters neutralize() escapes as brackets
 _ROLE_LINE = re.compile(r"(system|developer|assistant)\s*:", re.IGNORECASE)
 _TAG = re.compile(r"<(/?)([a-z_]+)>")
 
