@@ -383,7 +383,8 @@ class LongTermMemoryStore:
             if self.catalog.get(candidate) is None:
                 return candidate
 
-    def _validate(self, content: str, memory_type: str, category: str) -> tuple[str, str, str]:
+    def validate(self, content: str, memory_type: str, category: str) -> tuple[str, str, str]:
+        """The text as it would be stored, its type and category; raises on what cannot be stored."""
         text = clean_text(content)
         if not text:
             raise LimitError("A memory cannot be empty.")
@@ -409,7 +410,7 @@ class LongTermMemoryStore:
         """Store one memory now (or at ``created_at``), unless it duplicates one.
 
         ``vector`` is the text's embedding when the caller already has it."""
-        text, memory_type, category = self._validate(content, memory_type, category)
+        text, memory_type, category = self.validate(content, memory_type, category)
         self._check_model()
         now = self.clock()
         existing = self.catalog.find_exact(text)
@@ -448,7 +449,7 @@ class LongTermMemoryStore:
         batch: list[MemoryRecord] = []
         now = self.clock()
         for item in items:
-            text, memory_type, category = self._validate(
+            text, memory_type, category = self.validate(
                 item["content"], item.get("memory_type", "semantic"), item.get("category", "other")
             )
             created = item.get("created_at")
@@ -542,7 +543,7 @@ class LongTermMemoryStore:
         now = self.clock()
         successor = None
         if new_content is not None:
-            text, kind, cat = self._validate(new_content, memory_type or old.memory_type, category or old.category)
+            text, kind, cat = self.validate(new_content, memory_type or old.memory_type, category or old.category)
             vector = vector or self.embed([text])[0]
             successor = MemoryRecord(
                 id=self._new_id(),
