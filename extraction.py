@@ -365,7 +365,8 @@ class Extractor:
             outcome.skipped.append(Skipped(kind, shorten(label, 60), "memory is full"))
         except Exception as error:  # one bad item must never cost the others
             reason = str(error) if isinstance(error, MemoraError) else f"{type(error).__name__}: {error}"
-            log.warning("skipped a %s (%s): %s", kind, shorten(label, 60), reason, exc_info=not isinstance(error, MemoraError))
+            if not isinstance(error, MemoraError):  # a bug, not bad input: keep the traceback
+                log.exception("unexpected error applying a %s", kind)
             outcome.skipped.append(Skipped(kind, shorten(label, 60), shorten(reason, 120)))
 
     # -- facts ----------------------------------------------------------------------
