@@ -197,15 +197,18 @@ def query_terms(text: str) -> list[str]:
 # "happy"/"happier" stay apart while "careful"/"care"-style derivations fold.
 SAME_MEANING_FILLER = frozenset("the am is are be been being do does that and also".split())
 # First person and "the learner" are the same person (``remember I ...`` beside
-# an extracted "The learner ...").
-_LEARNER = frozenset("i me my mine myself learner".split())
+# an extracted "The learner ..."). A possessive stays a unit of its own: "the
+# learner's brother is the teacher" is not "the learner is the brother's teacher".
+_LEARNER = frozenset("i me myself learner".split())
+_POSSESSIVE = "'s"
 _IRREGULAR = {"has": "have+s", "had": "have+ed", "was": "be+ed", "were": "be+ed", "an": "a"}
-_NEGATED_BASE = {"won": "will", "can": "can", "sha": "shall", "ai": "be"}
+_NEGATED_BASE = {"wo": "will", "ca": "can", "sha": "shall", "ai": "be"}
 _CONTRACTED = {"'m": (), "'re": (), "'s": (), "'ve": ("have",), "'ll": ("will",), "'d": ("would",)}
 _INFLECTIONS = ("ing", "est", "ed", "er", "ly", "s")
-# Particles that never carry a fact in Chinese: 的 (possessive, "我的名字" = "我名字"),
-# 是 (the copula, like "is"), and sentence-final interjections.
-_CJK_FILLER = frozenset("的是啊呀啦")
+# Characters that never carry a fact in Chinese: 是 (the copula, like "is") and
+# sentence-final interjections. 的 stays, as the possessive does in English:
+# "我的哥哥是老師" is not "我是哥哥的老師".
+_CJK_FILLER = frozenset("是啊呀啦")
 
 
 def _word_units(token: str) -> list[str]:
@@ -218,12 +221,14 @@ def _word_units(token: str) -> list[str]:
     for ending, expansion in _CONTRACTED.items():
         if token.endswith(ending) and len(token) > len(ending):
             head = token[: -len(ending)]
-            if ending == "'s" and head not in _LEARNER and head not in ("it", "he", "she", "there", "that", "what", "who"):
-                return _word_units(head)  # a possessive: "the learner's" is "learner"
+            if ending == "'s" and head not in ("it", "he", "she", "there", "that", "what", "who"):
+                return _word_units(head) + [_POSSESSIVE]
             return _word_units(head) + [u for word in expansion for u in _word_units(word)]
     token = token.replace("'", "")
     if token in _LEARNER:
         return ["learner"]
+    if token in ("my", "mine"):
+        return ["learner", _POSSESSIVE]
     if token in SAME_MEANING_FILLER or not token:
         return []
     if token in _IRREGULAR:
@@ -238,8 +243,8 @@ def _word_units(token: str) -> list[str]:
 def same_meaning_units(text: str) -> list[str]:
     """The words of ``text`` that carry its meaning, in order (see above).
 
-    Latin words become (stem + kept inflection) units; CJK text becomes single
-    characters, with 的/是 dropped. Order is kept: "dogs, not cats" is not
+    Latin words become (stem + kept inflection) units, a possessive its own
+    unit; CJK text becomes single characters, without 是. Order is kept: "dogs, not cats" is not
     "cats, not dogs".
     """
     text = unicodedata.normalize("NFKC", text or "").lower().replace("\u2019", "'")

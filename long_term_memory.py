@@ -74,7 +74,7 @@ RETRIEVAL_MIN_SCORE = 0.25
 # condition per embedding model, so that a wording the lexical rule accepts but
 # the model reads differently is still asked about:
 # - local MiniLM: the paraphrases in tests/fixtures/dedup_pairs.json that the
-#   word test accepts are at most 0.061 apart (reorderings 0.016-0.051), while
+#   word test accepts are at most 0.051 apart (reorderings 0.016-0.051), while
 #   "I ..." beside "The learner ..." is 0.2-0.5 apart and is asked about.
 #   0.10 admits the former with margin; the word test, not the distance, keeps
 #   contradictions apart.
@@ -104,7 +104,7 @@ DEFAULT_RELATED_DISTANCE = 0.55
 
 _SPECIFIC = re.compile(
     r"\d+|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
-    r"|\b(?:not|never|no|don't|doesn't|didn't|won't|can't|isn't|aren't|quit|stopped|anymore)\b"
+    r"|\b(?:not|never|no|cannot|don't|doesn't|didn't|won't|can't|isn't|aren't|quit|stopped|anymore)\b"
     r"|\b(?:morning|afternoon|evening|night|tonight|today|tomorrow|yesterday|weekend|weekday)s?\b"
     r"|[一二三四五六七八九十百千萬万兩两]|不|沒|没|別|别|週[一二三四五六日天]|星期"
     r"|[^\w\s.,!?;:'\"()\-。，！？；：、]",  # symbols carry meaning: C++ / C#, 50% / $50
@@ -128,7 +128,7 @@ def catalog_path(db_dir: Path, user_id: str) -> Path:
 
 def _specifics(text: str) -> list[str]:
     # "doesn't" and "does not" negate alike; which negation it is still counts.
-    return sorted("not" if m.lower().endswith("n't") else m.lower() for m in _SPECIFIC.findall(text))
+    return sorted("not" if m.lower().endswith(("n't", "cannot")) else m.lower() for m in _SPECIFIC.findall(text))
 
 
 def _differs_in_specifics(a: str, b: str) -> bool:
