@@ -4,10 +4,13 @@ After each reply the learner's message (never the assistant's reply, seed 003)
 goes to a background worker, which makes one structured-output call
 (``ExtractionResult``) and then, for each result:
 
-* **facts**: exact and near duplicates refresh the existing memory; a fact with
-  related memories gets one structured decision (``MemoryDecision``: ADD,
-  UPDATE <id>, SUPERSEDE <id> or NOOP); others are added. Schedule facts get an
-  event date, resolved against the time the learner spoke.
+* **facts**: an exact repeat, or one that says the same thing in words
+  (``is_near_duplicate``), refreshes the existing memory; a fact with related
+  memories (``Extractor.candidates``: dense, lexical and same-category
+  neighbours, capped by tokens) gets one structured decision
+  (``MemoryDecision``: ADD, UPDATE <id>, SUPERSEDE <id> or NOOP); others are
+  added. Schedule facts get an event date, resolved against the time the
+  learner spoke.
 * **profile changes**: a new goal or preference is applied with a visible
   notice; setting a level when none is set likewise; changing an existing
   level or removing anything becomes a *proposal* that the learner confirms
