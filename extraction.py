@@ -206,9 +206,11 @@ RETRYABLE_ERRORS = (ModelCallError, EmbeddingError, EmbeddingModelMismatch)
 #  * dense neighbours within the store's related distance (up to 30),
 #  * lexical neighbours on the fact's own words, BM25 over the catalog's FTS5
 #    index (up to 30) -- "moved to Tokyo" finds every Tokyo memory,
-#  * current memories of the same category (up to 50 newest) -- "moved to
-#    Tokyo" finds "lives in Taipei", which shares no word with it and which
-#    five dense neighbours about Tokyo would crowd out.
+#  * current memories of the same category (the 500 newest, so a fact said a
+#    year ago is still among them; scoring 500 stored vectors takes a few
+#    milliseconds off the response path) -- "moved to Tokyo" finds "lives in
+#    Taipei", which shares no word with it and which dense neighbours about
+#    Tokyo would crowd out.
 # Each source is ranked by retrieval's fused score and the three are taken in
 # turn, best first, until DECISION_CANDIDATE_TOKENS of memories are listed:
 # about 40 short facts, a few hundred tokens more than five, paid only for
@@ -217,7 +219,7 @@ RETRYABLE_ERRORS = (ModelCallError, EmbeddingError, EmbeddingModelMismatch)
 DECISION_CANDIDATE_TOKENS = 1200
 DECISION_DENSE = 30
 DECISION_LEXICAL = 30
-DECISION_SAME_CATEGORY = 50
+DECISION_SAME_CATEGORY = 500
 # Words every extracted fact shares ("The learner ..."): they find nothing.
 _SUBJECT_TERMS = frozenset(lexical.terms("learner"))
 
