@@ -33,9 +33,11 @@ from errors import ConfigError, EmbeddingError, LimitError, MemoraError, ModelNo
 from extraction import (
     ExtractionJob,
     ExtractionOutcome,
+    ExtractionResult,
     ExtractionWorker,
     Extractor,
     PreparedExtraction,
+    Skipped,
     looks_like_correction,
 )
 from knowledge import KnowledgeBase
@@ -142,6 +144,7 @@ class Memora:
         self.last_memories: list[MemorySearchResult] = []
         self.extraction_error: str | None = None
         self.extraction_failures = 0
+        self.extraction_skipped: list[Skipped] = []  # items of extraction results that could not be applied
         self.memory_full_noticed = False
         self.embedding_failure_noticed = False
         self.awaiting: ProfileProposal | None = None
@@ -165,13 +168,14 @@ class Memora:
                     profiles=self.profiles,
                     proposals=self.proposals,
                     on_tokens=lambda n: self._add_usage("extraction", n),
+                    counter=self.counter,
                 ),
                 on_outcome=self._extraction_done,
                 on_failure=self._extraction_failed,
             )
             if self.model.configured:
                 for pending in self._pending_jobs:
-                    self.worker.submit(ExtractionJob(pending.text, pending.said_at, pending.job_id))
+                    self.worker.submit(self._resumed_job(pending))
         if new_session:
             self.save_session()
 
@@ -250,6 +254,7 @@ class Memora:
             outcome = ExtractionOutcome()
             self.worker.extractor.retract(early.retractions, outcome)  # right away, now that the reply is out
             notes.extend(outcome.notices)
+            self._note_skipped(outcome)
         hint = prepared.background.hint
         if hint is not None:  # asked once: the catalog knows now, Chroma after the reply
             self.store.mark_followed_up(hint.memory_id, now, sync_chroma=self.worker is None)
@@ -312,8 +317,29 @@ class Memora:
             self._pending_jobs = [p for p in self._pending_jobs if p.job_id != job.job_id]
         self.save_session()
 
+    @staticmethod
+    def _resumed_job(pending: PendingExtraction) -> ExtractionJob:
+        """A job kept from an earlier run: only its remaining items, when it has any."""
+        prepared = None
+        if pending.remaining is not None:
+            try:
+                prepared = PreparedExtraction(ExtractionResult.model_validate(pending.remaining))
+            except ValueError:
+                log.warning("unreadable remaining items of job %s; reading the message again", pending.job_id)
+        return ExtractionJob(pending.text, pending.said_at, pending.job_id, prepared=prepared)
+
+    def _note_skipped(self, outcome: ExtractionOutcome) -> None:
+        for item in outcome.skipped:
+            log.warning("extraction skipped a %s (%s): %s", item.kind, item.text, item.reason)
+        with self._lock:
+            self.extraction_skipped.extend(outcome.skipped)
+
     def _extraction_done(self, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
-        self._job_finished(job)
+        self._note_skipped(outcome)
+        if outcome.retry is not None:  # some items' own calls failed: keep just those
+            self._extraction_failed(job, outcome.retry_reason or "a model call failed", remaining=outcome.retry.model_dump(mode="json"))
+        else:
+            self._job_finished(job)
         for notice in outcome.notices:
             if "Memory is full" in notice:
                 if self.memory_full_noticed:
@@ -336,8 +362,9 @@ class Memora:
             self.question_due = False
             self.ask_next_proposal()
 
-    def _extraction_failed(self, job: ExtractionJob, reason: str) -> None:
-        """Keep the job for the next start, unless it has failed too often."""
+    def _extraction_failed(self, job: ExtractionJob, reason: str, remaining: dict | None = None) -> None:
+        """Keep the job (or only its ``remaining`` items) for the next start, unless
+        it has failed too often."""
         gave_up = False
         with self._lock:
             self.extraction_failures += 1
@@ -349,7 +376,8 @@ class Memora:
                         del self._pending_jobs[index]
                         gave_up = True
                     else:
-                        self._pending_jobs[index] = pending.model_copy(update={"attempts": attempts})
+                        update = {"attempts": attempts} if remaining is None else {"attempts": attempts, "remaining": remaining}
+                        self._pending_jobs[index] = pending.model_copy(update=update)
                     break
         self.save_session()
         if gave_up:

@@ -302,17 +302,18 @@ class MemoryCatalog:
         rows = self._query(f"SELECT {_COLUMNS} FROM memories WHERE id = ? AND +user_id = ?", (memory_id, self.user_id))
         return _record(rows[0]) if rows else None
 
-    def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]:
+    def _rows_by_id(self, select: str, ids: Iterable[str]) -> list[sqlite3.Row]:
+        """``select`` (reading ``memories AS m``) for these ids, in chunks SQLite accepts."""
         ids = list(dict.fromkeys(ids))
-        found: dict[str, MemoryRecord] = {}
+        rows: list[sqlite3.Row] = []
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
-            rows = self._query(
-                f"SELECT {_COLUMNS} FROM memories WHERE +user_id = ? AND id IN ({', '.join('?' * len(chunk))})",
-                (self.user_id, *chunk),
-            )
-            found.update({row["id"]: _record(row) for row in rows})
-        return found
+            rows += self._query(f"{select} WHERE +m.user_id = ? AND m.id IN ({', '.join('?' * len(chunk))})", (self.user_id, *chunk))
+        return rows
+
+    def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]:
+        rows = self._rows_by_id(f"SELECT {_COLUMNS} FROM memories AS m", ids)
+        return {row["id"]: _record(row) for row in rows}
 
     def ids_with_prefix(self, prefix: str, limit: int = 5) -> list[str]:
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -435,6 +436,11 @@ class MemoryCatalog:
                         score += weights[term] * weight * tf * (BM25_K1 + 1) / (tf + norm)
             scored[row["id"]] = (row["created_ts"], score)
         return scored, vectors
+
+    def vectors(self, ids: Iterable[str]) -> dict[str, bytes]:
+        """The stored float32 vectors of these memories (for scoring them against a query)."""
+        rows = self._rows_by_id("SELECT m.id AS id, v.vector AS vector FROM memories AS m JOIN memory_vectors AS v ON v.rid = m.rid", ids)
+        return {row["id"]: row["vector"] for row in rows}
 
     def _document_frequencies(self, terms: list[str]) -> dict[str, int]:
         """How many current memories hold each term (cached until the next write)."""

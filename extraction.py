@@ -4,10 +4,13 @@ After each reply the learner's message (never the assistant's reply, seed 003)
 goes to a background worker, which makes one structured-output call
 (``ExtractionResult``) and then, for each result:
 
-* **facts**: exact and near duplicates refresh the existing memory; a fact with
-  related memories gets one structured decision (``MemoryDecision``: ADD,
-  UPDATE <id>, SUPERSEDE <id> or NOOP); others are added. Schedule facts get an
-  event date, resolved against the time the learner spoke.
+* **facts**: an exact repeat, or one that says the same thing in words
+  (``is_near_duplicate``), refreshes the existing memory; a fact with related
+  memories (``Extractor.candidates``: dense, lexical and same-category
+  neighbours, capped by tokens) gets one structured decision
+  (``MemoryDecision``: ADD, UPDATE <id>, SUPERSEDE <id> or NOOP); others are
+  added. Schedule facts get an event date, resolved against the time the
+  learner spoke.
 * **profile changes**: a new goal or preference is applied with a visible
   notice; setting a level when none is set likewise; changing an existing
   level or removing anything becomes a *proposal* that the learner confirms
@@ -19,10 +22,18 @@ goes to a background worker, which makes one structured-output call
   reply is asked to confirm the change, and it is superseded as soon as the
   reply is done.
 
-A failure is recorded (``status`` shows it) and never loses the turn: the
-conversation was already saved, and the job stays in the session file, to run
-again at the next start, until it succeeds or has failed three times (then the
-learner is told).
+Each fact, profile change and correction is applied on its own
+(``Extractor._isolated``). One that cannot be applied (a 5,000-character fact,
+an unknown category, a decision naming a memory that is no longer current, any
+error) is skipped, logged and counted in ``status``; the others land. Only the
+failure of a *call* is retried: when the reading call fails (network, server,
+malformed output) the whole job is; when the call inside one item fails (its
+decision, its correction lookup, its embedding) that item alone is kept, as a
+job holding only the items still to do (``ExtractionOutcome.retry``). Either
+way the job stays in the session file, to run again at the next start, until it
+succeeds or has failed three times (then the learner is told). Running a job
+again is harmless: a fact already stored is an exact duplicate, a goal already
+in the profile is not added twice, a retracted memory is no longer current.
 """
 
 from __future__ import annotations
@@ -36,15 +47,18 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Callable, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, PrivateAttr, ValidationError, model_validator
 
-from errors import MemoraError, MemoryFullError
+import lexical
+from errors import EmbeddingError, EmbeddingModelMismatch, LimitError, MemoraError, MemoryFullError, ModelCallError
 from long_term_memory import LongTermMemoryStore, is_near_duplicate
 from prompts import CORRECTION_PROMPT, EXTRACTION_PROMPT, RECONCILE_PROMPT
 from proposals import ProfileProposal, ProposalStore
-from records import CATEGORIES, MemoryRecord
+from records import MAX_MEMORY_CHARS, MemoryRecord
+from retrieval import rank
 from text_utils import clean_text, shorten
 from timeutil import now_anchor, parse_date, resolve_relative_date
+from tokens import TokenCounter
 from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
 
 log = logging.getLogger("memora.extraction")
@@ -72,10 +86,57 @@ class Correction(BaseModel):
     evidence: str
 
 
+_ITEM_MODELS = {"facts": ExtractedFact, "profile_changes": ProfileChange, "corrections": Correction}
+_ITEM_NAMES = {"facts": "fact", "profile_changes": "profile change", "corrections": "correction"}
+
+
 class ExtractionResult(BaseModel):
     facts: list[ExtractedFact]
     profile_changes: list[ProfileChange]
     corrections: list[Correction]
+    # Items the model returned that do not fit their schema: (kind, text, reason).
+    # Not part of the schema the model sees; filled while parsing.
+    _rejected: list[tuple[str, str, str]] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _one_item_at_a_time(cls, data, handler):
+        """One malformed item (an unknown category, a missing field) is set aside
+        instead of failing the whole reading, which would lose its neighbours too.
+        A result that is malformed as a whole still fails: that is a failed call."""
+        rejected: list[tuple[str, str, str]] = []
+        if isinstance(data, dict):
+            data = dict(data)
+            for key, model in _ITEM_MODELS.items():
+                items = data.get(key)
+                if not isinstance(items, list):
+                    continue
+                kept = []
+                for item in items:
+                    if isinstance(item, model):
+                        kept.append(item)
+                        continue
+                    try:
+                        kept.append(model.model_validate(item))
+                    except ValidationError as error:
+                        rejected.append((_ITEM_NAMES[key], _item_label(item), _validation_reason(error)))
+                data[key] = kept
+        result = handler(data)
+        result._rejected = rejected + list(result._rejected)
+        return result
+
+
+def _item_label(item) -> str:
+    if isinstance(item, dict):
+        item = item.get("text") or item.get("statement") or item.get("value") or item
+    return shorten(str(item), 60)
+
+
+def _validation_reason(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first.get("loc", ())) or "item"
+    value = first.get("input")
+    return shorten(f"invalid {where} {value!r}" if first.get("type") != "missing" else f"missing {where}", 80)
 
 
 class MemoryDecision(BaseModel):
@@ -112,6 +173,15 @@ class ExtractionJob:
     prepared: PreparedExtraction | None = None  # set when the reading was done before the reply
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """One item of an extraction result that could not be applied (shown in ``status``)."""
+
+    kind: str  # "fact", "profile change", "correction"
+    text: str  # the item, shortened
+    reason: str  # one line
+
+
 @dataclass
 class ExtractionOutcome:
     added: list[str] = field(default_factory=list)
@@ -122,6 +192,44 @@ class ExtractionOutcome:
     proposals: list[ProfileProposal] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     full: bool = False
+    skipped: list[Skipped] = field(default_factory=list)
+    # Items whose own model or embedding call failed: run them again later.
+    retry: ExtractionResult | None = None
+    retry_reason: str | None = None
+
+
+# Failures of an outside call inside one item: the item itself is fine, so it is
+# kept to run again rather than counted as bad.
+RETRYABLE_ERRORS = (ModelCallError, EmbeddingError, EmbeddingModelMismatch)
+
+# What the decision (and the correction lookup) is shown: the union of
+#  * dense neighbours within the store's related distance (up to 30),
+#  * lexical neighbours on the fact's own words, BM25 over the catalog's FTS5
+#    index (up to 30) -- "moved to Tokyo" finds every Tokyo memory,
+#  * current memories of the same category (the 500 newest, so a fact said a
+#    year ago is still among them; scoring 500 stored vectors takes a few
+#    milliseconds off the response path) -- "moved to Tokyo" finds "lives in
+#    Taipei", which shares no word with it and which dense neighbours about
+#    Tokyo would crowd out.
+# Each source is ranked by retrieval's fused score and the three are taken in
+# turn, best first, until DECISION_CANDIDATE_TOKENS of memories are listed:
+# about 40 short facts, a few hundred tokens more than five, paid only for
+# facts that have related memories. A fixed count would either hide the
+# contradicted memory in a crowded store or pad the call in an empty one.
+DECISION_CANDIDATE_TOKENS = 1200
+DECISION_DENSE = 30
+DECISION_LEXICAL = 30
+DECISION_SAME_CATEGORY = 500
+# Words every extracted fact shares ("The learner ..."): they find nothing.
+_SUBJECT_TERMS = frozenset(lexical.terms("learner"))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A current memory shown to a decision, with its cosine distance to the new text."""
+
+    record: MemoryRecord
+    distance: float
 
 
 _CORRECTION_CUES = re.compile(
@@ -153,12 +261,14 @@ class Extractor:
         profiles: UserProfileStore,
         proposals: ProposalStore,
         on_tokens: Callable[[int], None] = lambda n: None,
+        counter: TokenCounter | None = None,
     ):
         self.model = model
         self.store = store
         self.profiles = profiles
         self.proposals = proposals
         self.on_tokens = on_tokens
+        self.counter = counter or TokenCounter()
         self.cancelled = False  # set when the learner is deleted: write nothing more
 
     def _parse(self, instructions: str, payload: str, schema, what: str):
@@ -179,55 +289,90 @@ class Extractor:
         """Read the message and match its corrections to memories, writing nothing.
 
         Used before the reply when a message looks like a correction, so that the
-        reply is built without the wrong memory and can confirm what changed.
+        reply is built without the wrong memory and can confirm what changed. A
+        correction that could not be matched now stays in the result, to be
+        matched again after the reply.
         """
         result = self.read(job)
         retractions: list[Retraction] = []
+        unmatched: list[Correction] = []
         for correction in result.corrections:
-            for record in self._match_correction(correction):
+            try:
+                matched = self._match_correction(correction)
+            except Exception:
+                unmatched.append(correction)
+                continue
+            for record in matched:
                 if all(r.record.id != record.id for r in retractions):
                     retractions.append(Retraction(record, shorten(correction.evidence or job.text, 300)))
-        return PreparedExtraction(result, tuple(retractions))
+        return PreparedExtraction(result.model_copy(update={"corrections": unmatched}), tuple(retractions))
 
     def retract(self, retractions: tuple[Retraction, ...], outcome: ExtractionOutcome | None = None) -> list[str]:
         """Supersede each wrongly remembered memory (no successor); return their ids."""
-        done = []
+        outcome = outcome if outcome is not None else ExtractionOutcome()
+        done: list[str] = []
         for retraction in retractions:
-            record = self.store.get(retraction.record.id)
-            if record is None or not record.is_current:
-                continue
-            self.store.supersede(record.id, None, reason="correction", note=retraction.evidence)
-            done.append(record.id)
-            if outcome is not None:
-                outcome.retracted.append(record.id)
-                outcome.notices.append(f"Got it, I've removed that from memory: \u201c{shorten(record.content, 120)}\u201d.")
+            self._isolated(outcome, "correction", retraction.record.content, lambda r=retraction: self._retract_one(r, outcome, done))
         return done
 
+    def _retract_one(self, retraction: Retraction, outcome: ExtractionOutcome, done: list[str]) -> None:
+        record = self.store.get(retraction.record.id)
+        if record is None or not record.is_current:
+            return  # already retracted (a job run again), or forgotten meanwhile
+        self.store.supersede(record.id, None, reason="correction", note=retraction.evidence)
+        done.append(record.id)
+        outcome.retracted.append(record.id)
+        outcome.notices.append(f"Got it, I've removed that from memory: \u201c{shorten(record.content, 120)}\u201d.")
+
     def extract(self, job: ExtractionJob) -> ExtractionOutcome:
-        """Read the message (unless already read) and apply everything it says."""
+        """Read the message (unless already read) and apply everything it says, item by item."""
         outcome = ExtractionOutcome()
-        if job.prepared is not None:
-            result = job.prepared.result  # its corrections were applied right after the reply
-        else:
-            result = self.read(job)
-            for correction in result.corrections:
-                if self.cancelled:
-                    return outcome
-                self.retract(tuple(Retraction(r, shorten(correction.evidence or job.text, 300)) for r in self._match_correction(correction)), outcome)
+        result = job.prepared.result if job.prepared is not None else self.read(job)
+        outcome.skipped.extend(Skipped(*rejected) for rejected in result._rejected)
+        again: dict[str, list] = {"facts": [], "profile_changes": [], "corrections": []}
+        for correction in result.corrections:
+            if self.cancelled:
+                return outcome
+            self._isolated(
+                outcome, "correction", correction.statement,
+                lambda c=correction: self.retract(tuple(Retraction(r, shorten(c.evidence or job.text, 300)) for r in self._match_correction(c)), outcome),
+                again=again["corrections"], item=correction,
+            )
         for fact in result.facts:
             if self.cancelled:
                 return outcome
-            try:
-                self._apply_fact(fact, job, outcome)
-            except MemoryFullError as error:
-                outcome.full = True
-                outcome.notices.append(str(error))
-                break
+            if outcome.full:  # nothing more can be added; the learner was told
+                outcome.skipped.append(Skipped("fact", shorten(fact.text, 60), "memory is full"))
+                continue
+            self._isolated(outcome, "fact", fact.text, lambda f=fact: self._apply_fact(f, job, outcome), again=again["facts"], item=fact)
         for change in result.profile_changes:
             if self.cancelled:
                 return outcome
-            self._apply_profile_change(change, job, outcome)
+            self._isolated(outcome, "profile change", f"{change.field} {change.action} {change.value}", lambda c=change: self._apply_profile_change(c, job, outcome))
+        if any(again.values()):
+            outcome.retry = ExtractionResult(**again)
         return outcome
+
+    def _isolated(self, outcome: ExtractionOutcome, kind: str, label: str, apply: Callable[[], object], *, again: list | None = None, item=None) -> None:
+        """Apply one item; whatever goes wrong stays with that item."""
+        try:
+            apply()
+        except RETRYABLE_ERRORS as error:
+            if again is None:
+                outcome.skipped.append(Skipped(kind, shorten(label, 60), shorten(str(error), 120)))
+                return
+            log.warning("%s kept to retry: %s", kind, error)
+            again.append(item)
+            outcome.retry_reason = str(error)
+        except MemoryFullError as error:
+            outcome.full = True
+            outcome.notices.append(str(error))
+            outcome.skipped.append(Skipped(kind, shorten(label, 60), "memory is full"))
+        except Exception as error:  # one bad item must never cost the others
+            reason = str(error) if isinstance(error, MemoraError) else f"{type(error).__name__}: {error}"
+            if not isinstance(error, MemoraError):  # a bug, not bad input: keep the traceback
+                log.exception("unexpected error applying a %s", kind)
+            outcome.skipped.append(Skipped(kind, shorten(label, 60), shorten(reason, 120)))
 
     # -- facts ----------------------------------------------------------------------
     def _event_date(self, fact: ExtractedFact, said_at: datetime) -> date | None:
@@ -236,64 +381,54 @@ class Extractor:
         return resolve_relative_date(fact.event_phrase, said_at) or parse_date(fact.event_date)
 
     def _apply_fact(self, fact: ExtractedFact, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
-        text = clean_text(fact.text)
-        if not text:
-            return
-        category = fact.category if fact.category in CATEGORIES else "other"
-        event_date = self._event_date(fact, job.said_at)
         store = self.store
+        # Checked before anything is embedded or asked: raises for an empty or over-long text.
+        text, memory_type, category = store.validate(fact.text, fact.memory_type, fact.category)
+        event_date = self._event_date(fact, job.said_at)
         existing = store.catalog.find_exact(text)
         if existing is not None:
             store.touch(existing.id)
             outcome.duplicates.append(existing.id)
             return
-        vector = store.embed([text])[0]  # once, for the neighbours and for storing
-        neighbours = [(r, d) for r, d in store.nearest_by_vector(vector, 5) if d <= store.related_distance]
-        for record, distance in neighbours:
-            if is_near_duplicate(store.embedder.name, text, record.content, distance):
-                store.touch(record.id)
-                outcome.duplicates.append(record.id)
+        vector = store.embed([text])[0]  # once, for the candidates and for storing
+        candidates = self.candidates(text, vector, category)
+        for candidate in sorted(candidates, key=lambda c: c.distance):
+            if is_near_duplicate(store.embedder.name, text, candidate.record.content, candidate.distance):
+                store.touch(candidate.record.id)
+                outcome.duplicates.append(candidate.record.id)
                 return
         decision = MemoryDecision(action="ADD", target_id=None, text=None)
-        if neighbours:
-            payload = json.dumps(
-                {
-                    "new_fact": text,
-                    "existing_memories": [
-                        {"id": r.id, "text": r.content, "saved": r.created_at.date().isoformat()} for r, _ in neighbours
-                    ],
-                },
-                ensure_ascii=False,
-            )
+        if candidates:
+            payload = json.dumps({"new_fact": text, "existing_memories": [self._shown(c.record) for c in candidates]}, ensure_ascii=False)
             decision = self._parse(RECONCILE_PROMPT, payload, MemoryDecision, "Memory reconciliation")
-        targets = {r.id: r for r, _ in neighbours}
+        targets = {c.record.id: c.record for c in candidates}
         target = targets.get((decision.target_id or "").strip())
-        if decision.action == "NOOP" and neighbours:
-            store.touch(neighbours[0][0].id)
-            outcome.duplicates.append(neighbours[0][0].id)
+        if target is not None:
+            target = store.get(target.id)  # another session may have changed it since it was listed
+            target = target if target is not None and target.is_current else None
+        if decision.action == "NOOP" and candidates:
+            kept = target or min(candidates, key=lambda c: c.distance).record
+            store.touch(kept.id)
+            outcome.duplicates.append(kept.id)
             return
         if decision.action == "UPDATE" and target is not None:
-            new = store.supersede(
-                target.id,
-                clean_text(decision.text or "") or text,
-                reason="update",
-                memory_type=fact.memory_type,
-                category=category,
-                event_date=event_date,
-            )
+            merged = clean_text(decision.text or "")
+            if not merged or len(merged) > MAX_MEMORY_CHARS:
+                merged = text  # an unusable merged text: keep the learner's fact as said
+            new = store.supersede(target.id, merged, reason="update", memory_type=memory_type, category=category, event_date=event_date)
             outcome.updated.append((target.id, new.id))
             return
         if decision.action == "SUPERSEDE" and target is not None:
             new = store.supersede(
-                target.id, text, reason="contradiction", memory_type=fact.memory_type, category=category,
+                target.id, text, reason="contradiction", memory_type=memory_type, category=category,
                 event_date=event_date, vector=vector,
             )
             outcome.superseded.append((target.id, new.id))
             return
-        # ADD, or an UPDATE/SUPERSEDE naming no listed memory: adding never hides a true fact.
+        # ADD, or an UPDATE/SUPERSEDE naming no current listed memory: adding never hides a true fact.
         added = store.add(
             text,
-            memory_type=fact.memory_type,
+            memory_type=memory_type,
             category=category,
             created_at=job.said_at,
             source="extracted",
@@ -303,21 +438,66 @@ class Extractor:
         )
         outcome.added.append(added.id)
 
+    @staticmethod
+    def _shown(record: MemoryRecord) -> dict:
+        return {"id": record.id, "text": record.content, "category": record.category, "saved": record.created_at.date().isoformat()}
+
+    def candidates(self, text: str, vector: list[float], category: str | None = None) -> list[Candidate]:
+        """The current memories a decision about ``text`` must see (see DECISION_CANDIDATE_TOKENS)."""
+        store = self.store
+        dense = [(i, d) for i, d in store.dense_candidates(vector, DECISION_DENSE) if d <= store.related_distance]
+        same_category = (
+            [r.id for r in store.catalog.list(category=category, limit=DECISION_SAME_CATEGORY)]
+            if category and category != "other"  # "other" is a catch-all, not a shared subject
+            else []
+        )
+        words = [t for t in lexical.query_terms(text) if t not in _SUBJECT_TERMS]
+        scored, vectors = store.catalog.candidates(words, DECISION_LEXICAL, [i for i, _ in dense] + same_category)
+        if not scored:
+            return []
+        dense_ids = {i for i, _ in dense}
+        missing = [i for i in scored if i not in dense_ids and i not in vectors]
+        vectors.update(store.catalog.vectors(missing))
+        ranked = rank(vector, [(i, d) for i, d in dense if i in scored], scored, vectors, now=store.clock())
+        sources = [
+            [r for r in ranked if r.id in dense_ids],
+            [r for r in ranked if scored[r.id][1] > 0],
+            [r for r in ranked if r.id in set(same_category)],
+        ]
+        order: list = []
+        for turn in range(max(len(source) for source in sources)):
+            order.extend(source[turn] for source in sources if turn < len(source))
+        records = store.catalog.get_many(r.id for r in order)
+        chosen: list[Candidate] = []
+        seen: set[str] = set()
+        budget = DECISION_CANDIDATE_TOKENS
+        for item in order:
+            record = records.get(item.id)
+            if item.id in seen or record is None or not record.is_current:
+                continue
+            cost = self.counter.count(json.dumps(self._shown(record), ensure_ascii=False))
+            if cost > budget:
+                break
+            budget -= cost
+            seen.add(item.id)
+            chosen.append(Candidate(record, 1.0 - item.dense))
+        return chosen
+
     # -- corrections ------------------------------------------------------------------
     def _match_correction(self, correction: Correction) -> list[MemoryRecord]:
         """The current memories that state what the learner says is wrong (one decision call)."""
         statement = clean_text(correction.statement)
         if not statement:
-            return []
-        candidates = [(r, d) for r, d in self.store.nearest(statement, 5) if d <= self.store.related_distance]
+            raise LimitError("A correction needs the wrong statement.")
+        candidates = self.candidates(statement, self.store.embed([statement])[0])
         if not candidates:
             return []
         payload = json.dumps(
-            {"wrong_fact": statement, "memories": [{"id": r.id, "text": r.content} for r, _ in candidates]},
+            {"wrong_fact": statement, "memories": [{"id": c.record.id, "text": c.record.content} for c in candidates]},
             ensure_ascii=False,
         )
         decision: CorrectionDecision = self._parse(CORRECTION_PROMPT, payload, CorrectionDecision, "Correction lookup")
-        valid = {r.id: r for r, _ in candidates}
+        valid = {c.record.id: c.record for c in candidates}
         return [valid[i] for i in dict.fromkeys(decision.ids) if i in valid and valid[i].is_current]
 
     # -- profile ----------------------------------------------------------------------
@@ -325,10 +505,7 @@ class Extractor:
         profile = self.profiles.get()
         evidence = shorten(change.evidence or job.text, 300)
         if change.field == "english_level":
-            try:
-                level = normalize_level(change.value)
-            except MemoraError:
-                return
+            level = normalize_level(change.value)  # raises for anything outside A1-C2: a skipped item
             if change.action == "remove":
                 if profile.english_level:
                     self._propose(ProfileProposal.new("english_level", "remove", profile.english_level, profile.english_level, evidence), outcome)
@@ -344,18 +521,14 @@ class Extractor:
         kind = "goal" if change.field == "learning_goal" else "preference"
         value = clean_text(change.value)
         if not value:
-            return
+            raise LimitError(f"The {kind} is empty.")
         if change.action == "remove":
             if self.profiles.has(kind, value):
                 self._propose(ProfileProposal.new(change.field, "remove", value, value, evidence), outcome)
             return
         if self.profiles.has(kind, value):
             return
-        try:
-            added = self.profiles.add_learning_goal(value) if kind == "goal" else self.profiles.add_preference(value)
-        except MemoraError as error:
-            outcome.notices.append(str(error))
-            return
+        added = self.profiles.add_learning_goal(value) if kind == "goal" else self.profiles.add_preference(value)
         if added:
             label = "goals" if kind == "goal" else "preferences"
             outcome.notices.append(
@@ -491,6 +664,7 @@ __all__ = [
     "ExtractionResult",
     "PreparedExtraction",
     "Retraction",
+    "Skipped",
     "looks_like_correction",
     "ExtractionWorker",
     "Extractor",

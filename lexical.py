@@ -184,6 +184,94 @@ def query_terms(text: str) -> list[str]:
     return _terms(text, QUESTION_WORDS)
 
 
+# -- same meaning in words (the duplicate rule) ---------------------------------------
+#
+# Two facts may be merged without asking the model only when they say the same
+# thing in words. Retrieval's stop words are far too many for that: "up"/"down",
+# "before"/"after", "more"/"most", "not", "he"/"she", "was", "can" all decide
+# what a fact means. So the comparison drops only words that never carry a fact
+# (articles of definiteness, the present of "be" and of the auxiliary "do",
+# "that", "and", "also"), keeps every other word, and keeps the inflection that
+# changes meaning (plural or third person -s, past -ed, -ing, comparative -er,
+# superlative -est, -ly) beside the Porter stem, so "likes"/"liked" and
+# "happy"/"happier" stay apart while "careful"/"care"-style derivations fold.
+SAME_MEANING_FILLER = frozenset("the am is are be been being do does that and also".split())
+# First person and "the learner" are the same person (``remember I ...`` beside
+# an extracted "The learner ..."). A possessive stays a unit of its own: "the
+# learner's brother is the teacher" is not "the learner is the brother's teacher".
+_LEARNER = frozenset("i me myself learner".split())
+_POSSESSIVE = "'s"
+_IRREGULAR = {"has": "have+s", "had": "have+ed", "was": "be+ed", "were": "be+ed", "an": "a"}
+_NEGATED_BASE = {"wo": "will", "ca": "can", "sha": "shall", "ai": "be"}
+_CONTRACTED = {"'m": (), "'re": (), "'s": (), "'ve": ("have",), "'ll": ("will",), "'d": ("would",)}
+_INFLECTIONS = ("ing", "est", "ed", "er", "ly", "s")
+# Characters that never carry a fact in Chinese: 是 (the copula, like "is") and
+# sentence-final interjections. 的 stays, as the possessive does in English:
+# "我的哥哥是老師" is not "我是哥哥的老師".
+_CJK_FILLER = frozenset("是啊呀啦")
+
+
+def _word_units(token: str) -> list[str]:
+    """One Latin word as comparison units: contractions opened, filler dropped."""
+    if token.endswith("n't") and len(token) > 3:
+        base = token[:-3]
+        return [*_word_units(_NEGATED_BASE.get(base, base)), "not"]
+    if token == "cannot":
+        return ["can", "not"]
+    for ending, expansion in _CONTRACTED.items():
+        if token.endswith(ending) and len(token) > len(ending):
+            head = token[: -len(ending)]
+            if ending == "'s" and head not in ("it", "he", "she", "there", "that", "what", "who"):
+                return _word_units(head) + [_POSSESSIVE]
+            return _word_units(head) + [u for word in expansion for u in _word_units(word)]
+    token = token.replace("'", "")
+    if token in _LEARNER:
+        return ["learner"]
+    if token in ("my", "mine"):
+        return ["learner", _POSSESSIVE]
+    if token in SAME_MEANING_FILLER or not token:
+        return []
+    if token in _IRREGULAR:
+        return [_IRREGULAR[token]]
+    stem = porter_stem(token)
+    if stem == token or not token.isascii():
+        return [token]
+    suffix = next((e for e in _INFLECTIONS if token.endswith(e) and not token.endswith("ss")), "")
+    return [stem + ("+" + suffix if suffix else "")]
+
+
+def same_meaning_units(text: str) -> list[str]:
+    """The words of ``text`` that carry its meaning, in order (see above).
+
+    Latin words become (stem + kept inflection) units, a possessive its own
+    unit; CJK text becomes single characters, without 是. Order is kept: "dogs, not cats" is not
+    "cats, not dogs".
+    """
+    text = unicodedata.normalize("NFKC", text or "").lower().replace("\u2019", "'")
+    out: list[str] = []
+    for match in _TOKEN.finditer(text):
+        token = match.group(0)
+        if _IS_CJK.match(token):
+            out.extend(ch for ch in token if ch not in _CJK_FILLER)
+        else:
+            out.extend(_word_units(token))
+    return out
+
+
+def say_the_same(a: str, b: str) -> bool:
+    """True when two texts hold the same meaning-bearing words in the same order,
+    read as a circle: a block moved from the front to the end is a reordering
+    that keeps the meaning ("Sushi is the learner's favourite food" / "The
+    learner's favourite food is sushi", "Every morning I drink tea" / "I drink
+    tea every morning"), while swapping roles is not ("the learner's sister is
+    older than the learner" / "the learner is older than the learner's sister",
+    "我愛他" / "他愛我")."""
+    left, right = same_meaning_units(a), same_meaning_units(b)
+    if not left or len(left) != len(right):
+        return False
+    return any(right[i:] + right[:i] == left for i in range(len(right)))
+
+
 def fts_query(words: list[str]) -> str:
     """An FTS5 MATCH expression: any of the terms (each quoted)."""
     unique = list(dict.fromkeys(t for t in words if t))

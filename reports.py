@@ -47,7 +47,11 @@ def status_rows(app) -> list[Table]:
         ["queued", str(pending)],
         ["failures this session", str(app.extraction_failures)],
         ["last failure", app.extraction_error or "none"],
+        ["items skipped this session", str(len(app.extraction_skipped))],
     ]
+    if app.extraction_skipped:
+        last = app.extraction_skipped[-1]
+        extraction_rows.append(["last skipped", f"{last.kind} \u201c{last.text}\u201d: {last.reason}"])
     return [
         ("Memora", ["setting", "value"], general),
         ("Token budget (last request)", ["section", "tokens", "limit"], budget_rows),

@@ -40,6 +40,10 @@ class PendingExtraction(BaseModel):
     text: str
     said_at: datetime
     attempts: int = 0  # failed tries so far; given up after MAX_EXTRACTION_ATTEMPTS
+    # When the message was read but some items' own calls failed: those items only
+    # (an ExtractionResult as JSON), so the next run neither reads the message again
+    # nor re-applies what already landed.
+    remaining: dict | None = None
 
 
 class SessionState(BaseModel):

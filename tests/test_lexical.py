@@ -55,3 +55,32 @@ def test_bm25_matches_stemmed_english_and_ignores_superseded(store):
     assert store.get(memory_id).content == "I love painting landscapes" and score > 0
     store.supersede(memory_id, None, reason="correction")
     assert store.catalog.lexical_search(lexical.query_terms("painting"), 10) == []
+
+
+def test_same_meaning_keeps_every_word_that_can_change_a_fact():
+    from lexical import SAME_MEANING_FILLER, STOP_WORDS, say_the_same
+
+    assert SAME_MEANING_FILLER <= STOP_WORDS  # only a few of retrieval's stop words may be ignored
+    same = [
+        ("The learner doesn't drink coffee.", "The learner does not drink coffee"),
+        ("The learner can't swim.", "The learner cannot swim."),
+        ("My sister lives in Paris", "The learner's sister lives in Paris."),
+        ("I'm from Taichung", "The learner is from Taichung."),
+        ("At night the learner studies English.", "The learner studies English at night."),
+    ]
+    different = [
+        ("The learner moved to Tokyo.", "The learner moved from Tokyo."),
+        ("The learner's salary went up.", "The learner's salary went down."),
+        ("The learner eats before work.", "The learner eats after work."),
+        ("The learner likes jazz.", "The learner liked jazz."),
+        ("The learner is happy.", "The learner is happier."),
+        ("The learner has a cat.", "The learner has cats."),
+        ("He is the learner's teacher.", "She is the learner's teacher."),
+        ("The learner's brother is the teacher.", "The learner is the brother's teacher."),
+        ("The learner prefers tea to coffee.", "The learner prefers coffee to tea."),
+        ("The learner will move.", "The learner won't move."),
+        ("我愛他", "他愛我"),
+        ("我的哥哥是老師", "我是哥哥的老師"),
+    ]
+    assert [pair for pair in same if not say_the_same(*pair)] == []
+    assert [pair for pair in different if say_the_same(*pair)] == []

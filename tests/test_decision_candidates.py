@@ -1,0 +1,185 @@
+"""What the decision sees: the memory a new fact contradicts must be among them.
+
+Real client against the local Responses server, real Chroma on disk, the real
+local embedding model where the issue's failures were seen.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from extraction import DECISION_CANDIDATE_TOKENS
+from tokens import TokenCounter
+
+TAIPEI = "The learner lives in Taipei."
+CROWD = [
+    ("The learner visited Tokyo in 2019.", "other"),
+    ("The learner's cousin lives in Tokyo.", "identity"),
+    ("The learner loves the ramen shops in Tokyo.", "preference"),
+    ("The learner wants to see the cherry blossoms in Tokyo.", "other"),
+    ("The learner's company has an office in Tokyo.", "identity"),
+    ("The learner watched the Tokyo Olympics on TV.", "other"),
+    ("The learner is learning Japanese to use in Tokyo.", "learning"),
+    ("The learner took a train from Tokyo to Kyoto.", "other"),
+    (TAIPEI, "identity"),
+    ("The learner works as a nurse in a hospital.", "identity"),
+    ("The learner rents a small flat near the station.", "identity"),
+    ("The learner's parents live in Tainan.", "identity"),
+    ("The learner moved house twice as a child.", "identity"),
+    ("The learner takes the MRT to work.", "habit"),
+    ("The learner likes big cities.", "preference"),
+    ("The learner visited Osaka in 2022.", "other"),
+    ("The learner flies to Japan every spring.", "habit"),
+    ("The learner's best friend lives in Kyoto.", "identity"),
+    ("The learner's neighbour is from Japan.", "identity"),
+    ("The learner eats at a Japanese restaurant every week.", "habit"),
+    ("The learner wants to live abroad one day.", "other"),
+    ("The learner's sister moved to Seoul.", "identity"),
+]
+MOVED = "The learner moved to Tokyo last month."
+
+
+def fact(text, category):
+    return {"text": text, "memory_type": "semantic", "category": category, "event_phrase": None, "event_date": None}
+
+
+def extraction(*facts):
+    return {"facts": list(facts), "profile_changes": [], "corrections": []}
+
+
+def say(app, text):
+    app.chat(text, on_delta=lambda _: None)
+    assert app.wait_for_extraction(20)
+
+
+def listed(request) -> dict[str, str]:
+    payload = json.loads(request.body["input"][0]["content"])
+    return {m["id"]: m["text"] for m in payload.get("existing_memories", payload.get("memories", []))}
+
+
+def seed(store):
+    return {text: store.add(text, category=category).id for text, category in CROWD}
+
+
+def test_the_crowded_store_really_hides_taipei_from_the_five_nearest(make_app, local_embedder):
+    """The premise of the tests below: five dense neighbours are all about Tokyo."""
+    app = make_app(embedder=local_embedder)
+    ids = seed(app.store)
+    nearest = app.store.nearest(MOVED, 5)
+    assert ids[TAIPEI] not in {r.id for r, _ in nearest}
+    assert all("Tokyo" in r.content for r, _ in nearest)
+
+
+def test_moving_to_tokyo_supersedes_taipei_across_sessions(make_app, server, local_embedder):
+    first = make_app(embedder=local_embedder)  # earlier sessions built the crowded store
+    ids = seed(first.store)
+    first.close()
+
+    second = make_app(embedder=local_embedder)
+    server.script("extraction", extraction(fact(MOVED, "identity")))
+
+    def decide(body):
+        shown = {m["id"] for m in json.loads(body["input"][0]["content"])["existing_memories"]}
+        return {"action": "SUPERSEDE" if ids[TAIPEI] in shown else "ADD", "target_id": ids[TAIPEI], "text": None}
+
+    server.script("reconcile", decide)
+    say(second, "I moved to Tokyo last month.")
+    [decision] = server.of_kind("reconcile")
+    shown = listed(decision)
+    assert shown[ids[TAIPEI]] == TAIPEI
+    assert len(shown) >= 20  # far more than five, and no fixed count
+    tokens = sum(TokenCounter().count(json.dumps(m, ensure_ascii=False)) for m in json.loads(decision.body["input"][0]["content"])["existing_memories"])
+    assert tokens <= DECISION_CANDIDATE_TOKENS
+    second.close()
+
+    third = make_app(embedder=local_embedder)
+    say(third, "Where should I go for dinner tonight?")
+    developer = server.chats[-1].developer
+    assert MOVED in developer
+    assert TAIPEI not in developer
+    old = third.store.get(ids[TAIPEI])
+    assert old.status == "superseded" and old.change_reason == "contradiction"
+
+
+def test_the_candidate_list_is_capped_by_tokens_with_the_best_first(make_app, server):
+    app = make_app()
+    store = app.store
+    for i in range(150):
+        store.add(f"The learner's friend number {i} lives in the city of Tokyo district {i}.", category="identity")
+    target = store.add("The learner lives in Taipei.", category="identity")
+    extractor = app.worker.extractor
+    text = "The learner moved to Taipei last month."
+    candidates = extractor.candidates(text, store.embed([text])[0], "identity")
+    cost = sum(extractor.counter.count(json.dumps(extractor._shown(c.record), ensure_ascii=False)) for c in candidates)
+    assert cost <= DECISION_CANDIDATE_TOKENS
+    assert 10 < len(candidates) < 150
+    assert target.id in {c.record.id for c in candidates[:3]}  # the best of each source comes first
+
+
+def test_the_correction_lookup_uses_the_same_candidates(make_app, server, local_embedder):
+    app = make_app(embedder=local_embedder)
+    ids = seed(app.store)
+    server.script(
+        "extraction",
+        {"facts": [], "profile_changes": [], "corrections": [{"statement": "The learner lives in Taipei.", "evidence": "No, I never lived in Taipei."}]},
+    )
+    server.script("correction", lambda body: {"ids": [ids[TAIPEI]]})
+    say(app, "No, I never lived in Taipei.")
+    [lookup] = server.of_kind("correction")
+    shown = listed(lookup)
+    assert ids[TAIPEI] in shown and len(shown) > 5
+    assert app.store.get(ids[TAIPEI]).status == "superseded"
+
+
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        ("The learner finds grammar easy.", "The learner finds grammar hard."),
+        ("The learner is left-handed.", "The learner is right-handed."),
+        ("The learner has an older brother.", "The learner has a younger brother."),
+    ],
+)
+def test_a_contradiction_near_an_old_fact_is_decided_not_merged_across_sessions(make_app, server, local_embedder, before, after):
+    first = make_app(embedder=local_embedder)
+    server.script("extraction", extraction(fact(before, "learning")))
+    say(first, "First message.")
+    [old] = first.store.list()
+    first.close()
+
+    second = make_app(embedder=local_embedder)
+    server.script("extraction", extraction(fact(after, "learning")))
+    server.script("reconcile", {"action": "SUPERSEDE", "target_id": old.id, "text": None})
+    say(second, "Second message.")
+    [decision] = server.of_kind("reconcile")  # asked, not merged as a duplicate
+    assert listed(decision)[old.id] == before
+    say(second, "Third message.")
+    developer = server.chats[-1].developer
+    assert after in developer and before not in developer
+
+
+def test_same_category_memories_reach_the_decision_when_dense_neighbours_crowd_them_out(make_app, server, monkeypatch):
+    import extraction
+
+    app = make_app()  # the hash embedding: every Tokyo memory is closer to the new fact than Taipei
+    for i in range(40):
+        app.store.add(f"The learner moved a box to Tokyo last month, number {i}.", category="other")
+    taipei = app.store.add(TAIPEI, category="identity")
+    extractor = app.worker.extractor
+    vector = app.store.embed([MOVED])[0]
+    assert taipei.id not in {i for i, _ in app.store.dense_candidates(vector, extraction.DECISION_DENSE)}
+    assert taipei.id in {c.record.id for c in extractor.candidates(MOVED, vector, "identity")}
+    monkeypatch.setattr(extraction, "DECISION_SAME_CATEGORY", 0)
+    assert taipei.id not in {c.record.id for c in extractor.candidates(MOVED, vector, "identity")}
+
+
+def test_an_old_fact_is_still_a_candidate_under_many_newer_ones_of_its_category(make_app, server, clock, local_embedder):
+    app = make_app(embedder=local_embedder)
+    taipei = app.store.add(TAIPEI, category="identity")
+    for i in range(120):
+        clock.advance(hours=1)
+        app.store.add(f"The learner's colleague number {i} rides a bicycle to the office.", category="identity")
+    extractor = app.worker.extractor
+    vector = app.store.embed([MOVED])[0]
+    assert taipei.id in {c.record.id for c in extractor.candidates(MOVED, vector, "identity")}
