@@ -304,7 +304,7 @@ class Memora:
 
     def _digest(self):
         records = self.store.catalog.digest_candidates([key for key, _ in DIGEST_SECTIONS])
-        return build_user_digest(records, counter=self.counter)
+        return build_user_digest(records, counter=self.counter, now=self.clock())
 
     # -- extraction callbacks (worker thread) -------------------------------------------
     def _job_finished(self, job: ExtractionJob) -> None:
