@@ -45,7 +45,7 @@ GUARD_TEXT = (
     "and the user profile wins over past memories (the digest, the conversation summary and "
     "the long-term memories are past records). Use a past memory only when it is relevant.\n"
     "Each memory shows when it was said, newest first within a category; when two disagree, the "
-    "newer one holds. Relative times in memories (\"next Tuesday\") are already resolved to dates."
+    "newer one holds. Relative times in memories are already resolved to dates."
 )
 
 # Fixed order and labels of the "about you" digest (seed 001's PROFILE_SECTIONS).
@@ -168,10 +168,10 @@ def memory_text(
 
 
 def said_label(said_at: datetime, now: datetime, *, with_age: bool = False) -> str:
-    """``(said 24 Nov)``, or ``(said 24 Nov, 6 days ago)`` where the age matters (plans)."""
+    """``[24 Nov]``, or ``[24 Nov, 6 days ago]`` where the age matters (undated plans)."""
     day, today = local_date(said_at, now), local_date(now, now)
     age = f", {relative_days(day, today)}" if with_age and day != today else ""
-    return f"(said {short_date(day, today)}{age})"
+    return f"[{short_date(day, today)}{age}]"
 
 
 def digest_item_text(item: DigestItem, now: datetime) -> str:
@@ -182,7 +182,7 @@ def digest_item_text(item: DigestItem, now: datetime) -> str:
         return text
     # An undated plan only has its age to tell whether it may have happened by now.
     undated_plan = item.category == "schedule" and item.event_date is None
-    return f"{_without_final_period(text)} {said_label(item.created_at, now, with_age=undated_plan)}"
+    return f"{said_label(item.created_at, now, with_age=undated_plan)} {text}"
 
 
 def _without_final_period(text: str) -> str:

@@ -29,15 +29,20 @@ def contents(app, **filters):
     return sorted(r.content for r in app.store.list(**filters))
 
 
+def stored_then_superseded(app, server, existing, category, facts, *, by_word):
+    """Store ``existing``; script a turn with ``facts`` where the one containing
+    ``by_word`` supersedes it. Returns the stored memory."""
+    app.store.add(existing, category=category)
+    [old] = app.store.list()
+    server.script("extraction", extraction(*facts))
+    server.script("reconcile", *[decide(**{by_word: {"action": "SUPERSEDE", "target_id": old.id, "text": None}})] * len(facts))
+    return old
+
+
 def test_a_turn_that_changed_memory_says_so_in_one_line_after_the_reply(make_app, server, run_repl):
     app = make_app()
-    app.store.add("The learner lives in Taipei.", category="identity")
-    [taipei] = app.store.list()
-    server.script(
-        "extraction",
-        extraction(fact("The learner's name is Ming.", "name"), fact("The learner moved to Tokyo last month.", "identity")),
-    )
-    server.script("reconcile", *[decide(Tokyo={"action": "SUPERSEDE", "target_id": taipei.id, "text": None})] * 2)
+    facts = [fact("The learner's name is Ming.", "name"), fact("The learner moved to Tokyo last month.", "identity")]
+    taipei = stored_then_superseded(app, server, "The learner lives in Taipei.", "identity", facts, by_word="Tokyo")
     t = run_repl(app, ["My name is Ming and I moved to Tokyo last month.", "memories"])
     name = app.store.list(category="name")[0]
     tokyo = app.store.list(category="identity")[0]
@@ -72,13 +77,8 @@ def test_a_turn_with_nothing_new_prints_no_memory_line(make_app, server, run_rep
 
 def test_undo_takes_back_the_last_turn_added_removed_superseded_current_again(make_app, server, run_repl):
     app = make_app()
-    app.store.add("The learner finds grammar easy.", category="learning")
-    [easy] = app.store.list()
-    server.script(
-        "extraction",
-        extraction(fact("The learner finds grammar hard.", "learning"), fact("The learner has a cat.", "identity")),
-    )
-    server.script("reconcile", *[decide(hard={"action": "SUPERSEDE", "target_id": easy.id, "text": None})] * 2)
+    facts = [fact("The learner finds grammar hard.", "learning"), fact("The learner has a cat.", "identity")]
+    easy = stored_then_superseded(app, server, "The learner finds grammar easy.", "learning", facts, by_word="hard")
     say(app, "Actually grammar is hard for me. I have a cat.")
     assert contents(app) == ["The learner finds grammar hard.", "The learner has a cat."]
     hard = app.store.list(category="learning")[0]
@@ -139,10 +139,8 @@ def test_undo_after_remember_and_memory_edit_and_never_after_forget(make_app, se
 
 def test_undo_leaves_a_memory_that_changed_again_since(make_app, server, run_repl):
     app = make_app()
-    app.store.add("The learner lives in Taipei.", category="identity")
-    [taipei] = app.store.list()
-    server.script("extraction", extraction(fact("The learner lives in Tokyo.", "identity")))
-    server.script("reconcile", {"action": "SUPERSEDE", "target_id": taipei.id, "text": None})
+    facts = [fact("The learner lives in Tokyo.", "identity")]
+    taipei = stored_then_superseded(app, server, "The learner lives in Taipei.", "identity", facts, by_word="Tokyo")
     say(app, "I live in Tokyo now.")
     [tokyo] = app.store.list()
     edited = app.store.edit(tokyo.id, "The learner lives in Tokyo, in Shibuya.")  # not through 'memory edit': not undoable
