@@ -167,6 +167,18 @@ def memory_text(
     return shown
 
 
+def retrieved_text(memory: MemorySearchResult, now: datetime) -> str:
+    return memory_text(
+        memory.content,
+        now=now,
+        said_at=to_aware(memory.created_at),
+        category=memory.category,
+        memory_type=memory.memory_type,
+        source=memory.source,
+        event_date=memory.event_date,
+    )
+
+
 def said_label(said_at: datetime, now: datetime, *, with_age: bool = False) -> str:
     """``[24 Nov]``, or ``[24 Nov, 6 days ago]`` where the age matters (undated plans)."""
     day, today = local_date(said_at, now), local_date(now, now)
@@ -270,16 +282,7 @@ class Background(Sequence[dict]):
         for memory in self.memories:
             created = to_aware(memory.created_at)
             when = f"{time_ago(created, now)} · {created.astimezone(now.tzinfo).date().isoformat()}"
-            text = memory_text(
-                memory.content,
-                now=now,
-                said_at=created,
-                category=memory.category,
-                memory_type=memory.memory_type,
-                source=memory.source,
-                event_date=memory.event_date,
-            )
-            lines.append(f"- [{when}] {text}")
+            lines.append(f"- [{when}] {retrieved_text(memory, now)}")
         return lines
 
     def summary_lines(self) -> list[str]:
@@ -458,6 +461,10 @@ def build_user_digest(
     return tuple(chosen)
 
 
+def hint_plan_text(hint: FollowUpHint, now: datetime) -> str:
+    return memory_text(hint.text, now=now, said_at=hint.said_at, category="schedule", source=hint.source, event_date=hint.event_date)
+
+
 def build_proactive_hint(hint: FollowUpHint, now: datetime) -> str:
     """Seed 001's ``build_proactive_hint`` text, with its behavioural constraints.
 
@@ -466,7 +473,7 @@ def build_proactive_hint(hint: FollowUpHint, now: datetime) -> str:
     """
     now = to_aware(now)
     said = on_day(local_date(hint.said_at, now), local_date(now, now))
-    plan = memory_text(hint.text, now=now, said_at=hint.said_at, category="schedule", source=hint.source, event_date=hint.event_date)
+    plan = hint_plan_text(hint, now)
     return (
         f"Follow-up: {said} the learner mentioned this plan: {_without_final_period(plan)}. "
         "If it fits naturally, ask once how it went. Do not recite or quote this note, do not "

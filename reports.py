@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from context_builder import SECTION_TAGS, digest_item_text
+from context_builder import SECTION_TAGS, digest_item_text, hint_plan_text, retrieved_text
 from timeutil import time_ago
 from text_utils import shorten
 
@@ -77,7 +77,7 @@ def why_report(app) -> list[Table]:
         # as the model read it: dates, resolved time phrases and "Learner said" included
         tables.append(("About you (digest)", ["category", "memory"], [[d.category, digest_item_text(d, now)] for d in background.digest]))
     if background.hint is not None:
-        tables.append(("Follow-up hint", ["memory", "said", "text"], [[background.hint.memory_id, time_ago(background.hint.said_at, now), background.hint.text]]))
+        tables.append(("Follow-up hint", ["memory", "said", "text"], [[background.hint.memory_id, time_ago(background.hint.said_at, now), hint_plan_text(background.hint, now)]]))
     if background.knowledge:
         tables.append(
             ("Knowledge notes", ["score", "note", "text"], [[f"{k.score:.3f}", f"{k.source} › {k.title}", shorten(k.text, 80)] for k in background.knowledge])
@@ -88,7 +88,7 @@ def why_report(app) -> list[Table]:
                 "Memories",
                 ["score", "dense", "lexical", "recency", "id", "when", "text"],
                 [
-                    [f"{m.score:.3f}", f"{m.dense_score:.2f}", f"{m.lexical_score:.2f}", f"{m.recency:.2f}", m.id, time_ago(m.created_at, now), m.content]
+                    [f"{m.score:.3f}", f"{m.dense_score:.2f}", f"{m.lexical_score:.2f}", f"{m.recency:.2f}", m.id, time_ago(m.created_at, now), retrieved_text(m, now)]
                     for m in background.memories
                 ],
             )

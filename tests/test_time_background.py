@@ -200,3 +200,13 @@ def test_an_empty_profile_with_no_memories_still_gets_the_date_in_one_line(make_
     request = server.chats[-1]
     assert request.developer_messages == ["Current local time: 2026-12-02 15:00 (Wednesday)"]
     assert request.roles[0] == "developer"
+
+
+def test_why_shows_the_memories_as_the_model_read_them(make_app, server, clock, run_repl):
+    app = make_app()
+    app.store.add("I have a dentist appointment tomorrow", category="schedule")
+    clock.advance(days=4)
+    t = run_repl(app, ["Any plans I mentioned?", "why"])
+    why = t.text.split("You: why")[1]
+    assert 'Learner said: "I have a dentist appointment on Mon 30 Nov (3 days ago)"' in why
+    assert "learner_digest" in why and "tomorrow" not in why

@@ -169,3 +169,10 @@ def test_undo_waits_for_the_extraction_of_the_last_message(make_app, server, run
     t = run_repl(app, ["I play the violin.", "undo"], settle=False)
     assert "removed" in t.text and "violin" in t.text
     assert contents(app) == []
+
+
+def test_help_lists_undo_and_undo_with_words_is_chat(make_app, server, run_repl):
+    app = make_app()
+    t = run_repl(app, ["help", "undo that last sentence please"])
+    assert "undo" in t.text.split("You: help")[1].split("You: undo")[0]
+    assert server.chats[-1].last_user == "undo that last sentence please"
