@@ -407,10 +407,13 @@ def resolve_time_phrases(
                 spans.append((m, True))
         spans.sort(key=lambda pair: pair[0].start())
     for match, bare in spans:
-        if bare:
-            resolved = ("day", _weekday_on(WEEKDAYS.index(match.group("wd").lower()), base, "on"), "")
-        else:
-            resolved = _resolve(match, base)
+        try:
+            if bare:
+                resolved = ("day", _weekday_on(WEEKDAYS.index(match.group("wd").lower()), base, "on"), "")
+            else:
+                resolved = _resolve(match, base)
+        except (ValueError, OverflowError):  # "in 99999 years": past the calendar, left as said
+            resolved = None
         if resolved is None:
             continue
         granularity, day, part = resolved

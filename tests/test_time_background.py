@@ -51,6 +51,7 @@ LATER = datetime(2026, 12, 9, 10, 0).astimezone()  # ten days later, a Wednesday
         # no relative phrase: unchanged
         ("goes swimming on Mondays", "goes swimming on Mondays"),
         ("has an exam on 2026-12-01", "has an exam on 2026-12-01"),
+        ("will be famous in 99999 years or in 100000000000 days", "will be famous in 99999 years or in 100000000000 days"),
     ],
 )
 def test_relative_time_phrases_are_resolved_against_when_they_were_said(text, shown):
@@ -210,3 +211,8 @@ def test_why_shows_the_memories_as_the_model_read_them(make_app, server, clock, 
     why = t.text.split("You: why")[1]
     assert 'Learner said: "I have a dentist appointment on Mon 30 Nov (3 days ago)"' in why
     assert "learner_digest" in why and "tomorrow" not in why
+
+
+def test_why_says_when_only_the_time_was_sent(make_app, server, run_repl):
+    t = run_repl(make_app(), ["Hello!", "why"])
+    assert "(only the current local time was sent)" in t.text.split("You: why")[1]
