@@ -454,12 +454,13 @@ class Memora:
         if not self.wait_for_extraction(15):
             return ["Memory extraction of your last message is still running; type 'undo' again in a moment."]
         with self._lock:
-            change = self._changes.pop() if self._changes else None
+            change = self._changes[-1] if self._changes else None
         if change is None:
-            return ["Nothing to undo: no memory change has been made since your last undo. ('forget' deletions cannot be undone.)"]
-        result = self.store.revert(change.steps, when=self.clock())
+            return ["Nothing to undo: no recorded memory change is left to take back ('forget' is a real deletion and cannot be undone)."]
+        result = self.store.revert(change.steps, when=self.clock())  # if this fails, the change stays undoable
         now = self.clock()
         with self._lock:
+            self._changes = [c for c in self._changes if c is not change]
             restored = {r.id for r in result.restored}
             self._undone.extend(UndoneMemory(id=r.id, at=now) for r in result.removed if r.id not in restored)
             del self._undone[:-MAX_UNDONE_KEPT]
