@@ -176,3 +176,37 @@ def test_help_lists_undo_and_undo_with_words_is_chat(make_app, server, run_repl)
     t = run_repl(app, ["help", "undo that last sentence please"])
     assert "undo" in t.text.split("You: help")[1].split("You: undo")[0]
     assert server.chats[-1].last_user == "undo that last sentence please"
+
+
+def test_revert_is_exact_in_chroma_too_embedded_and_server(connection, tmp_path, clock):
+    """A catalog rebuilt from Chroma after an undo has the restored memory current, unlinked."""
+    import uuid
+    from pathlib import Path
+
+    from embeddings import HashEmbedder
+    from long_term_memory import LongTermMemoryStore, catalog_path
+
+    user = f"undo{uuid.uuid4().hex[:6]}"  # the server outlives one test
+
+    def open_store():
+        return LongTermMemoryStore(tmp_path / "memora_db", user_id=user, connection=connection, clock=clock, embedding_function=HashEmbedder())
+
+    store = open_store()
+    first = store.add("The learner is learning Spanish.").record
+    second = store.supersede(first.id, "The learner is learning French.", reason="contradiction")
+    third = store.supersede(second.id, "The learner is learning French and Italian.", reason="update")
+    added = store.add("The learner has a dog.").record
+    result = store.revert([(second.id, third.id), (None, added.id)])
+    assert {r.id for r in result.removed} == {third.id, added.id} and [r.id for r in result.restored] == [second.id]
+    store.catalog.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(catalog_path(tmp_path / "memora_db", user)) + suffix).unlink(missing_ok=True)
+    rebuilt = open_store()
+    restored = rebuilt.get(second.id)
+    assert restored.is_current and restored.superseded_by is None and restored.valid_until is None
+    assert restored.change_reason == "contradiction" and restored.supersedes == first.id  # as it was made
+    assert rebuilt.get(third.id) is None and rebuilt.get(added.id) is None
+    assert [r.id for r in rebuilt.history(first.id)] == [first.id, second.id]
+    # a second revert of the same steps changes nothing and says why
+    again = rebuilt.revert([(second.id, third.id)])
+    assert again.removed == () and again.restored == () and again.skipped == ((third.id, "deleted since"),)
