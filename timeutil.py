@@ -218,8 +218,8 @@ _RELATIVE = re.compile(
             r"\b(?:on|at|over) the (?P<we_the>weekend)\b",
             r"\b(?P<span_rel>next|this|last) (?P<span>week|month|year)\b",
             r"大後天|大后天|後天|后天|明天|明晚|今天|今晚|昨天|昨晚|前天",
-            r"(?P<zh_rel>下下|下個|下个|下|這個|这个|這|这|本|上個|上个|上)?" + _ZH_WEEK + r"(?P<zh_wd>" + _ZH_DAY + r")",
-            r"(?P<zh_we>下|這|这|本|上)?(?:個|个)?" + r"(?:週末|周末)",
+            r"(?<!每)(?P<zh_rel>下下|下個|下个|下|這個|这个|這|这|本|上個|上个|上)?" + _ZH_WEEK + r"(?P<zh_wd>" + _ZH_DAY + r")",
+            r"(?<!每)(?P<zh_we>下|這|这|本|上)?(?:個|个)?" + r"(?:週末|周末)",
             r"(?P<zh_span_rel>下個|下个|下|這個|这个|這|这|本|上個|上个|上)(?P<zh_span>週|周|星期|禮拜|礼拜|月)",
             r"明年|今年|去年",
             r"(?P<zh_n>\d+|[一兩两二三四五六七八九十])(?:個|个)?(?P<zh_unit>天|週|周|星期|禮拜|礼拜|月)(?P<zh_dir>後|后|前)",
@@ -228,8 +228,9 @@ _RELATIVE = re.compile(
     re.IGNORECASE,
 )
 
-# A bare weekday ("on Friday") names a day only in a plan or an event; in a
-# habit ("has yoga on Friday") it means every week, so it is left alone there.
+# A bare weekday or weekend ("on Friday", "at the weekend", "週二", "週末")
+# names a day only in a plan or an event; in a habit ("has yoga on Friday",
+# "週末爬山") it means every week, so it is left alone there.
 _BARE_WEEKDAY = re.compile(r"\bon (?P<wd>" + _WEEKDAY + r")\b(?!s)", re.IGNORECASE)
 
 
@@ -269,11 +270,12 @@ def _resolve(match: re.Match, base: date) -> tuple[str, date, str] | None:
         return "day", base + timedelta(days=1), part or ("night" if text == "明晚" else "")
     if g.get("yesterday") or text in ("昨天", "昨晚", "last night"):
         return "day", base - timedelta(days=1), part or ("night" if text in ("昨晚", "last night") else "")
-    if text in ("today", "later today", "今天", "今晚", "tonight") or text.startswith("this "):
-        if text.startswith("this ") and text.split()[-1] in ("morning", "afternoon", "evening"):
-            return "day", base, text.split()[-1]
-        if not text.startswith("this "):
-            return "day", base, "night" if text in ("tonight", "今晚") else ""
+    if text in ("today", "later today", "今天"):
+        return "day", base, ""
+    if text in ("tonight", "今晚"):
+        return "day", base, "night"
+    if text in ("this morning", "this afternoon", "this evening"):
+        return "day", base, text.split()[1]
     if g.get("wd"):
         relation = g["wd_rel"].lower().split()[-1] if g.get("wd_rel") else "on"
         relation = "next" if relation == "coming" else relation
@@ -407,6 +409,11 @@ def resolve_time_phrases(
                 spans.append((m, True))
         spans.sort(key=lambda pair: pair[0].start())
     for match, bare in spans:
+        g = match.groupdict()
+        if not bare and not bare_weekdays and (
+            g.get("we_the") or (g.get("zh_wd") and not g.get("zh_rel")) or (match.group(0).endswith(("週末", "周末")) and not g.get("zh_we"))
+        ):
+            continue
         try:
             if bare:
                 resolved = ("day", _weekday_on(WEEKDAYS.index(match.group("wd").lower()), base, "on"), "")

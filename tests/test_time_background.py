@@ -59,7 +59,10 @@ def test_relative_time_phrases_are_resolved_against_when_they_were_said(text, sh
 
 
 def test_a_bare_weekday_is_a_date_only_in_plans_and_events():
-    assert resolve_time_phrases("has yoga on Friday", SAID, LATER) == "has yoga on Friday"  # a habit recurs
+    for habit in ("has yoga on Friday", "hikes at the weekend", "我週二上課", "週末爬山", "我每週二上課"):
+        assert resolve_time_phrases(habit, SAID, LATER) == habit  # in a habit it recurs
+    assert resolve_time_phrases("我每週二上課", SAID, LATER, bare_weekdays=True) == "我每週二上課"  # "every Tuesday"
+    assert resolve_time_phrases("週末搬家", SAID, LATER, bare_weekdays=True) == "on the weekend of Sat 28 Nov (11 days ago) 搬家"
     assert memory_text("The learner has yoga on Friday.", now=LATER, said_at=SAID, category="habit") == (
         "The learner has yoga on Friday."
     )
