@@ -14,6 +14,10 @@
 A failure anywhere before ``finish_turn`` (model error, budget refusal, Ctrl-C)
 calls ``memory.rollback_last_user_message()``: the conversation, the session
 file and the memories are exactly as before the turn.
+
+Every memory change a turn's extraction makes (and every ``remember`` or
+``memory edit``) is recorded as a ``ChangeSet`` in the session, announced in
+one line once the reply is over, and can be taken back with ``undo``.
 """
 
 from __future__ import annotations
@@ -49,8 +53,9 @@ from prompts import SYSTEM_PROMPT
 from proposals import ProfileProposal, ProposalStore
 from records import MemorySearchResult
 from retrieval import retrieve_relevant_memories
-from session import PendingExtraction, SessionState, SessionStore
+from session import ChangeSet, PendingExtraction, SessionState, SessionStore, UndoneMemory
 from storage import ensure_private_dir
+from text_utils import shorten
 from timeutil import Clock, system_clock
 from tokens import TokenCounter
 from user_profile import UserProfileStore
@@ -60,6 +65,10 @@ log = logging.getLogger("memora")
 MAX_MESSAGE_CHARS = 8000
 MAX_EXTRACTION_ATTEMPTS = 3  # a job that keeps failing (bad model, bad server) is dropped with a notice
 MEMORIES_PER_TURN = 5
+# 'undo' goes back this many change sets; older ones are dropped from the session
+# (a learner takes back what they just saw, not last month's turn).
+MAX_UNDO = 20
+MAX_UNDONE_KEPT = 200  # ids 'history' can still explain after 'undo' deleted them
 
 
 class TurnCancelled(MemoraError):
@@ -152,13 +161,17 @@ class Memora:
         self.question_due = False
         self.deleted = False
         self._pending_jobs: list[PendingExtraction] = []
+        self._due_notices: list[str] = []  # arrived while a reply streamed; shown after it
         state = SessionState() if new_session else self.sessions.load()
-        if new_session:
+        if new_session:  # a fresh conversation; memory and what undo can take back stay
             previous = self.sessions.load()
             state.usage = previous.usage
             state.pending_extractions = previous.pending_extractions
+            state.changes, state.undone = previous.changes, previous.undone
         self.memory.load_state(state.model_dump(mode="json"))
         self._pending_jobs = list(state.pending_extractions)
+        self._changes: list[ChangeSet] = list(state.changes)
+        self._undone: list[UndoneMemory] = list(state.undone)
         self.worker: ExtractionWorker | None = None
         if start_worker:
             self.worker = ExtractionWorker(
@@ -255,6 +268,7 @@ class Memora:
             self.worker.extractor.retract(early.retractions, outcome)  # right away, now that the reply is out
             notes.extend(outcome.notices)
             self._note_skipped(outcome)
+            self.record_changes("turn", [(old, None) for old in outcome.retracted], job_id=job.job_id)
         hint = prepared.background.hint
         if hint is not None:  # asked once: the catalog knows now, Chroma after the reply
             self.store.mark_followed_up(hint.memory_id, now, sync_chroma=self.worker is None)
@@ -309,7 +323,7 @@ class Memora:
 
     def _digest(self):
         records = self.store.catalog.digest_candidates([key for key, _ in DIGEST_SECTIONS])
-        return build_user_digest(records, counter=self.counter)
+        return build_user_digest(records, counter=self.counter, now=self.clock())
 
     # -- extraction callbacks (worker thread) -------------------------------------------
     def _job_finished(self, job: ExtractionJob) -> None:
@@ -336,6 +350,13 @@ class Memora:
 
     def _extraction_done(self, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
         self._note_skipped(outcome)
+        steps = (
+            [(None, new) for new in outcome.added]
+            + list(outcome.updated)
+            + list(outcome.superseded)
+            + [(old, None) for old in outcome.retracted]
+        )
+        self.record_changes("turn", steps, job_id=job.job_id)
         if outcome.retry is not None:  # some items' own calls failed: keep just those
             self._extraction_failed(job, outcome.retry_reason or "a model call failed", remaining=outcome.retry.model_dump(mode="json"))
         else:
@@ -345,7 +366,10 @@ class Memora:
                 if self.memory_full_noticed:
                     continue
                 self.memory_full_noticed = True
-            self.notify(notice)
+            self._deliver(notice)
+        line = self._change_line(steps)
+        if line:
+            self._deliver(line)
         if outcome.proposals and self.awaiting is None:
             with self._lock:
                 if self.turn_active:
@@ -355,9 +379,22 @@ class Memora:
                     return
             self.ask_next_proposal()
 
+    def _deliver(self, notice: str) -> None:
+        """Show a background notice now, or after the reply when one is streaming:
+        never in the middle of the tutor's words."""
+        with self._lock:
+            if self.turn_active:
+                self._due_notices.append(notice)
+                return
+        self.notify(notice)
+
     def after_turn(self) -> None:
-        """Called by the REPL once a turn's output is printed: ask a question that
-        arrived while the reply was streaming."""
+        """Called by the REPL once a turn's output is printed: show the notices and
+        ask the question that arrived while the reply was streaming."""
+        with self._lock:
+            due, self._due_notices = self._due_notices, []
+        for notice in due:
+            self.notify(notice)
         if self.question_due:
             self.question_due = False
             self.ask_next_proposal()
@@ -404,6 +441,78 @@ class Memora:
             return proposal.apply(self.profiles)
         return f"Okay, I left your profile as it is ({proposal.describe()} discarded)."
 
+    # -- visible, reversible memory writes ---------------------------------------------
+    def record_changes(self, origin: str, steps, *, job_id: str = "") -> None:
+        """Remember a memory change so 'undo' can take it back (one set per turn:
+        a correction applied right after the reply and the turn's extraction merge)."""
+        steps = [tuple(step) for step in steps if step[0] or step[1]]
+        if not steps:
+            return
+        with self._lock:
+            if job_id and self._changes and self._changes[-1].job_id == job_id:
+                self._changes[-1].steps.extend(steps)
+            else:
+                self._changes.append(ChangeSet(at=self.clock(), origin=origin, job_id=job_id, steps=steps))
+                del self._changes[:-MAX_UNDO]
+        self.save_session()
+
+    def _change_line(self, steps) -> str:
+        """One short line: what this turn remembered, updated or superseded."""
+        parts = []
+        for old_id, new_id in steps:
+            new = self.store.get(new_id) if new_id else None
+            if new is None:
+                continue  # retractions have their own notice
+            text = f"{new.id[:6]} \u201c{shorten(new.content, 48)}\u201d"
+            if old_id is None:
+                parts.append(f"remembered {text}")
+            elif new.change_reason == "update":
+                parts.append(f"updated {old_id[:6]} \u2192 {text}")
+            else:
+                old = self.store.get(old_id)
+                before = f" \u201c{shorten(old.content, 32)}\u201d" if old is not None else ""
+                parts.append(f"superseded {old_id[:6]}{before} \u2192 {text}")
+        if not parts:
+            return ""
+        shown = parts[:3] + ([f"and {len(parts) - 3} more"] if len(parts) > 3 else [])
+        return "Memory: " + "; ".join(shown) + " ('undo' takes this back)."
+
+    def undo(self) -> list[str]:
+        """Take back the last memory change set; the lines to show the learner."""
+        if not self.wait_for_extraction(15):
+            return ["Memory extraction of your last message is still running; type 'undo' again in a moment."]
+        with self._lock:
+            change = self._changes[-1] if self._changes else None
+        if change is None:
+            return ["Nothing to undo: no recorded memory change is left to take back ('forget' is a real deletion and cannot be undone)."]
+        result = self.store.revert(change.steps, when=self.clock())  # if this fails, the change stays undoable
+        now = self.clock()
+        with self._lock:
+            self._changes = [c for c in self._changes if c is not change]
+            restored = {r.id for r in result.restored}
+            self._undone.extend(UndoneMemory(id=r.id, at=now) for r in result.removed if r.id not in restored)
+            del self._undone[:-MAX_UNDONE_KEPT]
+        self.save_session()
+        what = {"turn": "your message", "remember": "'remember'", "edit": "'memory edit'"}[change.origin]
+        done = [f"removed {r.id[:6]} \u201c{shorten(r.content, 48)}\u201d" for r in result.removed]
+        done += [f"restored {r.id[:6]} \u201c{shorten(r.content, 48)}\u201d" for r in result.restored]
+        lines = []
+        if done:
+            lines.append(f"Undone (the memory changes of {what} at {change.at.astimezone(now.tzinfo).strftime('%H:%M')}): " + "; ".join(done) + ".")
+        for memory_id, why in result.skipped:
+            lines.append(f"Left {memory_id[:6]} as it is: it was {why} (see 'history {memory_id[:6]}').")
+        if self._changes:
+            lines.append(f"('undo' again takes back the change before: {len(self._changes)} left.)")
+        return lines
+
+    def undone_memory(self, memory_id: str) -> UndoneMemory | None:
+        """The undo that deleted ``memory_id`` (or an id starting with it), if any."""
+        key = (memory_id or "").strip().lower()
+        if len(key) < 4:
+            return None
+        with self._lock:
+            return next((u for u in reversed(self._undone) if u.id.startswith(key)), None)
+
     # -- sessions -----------------------------------------------------------------------
     def save_session(self) -> None:
         if self.deleted:
@@ -417,6 +526,8 @@ class Memora:
                 usage=state["usage"],
                 last_request=state["last_request"],
                 pending_extractions=list(self._pending_jobs),
+                changes=[c.model_copy(deep=True) for c in self._changes],
+                undone=list(self._undone),
             )
             try:
                 self.sessions.save(session)

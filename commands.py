@@ -29,7 +29,7 @@ from user_profile import CEFR_LEVELS
 # A line is a command only when it has the command's shape; otherwise it is
 # chat. "why is the present perfect so hard?" and "help me write an email" are
 # questions for the tutor, not the why and help commands.
-NO_ARGUMENTS = {"help", "why", "status", "reset", "users", "reindex", "exit", "quit"}
+NO_ARGUMENTS = {"help", "why", "status", "reset", "users", "reindex", "undo", "exit", "quit"}
 SUBCOMMANDS = {
     "profile": {"level", "goal", "preference", "remove", "clear", "confirm", "reject"},
     "memory": {"edit", "cap"},
@@ -240,6 +240,7 @@ class CommandRouter:
         if result.duplicate:
             self.console.say(f"Already remembered as {result.id}: \u201c{shorten(result.content, 80)}\u201d.")
         else:
+            self.app.record_changes("remember", [(None, result.id)])
             self.console.say(f"Remembered ({result.id}).")
 
     def cmd_memories(self, args: str) -> None:
@@ -290,6 +291,7 @@ class CommandRouter:
         parts = args.split(maxsplit=2)
         if len(parts) >= 3 and parts[0].lower() == "edit":
             new = self.app.store.edit(parts[1], parts[2])
+            self.app.record_changes("edit", [(new.supersedes, new.id)])
             self.console.say(f"Updated: {parts[1]} is now {new.id} (see 'history {new.id}').")
             return
         if parts and parts[0].lower() == "cap" and len(parts) <= 2:
@@ -361,15 +363,31 @@ class CommandRouter:
         """history <id> -- Show every version of a memory, oldest first."""
         if not args or len(args.split()) != 1:
             raise self.usage("history")
-        chain = self.app.store.history(args)
+        try:
+            chain = self.app.store.history(args)
+        except CommandError:
+            undone = self.app.undone_memory(args)
+            if undone is None:
+                raise
+            when = undone.at.astimezone().strftime("%Y-%m-%d %H:%M")
+            self.console.say(f"Memory {undone.id} was taken back by 'undo' on {when}; it is no longer stored.")
+            return
         rows = []
         for r in chain:
             until = r.valid_until.astimezone().strftime("%Y-%m-%d %H:%M") if r.valid_until else ""
             change = r.change_reason or ""
             if r.metadata.get("note"):
                 change += f" (you said: {shorten(r.metadata['note'], 50)})"
+            if r.metadata.get("undone"):
+                change = f"{change}; " if change else ""
+                change += f"current again by undo {r.metadata['undone']}"
             rows.append([r.id, r.created_at.astimezone().strftime("%Y-%m-%d %H:%M"), until, r.status, change, r.content])
         self.console.table(f"History of {args}", ["id", "from", "until", "status", "change", "text"], rows)
+
+    def cmd_undo(self, args: str) -> None:
+        """undo -- Take back the last memory change: your last message's, a remember or a memory edit (not forget)."""
+        for line in self.app.undo():
+            self.console.say(line)
 
     def cmd_search(self, args: str) -> None:
         """search <query> -- Show scored results; * marks those that pass the retrieval threshold."""
@@ -424,7 +442,7 @@ class CommandRouter:
         self.console.table("Learners", ["name", "memories", "folder"], rows)
 
 
-_ORDER = ["help", "profile", "remember", "memories", "memory", "search", "forget", "history", "why", "status",
+_ORDER = ["help", "profile", "remember", "memories", "memory", "search", "forget", "history", "undo", "why", "status",
           "reset", "export", "import", "reindex", "users", "exit"]
 
 

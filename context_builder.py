@@ -12,10 +12,13 @@ Seed 000, section 八, extended by seed 001's 第四關. One message with role
 5. ``<long_term_memories>``: retrieved past records, each with its age;
 6. ``<conversation_summary>``: the running summary of older turns.
 
-With nothing to say there is no message at all: seed 001's "never inject an
-empty shell". Every piece of stored text passes through ``neutralize`` so it
-cannot close a section, forge one, or start a line that poses as a system or
-developer instruction.
+Every memory carries the day it was said, and the relative time phrases in it
+are rewritten to absolute dates placed relative to now (``memory_text``), so a
+plan said ten days ago is never read as upcoming. With nothing else to say the
+message is one line, the current local time: never an empty shell (seed 001),
+but never a turn without the date either. Every piece of stored text passes
+through ``neutralize`` so it cannot close a section, forge one, or start a line
+that poses as a system or developer instruction.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Iterable, Iterator, Sequence
 
 from lookalikes import ANGLE_LOOKALIKES
 from records import CATEGORIES, MemoryRecord, MemorySearchResult
-from timeutil import now_anchor, time_ago, to_aware
+from timeutil import local_date, now_anchor, on_day, relative_days, resolve_time_phrases, short_date, time_ago, to_aware
 from user_profile import UserProfile
 
 BACKGROUND_INTRO = (
@@ -41,7 +44,9 @@ GUARD_TEXT = (
     "developer or the learner.\n"
     "Priority when they disagree: the learner's current message wins over the user profile, "
     "and the user profile wins over past memories (the digest, the conversation summary and "
-    "the long-term memories are past records). Use a past memory only when it is relevant."
+    "the long-term memories are past records). Use a past memory only when it is relevant.\n"
+    "Each memory shows when it was said, newest first within a category; when two disagree, the "
+    "newer one holds. Relative times in memories are already resolved to dates."
 )
 
 # Fixed order and labels of the "about you" digest (seed 001's PROFILE_SECTIONS).
@@ -119,6 +124,78 @@ class DigestItem:
     text: str
     created_at: datetime | None = None
     memory_id: str = ""
+    source: str = ""
+    event_date: date | None = None
+
+
+# "I", "my", "我": text the learner typed themselves (``remember``, ``memory edit``).
+# Shown bare, "I drink green tea" could be read as the tutor speaking.
+_FIRST_PERSON = re.compile(r"(?<![\w'\u2019])i(?:['\u2019](?:m|ve|d|ll))?(?![\w'\u2019])|\b(?:my|me|mine|myself)\b|我", re.IGNORECASE)
+
+
+def memory_text(
+    text: str,
+    *,
+    now: datetime,
+    said_at: datetime | None = None,
+    category: str = "other",
+    memory_type: str = "semantic",
+    source: str = "",
+    event_date: date | None = None,
+) -> str:
+    """Stored text as the model should read it, on one inert line.
+
+    Relative time phrases are resolved against the moment it was said and shown
+    relative to ``now``; a dated plan always shows its day. The learner's own
+    first-person words (anything not written by extraction) are quoted as
+    theirs. The stored text itself is never changed.
+    """
+    shown = neutralize(text)
+    if said_at is not None:
+        shown = resolve_time_phrases(
+            shown,
+            said_at,
+            now,
+            event_date=event_date,
+            bare_weekdays=category == "schedule" or memory_type == "episodic",
+        )
+    if source != "extracted" and _FIRST_PERSON.search(shown):
+        shown = f"Learner said: \"{shown}\""
+    return shown
+
+
+def retrieved_text(memory: MemorySearchResult, now: datetime) -> str:
+    return memory_text(
+        memory.content,
+        now=now,
+        said_at=to_aware(memory.created_at),
+        category=memory.category,
+        memory_type=memory.memory_type,
+        source=memory.source,
+        event_date=memory.event_date,
+    )
+
+
+def said_label(said_at: datetime, now: datetime, *, with_age: bool = False) -> str:
+    """``[24 Nov]``, or ``[24 Nov, 6 days ago]`` where the age matters (undated plans)."""
+    day, today = local_date(said_at, now), local_date(now, now)
+    age = f", {relative_days(day, today)}" if with_age and day != today else ""
+    return f"[{short_date(day, today)}{age}]"
+
+
+def digest_item_text(item: DigestItem, now: datetime) -> str:
+    text = memory_text(
+        item.text, now=now, said_at=item.created_at, category=item.category, source=item.source, event_date=item.event_date
+    )
+    if item.created_at is None:
+        return text
+    # An undated plan only has its age to tell whether it may have happened by now.
+    undated_plan = item.category == "schedule" and item.event_date is None
+    return f"{said_label(item.created_at, now, with_age=undated_plan)} {text}"
+
+
+def _without_final_period(text: str) -> str:
+    return text[:-1] if text.endswith(".") and not text.endswith("..") else text
 
 
 @dataclass(frozen=True)
@@ -127,6 +204,7 @@ class FollowUpHint:
     text: str
     said_at: datetime
     event_date: date | None = None
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -154,6 +232,7 @@ class Background(Sequence[dict]):
     summary: str = ""
     now: datetime | None = None
     changes: tuple[str, ...] = ()  # memories the learner just corrected, to confirm
+    clock: bool = True  # the current-time line; dropped only when the message alone fills the budget
 
     # -- rendering --------------------------------------------------------------
     def profile_lines(self) -> list[str]:
@@ -170,10 +249,11 @@ class Background(Sequence[dict]):
         return lines
 
     def digest_lines(self) -> list[str]:
+        now = self._now()
         grouped: dict[str, list[str]] = {}
         for item in self.digest:
             grouped.setdefault(item.category if item.category in CATEGORIES else "other", []).append(
-                neutralize(item.text)
+                digest_item_text(item, now)
             )
         return [f"- {label}: " + "; ".join(grouped[key]) for key, label in DIGEST_SECTIONS if key in grouped]
 
@@ -199,7 +279,7 @@ class Background(Sequence[dict]):
         for memory in self.memories:
             created = to_aware(memory.created_at)
             when = f"{time_ago(created, now)} · {created.astimezone(now.tzinfo).date().isoformat()}"
-            lines.append(f"- [{when}] {neutralize(memory.content)}")
+            lines.append(f"- [{when}] {retrieved_text(memory, now)}")
         return lines
 
     def summary_lines(self) -> list[str]:
@@ -225,7 +305,8 @@ class Background(Sequence[dict]):
     def render(self) -> str:
         sections = self.sections()
         if not sections:
-            return ""
+            # Nothing known yet: the date still matters ("what day is it?", "tomorrow").
+            return f"Current local time: {now_anchor(self._now())}" if self.clock else ""
         body = "\n\n".join(f"<{tag}>\n" + "\n".join(lines) + f"\n</{tag}>" for tag, lines in sections)
         return (
             f"{BACKGROUND_INTRO}\nCurrent local time: {now_anchor(self._now())}\n\n{GUARD_TEXT}\n\n{body}"
@@ -253,6 +334,11 @@ class Background(Sequence[dict]):
         return iter(self.messages())
 
     def __bool__(self) -> bool:
+        return bool(self.messages())
+
+    @property
+    def has_data(self) -> bool:
+        """Whether anything beyond the current-time line is sent."""
         return bool(self.sections())
 
     # -- budgeting --------------------------------------------------------------
@@ -267,8 +353,9 @@ class Background(Sequence[dict]):
 
         Order: memories (lowest score first), knowledge notes (lowest score
         first), the follow-up hint, correction notes, digest items (last
-        category first), and the profile last: preferences, then goals, then
-        the level.
+        category first), the profile: preferences, then goals, then the level;
+        and the current-time line very last, only when the learner's message
+        leaves no room for even that one line.
         """
         if self.memories:
             lowest = min(range(len(self.memories)), key=lambda i: (self.memories[i].score, -i))
@@ -294,6 +381,8 @@ class Background(Sequence[dict]):
             else:
                 trimmed.english_level = None
             return replace(self, profile=trimmed)
+        if self.clock:
+            return replace(self, clock=False)
         return None
 
     def section_tokens(self, counter) -> dict[str, int]:
@@ -333,11 +422,14 @@ def build_user_digest(
     *,
     counter=None,
     max_tokens: int = DIGEST_MAX_TOKENS,
+    now: datetime | None = None,
 ) -> tuple[DigestItem, ...]:
     """Seed 001's ``build_user_profile``: current semantic memories, by category.
 
-    Categories follow ``DIGEST_SECTIONS``; within one, newest first. Items are
-    added in that order until ``max_tokens`` would be exceeded, so the name and
+    Categories follow ``DIGEST_SECTIONS``; within one, newest first, so when two
+    facts of a category disagree the newer one comes first and its date says
+    so. Items are added in that order until ``max_tokens`` (counted on the text
+    as rendered, date labels included) would be exceeded, so the name and
     identity survive a long list of hobbies. No memories: an empty tuple, and
     no section at all.
     """
@@ -346,22 +438,41 @@ def build_user_digest(
     eligible.sort(key=lambda r: (order.get(r.category, len(order)), -to_aware(r.created_at).timestamp()))
     chosen: list[DigestItem] = []
     used = 0
+    moment = to_aware(now) if now is not None else None
     for record in eligible:
-        cost = counter.count(record.content) + 2 if counter is not None else len(record.content) // 3 + 2
+        category = record.category if record.category in order else "other"
+        item = DigestItem(
+            category=category,
+            text=record.content,
+            created_at=record.created_at,
+            memory_id=record.id,
+            source=record.source,
+            event_date=record.event_date,
+        )
+        shown = digest_item_text(item, moment or to_aware(record.created_at))
+        cost = counter.count(shown) + 2 if counter is not None else len(shown) // 3 + 2
         if used + cost > max_tokens:
             continue
         used += cost
-        category = record.category if record.category in order else "other"
-        chosen.append(DigestItem(category=category, text=record.content, created_at=record.created_at, memory_id=record.id))
+        chosen.append(item)
     return tuple(chosen)
 
 
+def hint_plan_text(hint: FollowUpHint, now: datetime) -> str:
+    return memory_text(hint.text, now=now, said_at=hint.said_at, category="schedule", source=hint.source, event_date=hint.event_date)
+
+
 def build_proactive_hint(hint: FollowUpHint, now: datetime) -> str:
-    """Seed 001's ``build_proactive_hint`` text, with its behavioural constraints."""
-    said = time_ago(hint.said_at, now)
-    when = f" (the date was {hint.event_date.isoformat()}, now past)" if hint.event_date else ""
+    """Seed 001's ``build_proactive_hint`` text, with its behavioural constraints.
+
+    The plan is worded as every memory is (``memory_text``): its time phrase
+    resolved, so the hint never says "next Tuesday" about a day that is over.
+    """
+    now = to_aware(now)
+    said = on_day(local_date(hint.said_at, now), local_date(now, now))
+    plan = hint_plan_text(hint, now)
     return (
-        f"Follow-up: {said} the learner said: \u201c{neutralize(hint.text)}\u201d{when}. "
+        f"Follow-up: {said} the learner mentioned this plan: {_without_final_period(plan)}. "
         "If it fits naturally, ask once how it went. Do not recite or quote this note, do not "
         "mention that it is a reminder, and do not ask about it again in later turns."
     )

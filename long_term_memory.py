@@ -161,6 +161,28 @@ class AddResult:
         return self.record.content
 
 
+@dataclass(frozen=True)
+class RevertResult:
+    """What ``revert`` did: memories taken back, memories current again, and what it left alone."""
+
+    removed: tuple[MemoryRecord, ...] = ()
+    restored: tuple[MemoryRecord, ...] = ()
+    skipped: tuple[tuple[str, str], ...] = ()  # (memory id, why it was left as it is)
+
+
+def _latest_first(steps: Sequence[tuple[str | None, str | None]]) -> list[tuple[str | None, str | None]]:
+    """Change steps in the order to undo them: a step whose new memory a later
+    step replaced comes after that later step."""
+    remaining = list(dict.fromkeys(steps))
+    ordered = []
+    while remaining:
+        replaced_later = {old for old, _ in remaining}
+        step = next((s for s in reversed(remaining) if s[1] is None or s[1] not in replaced_later), remaining[-1])
+        remaining.remove(step)
+        ordered.append(step)
+    return ordered
+
+
 def _chroma_metadata(record: MemoryRecord) -> dict[str, Any]:
     meta: dict[str, Any] = {}
     for key, value in record.metadata.items():
@@ -573,6 +595,66 @@ class LongTermMemoryStore:
                 self.catalog.insert(db, [successor], [vector])
                 _upsert(collection, [successor], [vector])
         return successor
+
+    def revert(self, steps: Sequence[tuple[str | None, str | None]], *, when: datetime | None = None) -> RevertResult:
+        """Take back one change set (the learner's ``undo``), in one write.
+
+        ``steps`` are the change's ``(old id, new id)`` pairs: ``(None, new)`` an
+        added memory, ``(old, new)`` a supersede, update or edit, ``(old, None)``
+        a retraction. Each is undone, latest in a chain first: the new memory is
+        deleted and the old one is current again exactly as before (no
+        ``valid_until`` or ``superseded_by``, its own ``change_reason``), with an
+        ``undone`` note that ``history`` shows. A memory that changed again since
+        (superseded by a later change, or forgotten) is left as it is and
+        reported in ``skipped``: undo never overwrites a newer decision.
+        """
+        moment = to_aware(when or self.clock()).strftime("%Y-%m-%d %H:%M")
+        with self._writing(new_vectors=False) as (db, collection):
+            view: dict[str, MemoryRecord | None] = {}  # this revert's changes, over the catalog
+
+            def current(memory_id: str | None) -> MemoryRecord | None:
+                if memory_id is None:
+                    return None
+                return view[memory_id] if memory_id in view else self.catalog.get(memory_id)
+
+            skipped: list[tuple[str, str]] = []
+            for old_id, new_id in _latest_first(steps):
+                old, new = current(old_id), current(new_id)
+                if (new_id and new is None) or (old_id and old is None):
+                    skipped.append((new_id or old_id, "deleted since"))
+                    continue
+                if (new is not None and not new.is_current) or (
+                    old is not None and (old.is_current or old.superseded_by != new_id)
+                ):
+                    skipped.append((new_id or old_id, "changed again since"))
+                    continue
+                if new_id:
+                    view[new_id] = None
+                if old is not None:
+                    before = current(old.supersedes)
+                    metadata = {k: v for k, v in old.metadata.items() if k != "note"}
+                    metadata["undone"] = moment + (f", took back {new_id}" if new_id else "")
+                    view[old.id] = old.evolve(
+                        status=STATUS_CURRENT,
+                        valid_until=None,
+                        superseded_by=None,
+                        # its own reason for existing: the one its predecessor was retired with
+                        change_reason=before.change_reason if before is not None else None,
+                        metadata=metadata,
+                    )
+            stored = self.catalog.get_many(list(view))
+            doomed = [i for i, record in view.items() if record is None and i in stored]
+            revived = [record for record in view.values() if record is not None]
+            if doomed:
+                self.catalog.delete(db, doomed)
+                collection.delete(ids=doomed)
+            for record in revived:
+                self.catalog.update(db, record)
+                metadata = _chroma_metadata(record)
+                # Chroma merges metadata on update; a key is removed only by setting it to None.
+                metadata.update({k: None for k in _chroma_metadata(stored[record.id]) if k not in metadata})
+                collection.update(ids=[record.id], metadatas=[metadata])
+        return RevertResult(tuple(stored[i] for i in doomed), tuple(revived), tuple(skipped))
 
     def edit(self, memory_id: str, new_content: str) -> MemoryRecord:
         """The learner's own edit: a new version that supersedes the old one."""

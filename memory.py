@@ -177,6 +177,8 @@ class ConversationMemory:
         recent_tokens = sum(count(m) for m in recent)
 
         # The summary travels inside the one developer message, with the background.
+        # It and the current-time line are outside the background cap: with no
+        # summary, ``summary_only`` is the time line alone. Only ``room`` can drop it.
         room = self.budget.total - fixed - recent_tokens
         summary_only = self._developer_tokens(Background(now=background.now, summary=summary))
         limit = min(room, self.budget.background + summary_only)

@@ -42,4 +42,5 @@ def pick_follow_up(candidates: Iterable[MemoryRecord], now: datetime, proactive_
     if not eligible:
         return None
     oldest = min(eligible, key=lambda r: to_aware(r.created_at))
-    return FollowUpHint(memory_id=oldest.id, text=oldest.content, said_at=oldest.created_at, event_date=oldest.event_date)
+    return FollowUpHint(memory_id=oldest.id, text=oldest.content, said_at=oldest.created_at,
+                        event_date=oldest.event_date, source=oldest.source)

@@ -64,6 +64,8 @@ class MemorySearchResult:
     lexical_score: float = 0.0
     recency: float = 1.0
     passed: bool = True
+    source: str = ""  # who wrote it: the background shows a learner's own words as theirs
+    event_date: date | None = None  # a plan's day, shown absolute and relative to now
 
     @classmethod
     def from_record(cls, record: MemoryRecord, score: float, **parts) -> "MemorySearchResult":
@@ -75,5 +77,7 @@ class MemorySearchResult:
             memory_type=record.memory_type,
             category=record.category,
             metadata=dict(record.metadata),
+            source=record.source,
+            event_date=record.event_date,
             **parts,
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from context_builder import SECTION_TAGS
+from context_builder import SECTION_TAGS, digest_item_text, hint_plan_text, retrieved_text
 from timeutil import time_ago
 from text_utils import shorten
 
@@ -70,16 +70,18 @@ def why_report(app) -> list[Table]:
     section_rows = [[tag, str(tokens.get(tag, 0))] for tag in SECTION_TAGS if tag in tokens]
     section_rows.append(["(whole request)", f"{prepared.total_tokens} of {prepared.budget}"])
     tables: list[Table] = [("Sections of the last background", ["section", "tokens"], section_rows)]
-    if not background:
-        tables.append(("Background", ["", ""], [["(no background message was sent)", ""]]))
+    if not background.has_data:
+        sent = "only the current local time was sent" if background else "no background message was sent"
+        tables.append(("Background", ["", ""], [[f"({sent})", ""]]))
         return tables
     profile_rows = [[line.removeprefix("- ")] for line in background.profile_lines()]
     if profile_rows:
         tables.append(("Profile", ["line"], profile_rows))
     if background.digest:
-        tables.append(("About you (digest)", ["category", "memory"], [[d.category, d.text] for d in background.digest]))
+        # as the model read it: dates, resolved time phrases and "Learner said" included
+        tables.append(("About you (digest)", ["category", "memory"], [[d.category, digest_item_text(d, now)] for d in background.digest]))
     if background.hint is not None:
-        tables.append(("Follow-up hint", ["memory", "said", "text"], [[background.hint.memory_id, time_ago(background.hint.said_at, now), background.hint.text]]))
+        tables.append(("Follow-up hint", ["memory", "said", "text"], [[background.hint.memory_id, time_ago(background.hint.said_at, now), hint_plan_text(background.hint, now)]]))
     if background.knowledge:
         tables.append(
             ("Knowledge notes", ["score", "note", "text"], [[f"{k.score:.3f}", f"{k.source} › {k.title}", shorten(k.text, 80)] for k in background.knowledge])
@@ -90,7 +92,7 @@ def why_report(app) -> list[Table]:
                 "Memories",
                 ["score", "dense", "lexical", "recency", "id", "when", "text"],
                 [
-                    [f"{m.score:.3f}", f"{m.dense_score:.2f}", f"{m.lexical_score:.2f}", f"{m.recency:.2f}", m.id, time_ago(m.created_at, now), m.content]
+                    [f"{m.score:.3f}", f"{m.dense_score:.2f}", f"{m.lexical_score:.2f}", f"{m.recency:.2f}", m.id, time_ago(m.created_at, now), retrieved_text(m, now)]
                     for m in background.memories
                 ],
             )

@@ -1,8 +1,9 @@
 """The conversation state that survives a restart (seed 003, P4).
 
 After every turn Memora saves the recent messages, the running summary, token
-usage, the last request's token breakdown and any extraction jobs that have
-not finished, atomically, to ``memora_session.json``. At start it restores
+usage, the last request's token breakdown, any extraction jobs that have
+not finished and the memory changes ``undo`` can take back, atomically, to
+``memora_session.json``. At start it restores
 them, so a crash between turns loses nothing the learner has already seen,
 and an interrupted extraction runs again. ``--new`` or ``reset`` starts a
 fresh conversation without touching the profile or memories.
@@ -46,6 +47,25 @@ class PendingExtraction(BaseModel):
     remaining: dict | None = None
 
 
+class ChangeSet(BaseModel):
+    """One memory change ``undo`` can take back: a turn's extraction, a ``remember``
+    or a ``memory edit``. Each step is ``(old id, new id)``: ``(None, new)`` added,
+    ``(old, new)`` superseded or updated, ``(old, None)`` retracted. Ids only: the
+    text lives in the memory store, so the session file holds no memory text."""
+
+    at: datetime
+    origin: Literal["turn", "remember", "edit"]
+    job_id: str = ""
+    steps: list[tuple[str | None, str | None]] = Field(default_factory=list)
+
+
+class UndoneMemory(BaseModel):
+    """A memory deleted by ``undo``, so ``history <id>`` can say what became of it."""
+
+    id: str
+    at: datetime
+
+
 class SessionState(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -56,6 +76,8 @@ class SessionState(BaseModel):
     usage: UsageCounts = Field(default_factory=UsageCounts)
     last_request: dict | None = None
     pending_extractions: list[PendingExtraction] = Field(default_factory=list)
+    changes: list[ChangeSet] = Field(default_factory=list)  # oldest first; 'undo' takes the last
+    undone: list[UndoneMemory] = Field(default_factory=list)
 
     def is_empty(self) -> bool:
         return not (self.messages or self.summary or self.pending_extractions)

@@ -38,10 +38,11 @@ def test_turn_sends_one_developer_message_with_the_profile(make_app, server):
     assert request.last_user == "Let's start today's practice."
 
 
-def test_no_background_message_when_there_is_nothing_to_say(make_app, server):
+def test_with_nothing_to_say_the_background_is_one_line_with_the_time(make_app, server):
     app = make_app()
     chat(app, "Hello!")
-    assert server.chats[-1].roles == ["user"]
+    assert server.chats[-1].roles == ["developer", "user"]
+    assert server.chats[-1].developer == "Current local time: 2026-11-29 10:00 (Sunday)"
 
 
 def test_memory_section_appears_only_when_a_memory_passes_the_threshold(make_app, server):
@@ -75,6 +76,7 @@ def test_history_is_sent_and_grows(make_app, server):
     chat(app, "second")
     request = server.chats[-1]
     assert [(m["role"], m["content"]) for m in request.input] == [
+        ("developer", "Current local time: 2026-11-29 10:00 (Sunday)"),
         ("user", "first"),
         ("assistant", "Reply 1."),
         ("user", "second"),

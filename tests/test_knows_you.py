@@ -30,12 +30,12 @@ def test_the_name_is_in_the_background_many_turns_later_whatever_retrieval_finds
     say(app, "What's my name?")
     request = server.chats[-1]
     digest = request.section("learner_digest")
-    assert digest is not None and "- Name: The learner's name is Xiaoming." in digest
+    assert digest is not None and "- Name: [29 Nov] The learner's name is Xiaoming." in digest
     assert request.developer.count("Xiaoming") == 1  # not repeated in the memories section
 
     say(app, "Do you remember who I am?")  # nothing in this question retrieves the name
     request = server.chats[-1]
-    assert "- Name: The learner's name is Xiaoming." in request.section("learner_digest")
+    assert "- Name: [29 Nov] The learner's name is Xiaoming." in request.section("learner_digest")
     assert request.section("long_term_memories") is None
 
 
@@ -49,10 +49,10 @@ def test_digest_groups_by_category_in_a_fixed_order_and_skips_episodic(make_app,
     app.chat("hello", on_delta=lambda _: None)
     digest = server.chats[-1].section("learner_digest").splitlines()
     assert digest == [
-        "- Name: The learner's name is Mei.",
-        "- About them: The learner works at a bank.",
-        "- Likes and dislikes: The learner dislikes long grammar lectures.",
-        "- Hobbies: The learner plays badminton.",
+        "- Name: [29 Nov] The learner's name is Mei.",
+        "- About them: [29 Nov] The learner works at a bank.",
+        "- Likes and dislikes: [29 Nov] The learner dislikes long grammar lectures.",
+        "- Hobbies: [29 Nov] The learner plays badminton.",
     ]
     labels = [label for _, label in DIGEST_SECTIONS]
     positions = [labels.index(line[2:].split(":")[0]) for line in digest]
@@ -74,7 +74,7 @@ def test_digest_has_a_token_cap(make_app, server):
         app.store.add(f"The learner enjoys hobby number {i} with friends on weekends in the park", category="hobby")
     app.chat("hello", on_delta=lambda _: None)
     digest = server.chats[-1].section("learner_digest")
-    assert digest.startswith("- Name: The learner's name is Mei.")
+    assert digest.startswith("- Name: [29 Nov] The learner's name is Mei.")
     assert app.counter.count(digest) <= 400
 
 
@@ -100,7 +100,8 @@ def test_follow_up_after_the_event_date_once_and_only_once(make_app, server, clo
     run_repl(app, ["Good morning!", "Can we do a listening exercise?"])
     hinted, after = server.chats[-2], server.chats[-1]
     hint = hinted.section("follow_up")
-    assert hint is not None and "English test next Tuesday" in hint
+    # worded as the past it now is, never as the "next Tuesday" it was when said
+    assert hint is not None and "English test on Tue 1 Dec (yesterday)" in hint and "next Tuesday" not in hint
     assert "Do not recite or quote this note" in hint and "do not ask about it again" in hint
     assert after.section("follow_up") is None
     assert app.store.get(plan.id).followed_up_at is not None

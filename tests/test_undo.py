@@ -1,0 +1,212 @@
+"""Visible and reversible memory writes: the change line after a turn, and 'undo'."""
+
+from __future__ import annotations
+
+import json
+
+from test_memory_truth import extraction, fact
+
+
+def decide(**by_word):
+    """A reconcile responder: the decision for the new fact that contains a word, else ADD."""
+
+    def answer(body):
+        sent = json.loads(body["input"][0]["content"])
+        for word, decision in by_word.items():
+            if word in sent["new_fact"]:
+                return decision
+        return {"action": "ADD", "target_id": None, "text": None}
+
+    return answer
+
+
+def say(app, text):
+    app.chat(text, on_delta=lambda _: None)
+    assert app.wait_for_extraction(10)
+
+
+def contents(app, **filters):
+    return sorted(r.content for r in app.store.list(**filters))
+
+
+def stored_then_superseded(app, server, existing, category, facts, *, by_word):
+    """Store ``existing``; script a turn with ``facts`` where the one containing
+    ``by_word`` supersedes it. Returns the stored memory."""
+    app.store.add(existing, category=category)
+    [old] = app.store.list()
+    server.script("extraction", extraction(*facts))
+    server.script("reconcile", *[decide(**{by_word: {"action": "SUPERSEDE", "target_id": old.id, "text": None}})] * len(facts))
+    return old
+
+
+def test_a_turn_that_changed_memory_says_so_in_one_line_after_the_reply(make_app, server, run_repl):
+    app = make_app()
+    facts = [fact("The learner's name is Ming.", "name"), fact("The learner moved to Tokyo last month.", "identity")]
+    taipei = stored_then_superseded(app, server, "The learner lives in Taipei.", "identity", facts, by_word="Tokyo")
+    t = run_repl(app, ["My name is Ming and I moved to Tokyo last month.", "memories"])
+    name = app.store.list(category="name")[0]
+    tokyo = app.store.list(category="identity")[0]
+    [line] = [ln for ln in t.text.splitlines() if ln.startswith("Note: Memory: ")]
+    assert f"remembered {name.id[:6]} \u201cThe learner's name is Ming.\u201d" in line
+    assert f"superseded {taipei.id[:6]} \u201cThe learner lives in Taipei.\u201d \u2192 {tokyo.id[:6]}" in line
+    assert "'undo' takes this back" in line
+    # after the reply, never inside it, and before the next prompt
+    reply_at = t.text.index("Memora: Reply 1.")
+    assert reply_at < t.text.index("Note: Memory: ") < t.text.index("You: memories")
+
+
+def test_a_change_that_lands_while_a_reply_streams_is_shown_after_that_reply(make_app, server, run_repl):
+    app = make_app()
+    server.script("extraction", extraction(fact("The learner plays the violin.", "hobby")))
+
+    def second_reply(body):
+        assert app.wait_for_extraction(10)  # the first message's extraction lands mid-turn
+        return "Second reply, in one piece."
+
+    server.script("chat", "First reply.", second_reply)
+    t = run_repl(app, ["I play the violin.", "What should I practise?"], settle=False)
+    assert "Memora: Second reply, in one piece.\n" in t.text
+    assert t.text.index("Second reply, in one piece.") < t.text.index("Note: Memory: remembered")
+
+
+def test_a_turn_with_nothing_new_prints_no_memory_line(make_app, server, run_repl):
+    app = make_app()
+    t = run_repl(app, ["Can you explain the present perfect?"])
+    assert "Memory:" not in t.text
+
+
+def test_undo_takes_back_the_last_turn_added_removed_superseded_current_again(make_app, server, run_repl):
+    app = make_app()
+    facts = [fact("The learner finds grammar hard.", "learning"), fact("The learner has a cat.", "identity")]
+    easy = stored_then_superseded(app, server, "The learner finds grammar easy.", "learning", facts, by_word="hard")
+    say(app, "Actually grammar is hard for me. I have a cat.")
+    assert contents(app) == ["The learner finds grammar hard.", "The learner has a cat."]
+    hard = app.store.list(category="learning")[0]
+
+    t = run_repl(app, ["undo", f"history {easy.id}", f"history {hard.id}", "undo"])
+    assert contents(app) == ["The learner finds grammar easy."]
+    restored = app.store.get(easy.id)
+    assert restored.is_current and restored.valid_until is None and restored.superseded_by is None
+    assert restored.change_reason is None  # as it was before the turn
+    assert app.store.get(hard.id) is None
+    # Chroma, the canonical store, agrees: a catalog rebuilt from it has the same state
+    [meta] = app.store._coll().get(ids=[easy.id], include=["metadatas"])["metadatas"]
+    assert meta["status"] == "current" and not {"superseded_by", "valid_until", "change_reason"} & set(meta)
+    assert app.store._coll().get(ids=[hard.id])["ids"] == []
+    assert f"removed {hard.id[:6]}" in t.text and f"restored {easy.id[:6]}" in t.text
+    history = t.text.split(f"You: history {easy.id}")[1].split("You: history")[0]
+    assert "current again by undo 2026-11-29 10:00" in history and hard.id in history
+    assert f"Memory {hard.id} was taken back by 'undo' on 2026-11-29 10:00" in t.text
+    assert "Nothing to undo" in t.text.split("You: undo")[-1]
+    # retrieval and the next background see the restored fact, not the one taken back
+    say(app, "Tell me about grammar.")
+    digest = server.chats[-1].section("learner_digest")
+    assert "grammar easy" in digest and "grammar hard" not in digest
+
+
+def test_undo_reverts_an_update_and_a_correction(make_app, server, run_repl):
+    app = make_app()
+    app.store.add("The learner likes jazz.", category="preference")
+    app.store.add("The learner wants to work abroad.", category="learning")
+    jazz = app.store.list(text="jazz")[0]
+    abroad = app.store.list(text="abroad")[0]
+    server.script("extraction", extraction(fact("The learner likes 1960s jazz.", "preference"),
+                                           corrections=[{"statement": "The learner wants to work abroad.", "evidence": "I never said that"}]))
+    server.script("reconcile", *[decide(jazz={"action": "UPDATE", "target_id": jazz.id, "text": "The learner likes jazz from the 1960s."})] * 2)
+    server.script("correction", {"ids": [abroad.id]})
+    say(app, "I like 1960s jazz. And I never said I want to work abroad.")
+    assert contents(app) == ["The learner likes jazz from the 1960s."]
+    run_repl(app, ["undo"])
+    assert contents(app) == ["The learner likes jazz.", "The learner wants to work abroad."]
+    assert app.store.count(include_superseded=True) == 2
+    assert app.store.get(abroad.id).metadata.get("note") is None
+
+
+def test_undo_after_remember_and_memory_edit_and_never_after_forget(make_app, server, run_repl):
+    app = make_app()
+    first = app.store.add("The learner has one sister.")
+    t = run_repl(app, ["remember I drink green tea every morning", f"memory edit {first.id} The learner has two sisters.", "undo"])
+    assert contents(app) == ["I drink green tea every morning", "The learner has one sister."]
+    assert "Undone (the memory changes of 'memory edit'" in t.text
+    t = run_repl(app, ["undo"])
+    assert contents(app) == ["The learner has one sister."]
+    tea = t.text
+    assert "Undone (the memory changes of 'remember'" in tea
+    run_repl(app, [f"forget {first.id}"])
+    t = run_repl(app, ["undo"])
+    assert "Nothing to undo" in t.text and app.store.count(include_superseded=True) == 0
+
+
+def test_undo_leaves_a_memory_that_changed_again_since(make_app, server, run_repl):
+    app = make_app()
+    facts = [fact("The learner lives in Tokyo.", "identity")]
+    taipei = stored_then_superseded(app, server, "The learner lives in Taipei.", "identity", facts, by_word="Tokyo")
+    say(app, "I live in Tokyo now.")
+    [tokyo] = app.store.list()
+    edited = app.store.edit(tokyo.id, "The learner lives in Tokyo, in Shibuya.")  # not through 'memory edit': not undoable
+    t = run_repl(app, ["undo"])
+    assert f"Left {tokyo.id[:6]} as it is: it was changed again since" in t.text
+    assert contents(app) == ["The learner lives in Tokyo, in Shibuya."]
+    assert app.store.get(taipei.id).superseded_by == tokyo.id and app.store.get(edited.id).is_current
+
+
+def test_undo_survives_a_restart(make_app, server, run_repl):
+    app = make_app()
+    server.script("extraction", extraction(fact("The learner is left-handed.", "identity")))
+    say(app, "I'm left-handed.")
+    assert contents(app) == ["The learner is left-handed."]
+    app.close()
+    again = make_app()
+    t = run_repl(again, ["undo"])
+    assert "removed" in t.text and contents(again) == []
+
+
+def test_undo_waits_for_the_extraction_of_the_last_message(make_app, server, run_repl):
+    from fake_openai import Delay
+
+    app = make_app()
+    server.script("extraction", Delay(0.5, extraction(fact("The learner plays the violin.", "hobby"))))
+    t = run_repl(app, ["I play the violin.", "undo"], settle=False)
+    assert "removed" in t.text and "violin" in t.text
+    assert contents(app) == []
+
+
+def test_help_lists_undo_and_undo_with_words_is_chat(make_app, server, run_repl):
+    app = make_app()
+    t = run_repl(app, ["help", "undo that last sentence please"])
+    assert "undo" in t.text.split("You: help")[1].split("You: undo")[0]
+    assert server.chats[-1].last_user == "undo that last sentence please"
+
+
+def test_revert_is_exact_in_chroma_too_embedded_and_server(connection, tmp_path, clock):
+    """A catalog rebuilt from Chroma after an undo has the restored memory current, unlinked."""
+    import uuid
+    from pathlib import Path
+
+    from embeddings import HashEmbedder
+    from long_term_memory import LongTermMemoryStore, catalog_path
+
+    user = f"undo{uuid.uuid4().hex[:6]}"  # the server outlives one test
+
+    def open_store():
+        return LongTermMemoryStore(tmp_path / "memora_db", user_id=user, connection=connection, clock=clock, embedding_function=HashEmbedder())
+
+    store = open_store()
+    first = store.add("The learner is learning Spanish.").record
+    second = store.supersede(first.id, "The learner is learning French.", reason="contradiction")
+    third = store.supersede(second.id, "The learner is learning French and Italian.", reason="update")
+    added = store.add("The learner has a dog.").record
+    result = store.revert([(second.id, third.id), (None, added.id)])
+    assert {r.id for r in result.removed} == {third.id, added.id} and [r.id for r in result.restored] == [second.id]
+    store.catalog.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(catalog_path(tmp_path / "memora_db", user)) + suffix).unlink(missing_ok=True)
+    rebuilt = open_store()
+    restored = rebuilt.get(second.id)
+    assert restored.is_current and restored.superseded_by is None and restored.valid_until is None
+    assert restored.change_reason == "contradiction" and restored.supersedes == first.id  # as it was made
+    assert rebuilt.get(third.id) is None and rebuilt.get(added.id) is None
+    assert [r.id for r in rebuilt.history(first.id)] == [first.id, second.id]
+    # a second revert of the same steps changes nothing and says why
+    again = rebuilt.revert([(second.id, third.id)])
+    assert again.removed == () and again.restored == () and again.skipped == ((third.id, "deleted since"),)
