@@ -97,7 +97,8 @@ def test_moving_to_tokyo_supersedes_taipei_across_sessions(make_app, server, loc
     third = make_app(embedder=local_embedder)
     say(third, "Where should I go for dinner tonight?")
     developer = server.chats[-1].developer
-    assert MOVED in developer
+    # The new fact is current, its "last month" resolved to the month it was said about.
+    assert "The learner moved to Tokyo in Oct 2026 (last month)." in developer
     assert TAIPEI not in developer
     old = third.store.get(ids[TAIPEI])
     assert old.status == "superseded" and old.change_reason == "contradiction"
