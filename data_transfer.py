@@ -37,6 +37,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from errors import ImportFileError, MemoraError
+from long_term_memory import PartialWriteError
 from proposals import MAX_PENDING, ProfileProposal
 from records import CATEGORIES, MAX_MEMORY_CHARS, SOURCES, MemoryRecord, clean_memory_text
 from session import ChatMessage
@@ -489,9 +490,15 @@ def import_data(app, path: Path) -> str:
         restored = app.store.restore(missing) if missing else 0
     except BaseException as error:
         undo_failed = _undo_small_writes(app, previous_profile, previous_state, added, profile_changed, restore_session)
-        if isinstance(error, (MemoraError, OSError)):
-            reason = clean_text(str(error).rstrip(".")) if isinstance(error, MemoraError) else error.strerror
-            if undo_failed:
+        if isinstance(error, Exception):  # a Chroma error, a full disk...: undone, so one line
+            if isinstance(error, MemoraError):
+                reason = clean_text(str(error).rstrip("."))
+            elif isinstance(error, OSError) and error.strerror:
+                reason = error.strerror
+            else:
+                reason = clean_text(f"{type(error).__name__}: {error}")[:200]
+            if undo_failed or isinstance(error, PartialWriteError):
+                undo_failed = undo_failed or "the memory store"
                 raise ImportFileError(
                     f"Importing {_shown(path.name)} failed ({reason}), and undoing it failed too ({undo_failed}); "
                     "check 'profile' and 'memories'."

@@ -216,6 +216,10 @@ def _put_back(collection, ids: Sequence[str], before: dict[str, tuple]) -> None:
         )
 
 
+class PartialWriteError(StoreError):
+    """A failed write could not be undone in Chroma (the catalog did roll back)."""
+
+
 def _short(error: BaseException, limit: int = 120) -> str:
     text = " ".join(str(error).split()) or type(error).__name__
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -382,7 +386,7 @@ class LongTermMemoryStore:
                     try:
                         step()
                     except Exception as failure:
-                        raise StoreError(
+                        raise PartialWriteError(
                             f"A write to the memory store failed ({_short(error)}) and could not be undone "
                             f"({_short(failure)}); the next start rebuilds the list from Chroma."
                         ) from error
