@@ -22,6 +22,7 @@ What the store promises:
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from contextlib import contextmanager
@@ -44,7 +45,7 @@ from records import (
     MemorySearchResult,
     clean_memory_text,
 )
-from storage import ensure_private_dir, file_lock
+from storage import atomic_write_text, ensure_private_dir, file_lock, quarantine
 from timeutil import Clock, parse_date, parse_iso, system_clock, to_aware
 
 # Minimum calibrated final score (retrieval.py) for a memory to enter the
@@ -297,7 +298,33 @@ class LongTermMemoryStore:
             collection.modify(metadata={**(collection.metadata or {}), "embedding_model": self.embedder.name})
         elif stored != self.embedder.name:
             self.mismatch = stored
+        self._finish_interrupted_restore()
         self._sync_catalog()
+
+    @property
+    def _restore_journal(self) -> Path:
+        return Path(str(self._catalog_path) + ".restoring.json")
+
+    def _finish_interrupted_restore(self) -> None:
+        """Undo the Chroma writes of a ``restore`` that a crash cut short.
+
+        ``restore`` writes its journal (the ids it adds, and what it overwrites)
+        before its first Chroma write and removes it after the catalog commits,
+        so a journal found here means the import never finished: it is undone,
+        and ``_sync_catalog`` then finds the catalog and Chroma agreeing again.
+        """
+        if not self._restore_journal.exists():
+            return
+        with file_lock(self._catalog_path):
+            try:
+                journal = json.loads(self._restore_journal.read_text(encoding="utf-8"))
+                before = {i: (d, m, v) for i, d, m, v in journal["replaced"]}
+                ids = list(journal["added"]) + list(before)
+            except (OSError, ValueError, KeyError, TypeError):
+                quarantine(self._restore_journal)  # unreadable: kept for a look, never half-applied
+                return
+            _put_back(self._coll(), ids, before)
+            self._restore_journal.unlink(missing_ok=True)
 
     def _coll(self):
         if self._collection is None or self._collection_epoch != self.connection.epoch:
@@ -388,7 +415,7 @@ class LongTermMemoryStore:
                     except Exception as failure:
                         raise PartialWriteError(
                             f"A write to the memory store failed ({_short(error)}) and could not be undone "
-                            f"({_short(failure)}); the next start rebuilds the list from Chroma."
+                            f"({_short(failure)}); restart Memora to put the store back in order."
                         ) from error
                 raise
             self._seen_generation = self.catalog.generation()
@@ -805,9 +832,19 @@ class LongTermMemoryStore:
         vectors: list[list[float]] = []
         for start in range(0, len(records), 256):
             vectors.extend(self.embed([r.content for r in records[start : start + 256]]))
-        with self._writing() as (db, collection):
-            before = _chroma_snapshot(collection, [r.id for r in records])
-            self._undo_steps.append(lambda: _put_back(self._coll(), [r.id for r in records], before))
-            self.catalog.insert(db, records, vectors)
-            _upsert(collection, records, vectors)
+        ids = [r.id for r in records]
+        try:
+            with self._writing() as (db, collection):
+                before = _chroma_snapshot(collection, ids)
+                self._undo_steps.append(lambda: _put_back(self._coll(), ids, before))
+                journal = {"added": [i for i in ids if i not in before], "replaced": [[i, *before[i]] for i in before]}
+                atomic_write_text(self._restore_journal, json.dumps(journal))
+                self.catalog.insert(db, records, vectors)
+                _upsert(collection, records, vectors)
+        except PartialWriteError:
+            raise  # the journal stays: the next start finishes the undo
+        except BaseException:
+            self._restore_journal.unlink(missing_ok=True)  # undone in-process
+            raise
+        self._restore_journal.unlink(missing_ok=True)
         return len(records)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -90,7 +91,7 @@ def learner(make_app):
     return app
 
 
-def write(tmp_path, data, name="backup.json") -> "Path":
+def write(tmp_path, data, name="backup.json") -> Path:
     path = tmp_path / name
     path.write_bytes(data if isinstance(data, bytes) else json.dumps(data).encode("utf-8"))
     return path
@@ -263,3 +264,54 @@ def test_imported_text_is_cleaned_like_typed_text(make_app, run_repl, tmp_path):
         assert "\x1b" not in text and "\u200b" not in text
     # Line breaks of a conversation survive; each line is cleaned as typed text is.
     assert app.memory.messages[0]["content"].splitlines() == [clean_text("line one\x1b[2J"), clean_text("line two\x07")]
+
+
+CRASHING_IMPORT = """
+import os, signal, sys
+from pathlib import Path
+from embeddings import HashEmbedder
+from long_term_memory import LongTermMemoryStore
+from records import MemoryRecord
+from datetime import datetime, timezone
+
+store = LongTermMemoryStore(Path(sys.argv[1]), embedding_function=HashEmbedder(), user_id="default")
+inner = store._coll()
+
+class KilledOnSecondUpsert:
+    upserts = 0
+    def upsert(self, **kwargs):
+        KilledOnSecondUpsert.upserts += 1
+        if KilledOnSecondUpsert.upserts == 2:
+            os.kill(os.getpid(), signal.SIGKILL)  # the first 1,000 records are in Chroma now
+        return inner.upsert(**kwargs)
+    def __getattr__(self, name):
+        return getattr(inner, name)
+
+wrapper = KilledOnSecondUpsert()
+store._coll = lambda: wrapper
+now = datetime(2026, 11, 1, tzinfo=timezone.utc)
+store.restore([MemoryRecord(id=f"{i:08x}", content=f"The learner imported fact {i}", created_at=now) for i in range(1100)])
+"""
+
+
+def test_an_import_killed_midway_is_undone_at_the_next_start(learner, make_app, tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import ROOT, child_env
+
+    before = state_of(learner)
+    learner.close()
+    result = subprocess.run(
+        [sys.executable, "-c", CRASHING_IMPORT, str(learner.settings.db_dir)],
+        env=child_env(), cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == -9, result.stderr
+    assert Path(str(learner.store.catalog.path) + ".restoring.json").exists()  # it died mid-import
+
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    SharedSystemClient.clear_system_cache()  # see what the killed process wrote, as a new start would
+    again = make_app()
+    assert state_of(again) == before
+    assert not Path(str(again.store.catalog.path) + ".restoring.json").exists()
