@@ -826,7 +826,8 @@ class LongTermMemoryStore:
         this process nor the next start sees any of it.
         """
         self._check_model()
-        records = [r.evolve(user_id=self.user_id) for r in records]
+        # The same cleaning and limits as typed text, whoever built the records.
+        records = [r.evolve(user_id=self.user_id, content=clean_memory_text(r.content)) for r in records]
         if not records:
             return 0
         vectors: list[list[float]] = []

@@ -315,3 +315,36 @@ def test_an_import_killed_midway_is_undone_at_the_next_start(learner, make_app, 
     again = make_app()
     assert state_of(again) == before
     assert not Path(str(again.store.catalog.path) + ".restoring.json").exists()
+
+
+def test_restore_undoes_what_it_wrote_and_overwrote_on_either_backend(connection, tmp_path, monkeypatch):
+    """The undo also puts back records the import overwrote, on an embedded store and a server."""
+    import uuid
+    from datetime import datetime, timezone
+
+    from chromadb.errors import InternalError
+
+    from embeddings import HashEmbedder
+    from long_term_memory import LongTermMemoryStore
+    from records import MemoryRecord
+
+    store = LongTermMemoryStore(tmp_path / "memora_db", embedding_function=HashEmbedder(),
+                                user_id=f"undo{uuid.uuid4().hex[:6]}", connection=connection)
+    kept = store.add("The learner keeps this one").record
+
+    def chroma_state():
+        page = store._coll().get(include=["documents", "metadatas", "embeddings"])
+        return sorted((i, d, sorted(m.items()), [round(x, 6) for x in v])
+                      for i, d, m, v in zip(page["ids"], page["documents"], page["metadatas"], page["embeddings"]))
+
+    before = (chroma_state(), [(r.id, r.content) for r in store.all_records()])
+    now = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    incoming = [kept.evolve(content="An overwritten version of it")] + [
+        MemoryRecord(id=f"{i:08x}", content=f"Imported fact {i}", created_at=now) for i in range(1100)
+    ]
+    wrapper = FailingSecondUpsert(store._coll())
+    monkeypatch.setattr(store, "_coll", lambda: wrapper)
+    with pytest.raises(InternalError):
+        store.restore(incoming)
+    monkeypatch.undo()
+    assert (chroma_state(), [(r.id, r.content) for r in store.all_records()]) == before
