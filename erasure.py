@@ -30,7 +30,9 @@ from typing import Iterable
 from storage import atomic_write_text
 
 FORGOTTEN = "[forgotten]"
-_EXPORT_HEAD = re.compile(rb'"format"\s*:\s*"memora-export"')
+# An export starts with its format key (data_transfer writes it first), so a
+# session or note that merely mentions the format is never taken for one.
+_EXPORT_HEAD = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"format"\s*:\s*"memora-export"')
 
 
 def _norm(text: str) -> str:
@@ -150,22 +152,25 @@ def scrub_input_history(path: Path, finder: TextFinder, console=None) -> int:
 
 def learner_exports(app, name: str) -> list[Path]:
     """The learner's exports in their data folder (by name, or by content for a renamed one)."""
-    folder = app.settings.paths_for(name).folder
+    paths = app.settings.paths_for(name)
+    folder = paths.folder
     found = []
     if not folder.is_dir():
         return found
+    own = {paths.profile, paths.session, paths.proposals}
     user_field = re.compile(rb'"user"\s*:\s*' + re.escape(json.dumps(name).encode()))
     for path in sorted(folder.glob("*.json")):
-        if not path.is_file():
+        if not path.is_file() or path in own:
             continue
-        if path.name.startswith(f"memora-export-{name}-"):
-            found.append(path)
-            continue
+        head = b""
         with contextlib.suppress(OSError):
             with open(path, "rb") as handle:
                 head = handle.read(4096)
-            if _EXPORT_HEAD.search(head) and user_field.search(head):
+        if _EXPORT_HEAD.match(head):
+            if user_field.search(head):
                 found.append(path)
+        elif path.name.startswith(f"memora-export-{name}-"):  # named as Memora names it, unreadable or torn
+            found.append(path)
     return found
 
 
