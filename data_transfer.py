@@ -473,38 +473,53 @@ def import_data(app, path: Path) -> str:
         and bool(export.session.messages or export.session.summary)
     )
 
-    # Writes: the small files first, each undone if anything after it fails;
-    # the memory store undoes its own partial writes.
-    previous_profile = app.profiles.get()
-    previous_state = app.memory.to_state()
-    added: list[ProfileProposal] = []
-    profile_changed = False
+    # Nothing is written before this point. The slow part (embedding) comes
+    # first; then the memories, whose journal also holds the other files as
+    # they were, so that a failure here, or a crash before the end, puts
+    # everything back (here, or at the next start: finish_interrupted_import).
     try:
-        profile_changed = app.profiles.replace(merged)
-        for proposal in pending:
-            if app.proposals.add(proposal):
-                added.append(proposal)
-        if restore_session:
-            app.memory.load_state({**previous_state, **export.session.model_dump(mode="json")})
-            app.save_session()
-        restored = app.store.restore(missing) if missing else 0
-    except BaseException as error:
-        undo_failed = _undo_small_writes(app, previous_profile, previous_state, added, profile_changed, restore_session)
-        if isinstance(error, Exception):  # a Chroma error, a full disk...: undone, so one line
-            if isinstance(error, MemoraError):
-                reason = clean_text(str(error).rstrip("."))
-            elif isinstance(error, OSError) and error.strerror:
-                reason = error.strerror
-            else:
-                reason = clean_text(f"{type(error).__name__}: {error}")[:200]
-            if undo_failed or isinstance(error, PartialWriteError):
-                undo_failed = undo_failed or "the memory store"
-                raise ImportFileError(
-                    f"Importing {_shown(path.name)} failed ({reason}), and undoing it failed too ({undo_failed}); "
-                    "check 'profile' and 'memories'."
-                ) from None
-            raise ImportFileError(f"Could not import {_shown(path.name)}: {reason}. Nothing was imported.") from None
-        raise
+        vectors = app.store.embed_records(missing)
+    except MemoraError as error:
+        raise ImportFileError(
+            f"Could not import {_shown(path.name)}: {clean_text(str(error).rstrip('.'))}. Nothing was imported."
+        ) from None
+    previous_state = app.memory.to_state()
+    files = _snapshot_files(app)
+    added: list[ProfileProposal] = []
+    written: set[str] = set()  # only these are put back in-process (others may have changed since)
+    profile_changed = False
+    restored = 0
+    try:
+        restored = app.store.restore(missing, vectors=vectors, extra={"files": files})
+        try:
+            written.add("profile")
+            profile_changed = app.profiles.replace(merged)
+            written.add("proposals")
+            for proposal in pending:
+                if app.proposals.add(proposal):
+                    added.append(proposal)
+            if restore_session:
+                written.add("session")
+                app.memory.load_state({**previous_state, **export.session.model_dump(mode="json")})
+                app.save_session()
+        except BaseException:
+            _put_files_back(app, {k: v for k, v in files.items() if k in written})
+            app.memory.load_state(previous_state)
+            app.store.undo_restore()
+            raise
+        app.store.finish_restore()
+    except Exception as error:  # a Chroma error, a full disk...: undone, so one line
+        if isinstance(error, MemoraError):
+            reason = clean_text(str(error).rstrip("."))
+        elif isinstance(error, OSError) and error.strerror:
+            reason = error.strerror
+        else:
+            reason = clean_text(f"{type(error).__name__}: {error}")[:200]
+        if isinstance(error, PartialWriteError):
+            raise ImportFileError(
+                f"Importing {_shown(path.name)} failed ({reason}); restart Memora to undo what it wrote."
+            ) from None
+        raise ImportFileError(f"Could not import {_shown(path.name)}: {reason}. Nothing was imported.") from None
     kept = len(export.memories) - restored
     session_note = "session kept (yours was not empty)"
     if restore_session:
@@ -518,19 +533,40 @@ def import_data(app, path: Path) -> str:
     )
 
 
-def _undo_small_writes(app, profile, state, added, profile_changed, session_changed) -> str | None:
-    """Put the profile, pending changes and session back; the reason it failed, if it did."""
-    try:
-        if profile_changed:
-            app.profiles.replace(profile)
-        for proposal in added:
-            app.proposals.take(proposal.id)
-        if session_changed:
-            app.memory.load_state(state)
-            app.save_session()
-    except (MemoraError, OSError) as error:
-        return clean_text(str(error))[:200]
-    return None
+def _import_files(app) -> dict[str, Path]:
+    return {"profile": app.paths.profile, "proposals": app.paths.proposals, "session": app.paths.session}
 
 
-__all__ = ["build_export", "export_data", "import_data", "read_export"]
+def _snapshot_files(app) -> dict[str, str | None]:
+    """The files an import changes besides the memories, as they are now (None: absent)."""
+    snapshot = {}
+    for key, path in _import_files(app).items():
+        try:
+            snapshot[key] = Path(path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            snapshot[key] = None
+    return snapshot
+
+
+def _put_files_back(app, snapshot: dict) -> None:
+    for key, path in _import_files(app).items():
+        if key not in snapshot:
+            continue
+        if snapshot[key] is None:
+            Path(path).unlink(missing_ok=True)
+        else:
+            atomic_write_text(Path(path), snapshot[key])
+
+
+def finish_interrupted_import(app) -> None:
+    """At start: finish undoing an import that a crash cut short (the store put
+    its memories back when it opened; the other files are put back here)."""
+    interrupted = app.store.interrupted_import
+    if interrupted is None:
+        return
+    _put_files_back(app, interrupted.get("files") or {})
+    app.store.finish_restore()
+    app.notify("An import was interrupted before it finished; it was undone, so nothing of it was kept.")
+
+
+__all__ = ["build_export", "export_data", "finish_interrupted_import", "import_data", "read_export"]

@@ -286,6 +286,7 @@ class LongTermMemoryStore:
         self._seen_generation = self.catalog.generation()
         self.mismatch: str | None = None
         self.erased = True  # False after a forget whose wiping must wait (see erase_deleted)
+        self.interrupted_import: dict | None = None  # see _finish_interrupted_restore
         self._open_collection()
         if self.connection.url is None and self._erase_marker.exists():
             self.erase_deleted(full=True)
@@ -298,33 +299,62 @@ class LongTermMemoryStore:
             collection.modify(metadata={**(collection.metadata or {}), "embedding_model": self.embedder.name})
         elif stored != self.embedder.name:
             self.mismatch = stored
-        self._finish_interrupted_restore()
-        self._sync_catalog()
+        found = self._finish_interrupted_restore()
+        self._sync_catalog(force=found)
 
+    # -- the restore journal (imports) ----------------------------------------------------
     @property
     def _restore_journal(self) -> Path:
         return Path(str(self._catalog_path) + ".restoring.json")
 
-    def _finish_interrupted_restore(self) -> None:
-        """Undo the Chroma writes of a ``restore`` that a crash cut short.
+    def _read_journal(self) -> dict | None:
+        try:
+            journal = json.loads(self._restore_journal.read_text(encoding="utf-8"))
+            journal["before"] = {i: (d, m, v) for i, d, m, v in journal["replaced"]}
+            journal["ids"] = list(journal["added"]) + list(journal["before"])
+            return journal
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError):
+            quarantine(self._restore_journal)  # unreadable: kept for a look, never half-applied
+            return None
 
-        ``restore`` writes its journal (the ids it adds, and what it overwrites)
-        before its first Chroma write and removes it after the catalog commits,
-        so a journal found here means the import never finished: it is undone,
-        and ``_sync_catalog`` then finds the catalog and Chroma agreeing again.
+    def _finish_interrupted_restore(self) -> bool:
+        """Undo the Chroma writes of a ``restore`` that a crash cut short; True if there was one.
+
+        ``restore`` writes its journal (the ids it adds, what it overwrites, and
+        the caller's ``extra``) before its first write and removes it only when
+        the caller's whole operation is done (``finish_restore``), so a journal
+        found here means the import never finished: its Chroma writes are put
+        back, the catalog is rebuilt from Chroma, and ``interrupted_import``
+        hands the caller's ``extra`` (the import's other files) back to it.
         """
         if not self._restore_journal.exists():
-            return
+            return False
         with file_lock(self._catalog_path):
-            try:
-                journal = json.loads(self._restore_journal.read_text(encoding="utf-8"))
-                before = {i: (d, m, v) for i, d, m, v in journal["replaced"]}
-                ids = list(journal["added"]) + list(before)
-            except (OSError, ValueError, KeyError, TypeError):
-                quarantine(self._restore_journal)  # unreadable: kept for a look, never half-applied
-                return
-            _put_back(self._coll(), ids, before)
-            self._restore_journal.unlink(missing_ok=True)
+            journal = self._read_journal()
+            if journal is None:
+                return False
+            _put_back(self._coll(), journal["ids"], journal["before"])
+            if journal.get("extra") is None:
+                self._restore_journal.unlink(missing_ok=True)
+            else:
+                self.interrupted_import = journal["extra"]
+        return True
+
+    def finish_restore(self) -> None:
+        """The caller's operation around ``restore(extra=...)`` is complete: keep it."""
+        self._restore_journal.unlink(missing_ok=True)
+        self.interrupted_import = None
+
+    def undo_restore(self) -> None:
+        """Take back a committed ``restore(extra=...)``: Chroma put back, catalog rebuilt."""
+        with file_lock(self._catalog_path):
+            journal = self._read_journal()
+            if journal is not None:
+                _put_back(self._coll(), journal["ids"], journal["before"])
+        self._sync_catalog(force=True)
+        self.finish_restore()
 
     def _coll(self):
         if self._collection is None or self._collection_epoch != self.connection.epoch:
@@ -341,7 +371,7 @@ class LongTermMemoryStore:
                 f"Set MEMORA_EMBEDDING_MODEL back, or type 'reindex' to re-embed all {self.count(include_superseded=True)} memories."
             )
 
-    def _sync_catalog(self, remote_revision: str | None = None) -> None:
+    def _sync_catalog(self, remote_revision: str | None = None, *, force: bool = False) -> None:
         """Rebuild the catalog from Chroma when the two disagree.
 
         Every write stamps a new revision on the collection and in the catalog;
@@ -352,7 +382,7 @@ class LongTermMemoryStore:
         if remote_revision is None:
             remote_revision = (collection.metadata or {}).get("revision")
         local_revision = self.catalog.get_meta("chroma_revision")
-        if remote_revision == local_revision and collection.count() == self.catalog.count(current_only=False):
+        if not force and remote_revision == local_revision and collection.count() == self.catalog.count(current_only=False):
             return
         pairs = list(self._iter_chroma_records())
         with file_lock(self._catalog_path), self.catalog.transaction() as db:
@@ -816,36 +846,55 @@ class LongTermMemoryStore:
     def all_records(self) -> list[MemoryRecord]:
         return self.catalog.list(include_superseded=True, newest_first=False)
 
-    def restore(self, records: Sequence[MemoryRecord]) -> int:
+    def embed_records(self, records: Sequence[MemoryRecord]) -> list[list[float]]:
+        """The vectors of ``records``, in batches (before any write: see ``restore``)."""
+        self._check_model()
+        vectors: list[list[float]] = []
+        for start in range(0, len(records), 256):
+            vectors.extend(self.embed([r.content for r in records[start : start + 256]]))
+        return vectors
+
+    def restore(
+        self,
+        records: Sequence[MemoryRecord],
+        *,
+        vectors: Sequence[Sequence[float]] | None = None,
+        extra: dict | None = None,
+    ) -> int:
         """Upsert exported records by id (so importing twice adds nothing twice).
 
         All or nothing: everything is embedded before the first write, and if a
         write fails midway (the second of two Chroma batches, say) the records
         it added are deleted from Chroma again and those it overwrote are put
         back as they were, while the catalog transaction rolls back, so neither
-        this process nor the next start sees any of it.
+        this process nor the next start sees any of it. A journal written before
+        the first write lets the next start do the same after a crash.
+
+        With ``extra`` (what the caller needs to undo its own writes), the
+        journal outlives the call: the caller ends with ``finish_restore`` or
+        ``undo_restore``, and a crash before that is undone at the next start.
         """
         self._check_model()
         # The same cleaning and limits as typed text, whoever built the records.
         records = [r.evolve(user_id=self.user_id, content=clean_memory_text(r.content)) for r in records]
-        if not records:
+        if not records and extra is None:
             return 0
-        vectors: list[list[float]] = []
-        for start in range(0, len(records), 256):
-            vectors.extend(self.embed([r.content for r in records[start : start + 256]]))
+        vectors = list(vectors) if vectors is not None else self.embed_records(records)
         ids = [r.id for r in records]
         try:
             with self._writing() as (db, collection):
                 before = _chroma_snapshot(collection, ids)
                 self._undo_steps.append(lambda: _put_back(self._coll(), ids, before))
-                journal = {"added": [i for i in ids if i not in before], "replaced": [[i, *before[i]] for i in before]}
+                journal = {"added": [i for i in ids if i not in before], "replaced": [[i, *before[i]] for i in before], "extra": extra}
                 atomic_write_text(self._restore_journal, json.dumps(journal))
-                self.catalog.insert(db, records, vectors)
-                _upsert(collection, records, vectors)
+                if records:
+                    self.catalog.insert(db, records, vectors)
+                    _upsert(collection, records, vectors)
         except PartialWriteError:
             raise  # the journal stays: the next start finishes the undo
         except BaseException:
             self._restore_journal.unlink(missing_ok=True)  # undone in-process
             raise
-        self._restore_journal.unlink(missing_ok=True)
+        if extra is None:
+            self.finish_restore()
         return len(records)

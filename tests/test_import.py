@@ -211,7 +211,13 @@ class FailingSecondEmbedding:
         return self.inner.embed(texts)
 
 
-@pytest.mark.parametrize("where", ["the second Chroma batch", "the second embedding batch"])
+def disk_full(*args, **kwargs):
+    import errno
+
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("where", ["the second Chroma batch", "the second embedding batch", "the pending changes file"])
 def test_an_import_that_fails_midway_is_undone(learner, make_app, run_repl, tmp_path, monkeypatch, where):
     path = write(tmp_path, export(many(1100)))
     before = state_of(learner)
@@ -219,8 +225,10 @@ def test_an_import_that_fails_midway_is_undone(learner, make_app, run_repl, tmp_
     if where == "the second Chroma batch":
         wrapper = FailingSecondUpsert(chroma)
         monkeypatch.setattr(learner.store, "_coll", lambda: wrapper)
-    else:
+    elif where == "the second embedding batch":
         monkeypatch.setattr(learner.store, "embedder", FailingSecondEmbedding(learner.store.embedder))
+    else:  # after the memories were committed and the profile merged
+        monkeypatch.setattr(learner.proposals, "add", disk_full)
 
     t = run_repl(learner, [f"import {path}"])
 
@@ -269,52 +277,65 @@ def test_imported_text_is_cleaned_like_typed_text(make_app, run_repl, tmp_path):
 CRASHING_IMPORT = """
 import os, signal, sys
 from pathlib import Path
+from assistant import Memora
+from config import Settings
+from data_transfer import import_data
 from embeddings import HashEmbedder
-from long_term_memory import LongTermMemoryStore
-from records import MemoryRecord
-from datetime import datetime, timezone
 
-store = LongTermMemoryStore(Path(sys.argv[1]), embedding_function=HashEmbedder(), user_id="default")
-inner = store._coll()
+data_dir, notes, backup, where = sys.argv[1:5]
+settings = Settings(data_dir=Path(data_dir), base_url="http://127.0.0.1:9", api_key="sk-test-not-real",
+                    knowledge_dir=Path(notes)).validated()
+app = Memora(settings, embedder=HashEmbedder())
 
-class KilledOnSecondUpsert:
-    upserts = 0
-    def upsert(self, **kwargs):
-        KilledOnSecondUpsert.upserts += 1
-        if KilledOnSecondUpsert.upserts == 2:
-            os.kill(os.getpid(), signal.SIGKILL)  # the first 1,000 records are in Chroma now
-        return inner.upsert(**kwargs)
-    def __getattr__(self, name):
-        return getattr(inner, name)
+def die(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
 
-wrapper = KilledOnSecondUpsert()
-store._coll = lambda: wrapper
-now = datetime(2026, 11, 1, tzinfo=timezone.utc)
-store.restore([MemoryRecord(id=f"{i:08x}", content=f"The learner imported fact {i}", created_at=now) for i in range(1100)])
+if where == "the second Chroma batch":
+    inner = app.store._coll()
+    class KilledOnSecondUpsert:
+        upserts = 0
+        def upsert(self, **kwargs):
+            KilledOnSecondUpsert.upserts += 1
+            if KilledOnSecondUpsert.upserts == 2:
+                die()  # the first 1,000 records are in Chroma now
+            return inner.upsert(**kwargs)
+        def __getattr__(self, name):
+            return getattr(inner, name)
+    wrapper = KilledOnSecondUpsert()
+    app.store._coll = lambda: wrapper
+else:
+    app.proposals.add = die  # the memories are committed and the profile merged now
+import_data(app, Path(backup))
 """
 
 
-def test_an_import_killed_midway_is_undone_at_the_next_start(learner, make_app, tmp_path):
+@pytest.mark.parametrize("where", ["the second Chroma batch", "the pending changes, after the profile"])
+def test_an_import_killed_midway_is_undone_at_the_next_start(learner, make_app, tmp_path, where):
     import subprocess
     import sys
 
     from conftest import ROOT, child_env
 
+    backup = write(tmp_path, export(many(1100)))
     before = state_of(learner)
     learner.close()
     result = subprocess.run(
-        [sys.executable, "-c", CRASHING_IMPORT, str(learner.settings.db_dir)],
+        [sys.executable, "-c", CRASHING_IMPORT, str(learner.settings.data_dir), str(learner.settings.knowledge_dir), str(backup), where],
         env=child_env(), cwd=ROOT, capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == -9, result.stderr
-    assert Path(str(learner.store.catalog.path) + ".restoring.json").exists()  # it died mid-import
+    journal = Path(str(learner.store.catalog.path) + ".restoring.json")
+    assert journal.exists()  # it died mid-import
+    if where != "the second Chroma batch":
+        assert learner.profiles.get().learning_goals != before["profile"].learning_goals  # half applied, for now
 
     from chromadb.api.shared_system_client import SharedSystemClient
 
     SharedSystemClient.clear_system_cache()  # see what the killed process wrote, as a new start would
     again = make_app()
     assert state_of(again) == before
-    assert not Path(str(again.store.catalog.path) + ".restoring.json").exists()
+    assert not journal.exists()
+    assert any("An import was interrupted" in n for n in again.notices)
 
 
 def test_restore_undoes_what_it_wrote_and_overwrote_on_either_backend(connection, tmp_path, monkeypatch):
