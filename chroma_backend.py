@@ -196,7 +196,9 @@ class ChromaConnection:
             return True
         with self._lock:
             try:
-                with contextlib.closing(_open_sqlite(database)) as db:
+                # Chroma's writers hold the lock for milliseconds; a VACUUM that still
+                # cannot get it in 5 s is left for the next start.
+                with contextlib.closing(_open_sqlite(database, timeout=5)) as db:
                     db.execute("PRAGMA secure_delete=ON")
                     columns = {row[1] for row in db.execute("PRAGMA table_info(embeddings_queue)")}
                     if {"seq_id", "operation", "topic", "id", "metadata"} <= columns:
@@ -236,8 +238,8 @@ DROP TABLE temp.memora_deleted;
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-def _open_sqlite(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(str(path), timeout=30, isolation_level=None)
+def _open_sqlite(path: Path, timeout: float = 30) -> sqlite3.Connection:
+    return sqlite3.connect(str(path), timeout=timeout, isolation_level=None)
 
 
 def _short(error: Exception, limit: int = 200) -> str:

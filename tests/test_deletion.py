@@ -159,3 +159,28 @@ def test_forget_on_a_chroma_server_says_what_it_cannot_promise(make_app, run_rep
     t = run_repl(app, [f"forget {record.id}"])
     assert f"Forgot {record.id}." in t.text
     assert "Chroma server; it may keep copies in its own files" in t.text
+
+
+def test_a_forget_that_another_process_blocks_is_finished_at_the_next_start(make_app, run_repl, data_dir):
+    import sqlite3
+
+    app = make_app()
+    app.store.add_many(fillers(50))
+    record = app.store.add("The learner collects Frumbleware teapots").record
+    reader = sqlite3.connect(app.store.catalog.path, isolation_level=None)  # another process, mid-read
+    reader.execute("BEGIN")
+    reader.execute("SELECT COUNT(*) FROM memories").fetchall()
+
+    t = run_repl(app, [f"forget {record.id}"])
+
+    assert f"Forgot {record.id}." in t.text
+    assert "could not be wiped from them yet; that happens at the next start." in t.text
+    assert "memora_db/catalog-default.sqlite3-wal" in files_holding(data_dir, "Frumbleware")
+    assert (app.settings.db_dir / "erase-pending").exists()
+    reader.execute("COMMIT")
+    reader.close()
+    app.close()
+    again = make_app()
+    assert files_holding(data_dir, "Frumbleware") == {}
+    assert not (again.settings.db_dir / "erase-pending").exists()
+    assert again.store.count() == 50
