@@ -314,7 +314,7 @@ class CommandRouter:
         """forget <id> -- Delete one memory (and its earlier versions).
         forget all -- Delete all your memories (asks you to type DELETE).
         forget user <name> -- Delete everything of one learner (asks you to type the name)."""
-        from erasure import exports_holding, forget_everywhere, learner_exports
+        from erasure import ask_about_exports, erase_notice, exports_holding, forget_everywhere, learner_exports
 
         if not args:
             raise self.usage("forget")
@@ -326,14 +326,14 @@ class CommandRouter:
                 return
             if self._confirm(f"This deletes all {count} memories of {self.app.settings.user}. Type {CONFIRM_WORD} to confirm: ", CONFIRM_WORD):
                 texts = [r.content for r in store.all_records()]
-                exports = self._ask_about_exports(learner_exports(self.app, self.app.settings.user))
+                exports = ask_about_exports(self.console, learner_exports(self.app, self.app.settings.user))
                 deleted = store.delete_all()
                 forget_everywhere(self.app, texts, self.console)
                 for path in exports:
                     path.unlink(missing_ok=True)
                 files = f" and {len(exports)} export file{'s' if len(exports) != 1 else ''}" if exports else ""
                 self.console.say(f"Deleted {deleted} memories{files}.")
-                self._erase_notice()
+                erase_notice(self.console, store)
             return
         words = args.split()
         if words[0].lower() == "user":
@@ -345,10 +345,11 @@ class CommandRouter:
             name = validate_user_name(words[1])
             if self._confirm(f"This deletes the profile, session and memories of '{name}'. Type the name to confirm: ", name):
                 exports = learner_exports(self.app, name)
-                remove = self._ask_about_exports(exports)
+                remove = ask_about_exports(self.console, exports)
                 summary = delete_user(self.app, name, remove_exports=bool(remove) or not exports)
                 self.console.say(summary)
                 if name == self.app.settings.user:
+                    erase_notice(self.console, store)
                     raise ExitRequested
             return
         if len(words) != 1:
@@ -359,41 +360,13 @@ class CommandRouter:
         forget_everywhere(self.app, texts, self.console)
         extra = f" (and {len(deleted) - 1} earlier version{'s' if len(deleted) > 2 else ''})" if len(deleted) > 1 else ""
         self.console.say(f"Forgot {deleted[-1] if len(deleted) == 1 else words[0]}{extra}.")
-        self._erase_notice()
+        erase_notice(self.console, store)
         holding = exports_holding(learner_exports(self.app, self.app.settings.user), texts)
         if holding:
             names = ", ".join(p.name for p in holding[:3]) + (" ..." if len(holding) > 3 else "")
             self.console.notice(
                 f"{len(holding)} export file{'s' if len(holding) != 1 else ''} in your data folder still hold{'s' if len(holding) == 1 else ''} it "
                 f"({names}); delete {'them' if len(holding) != 1 else 'it'} if you want it gone everywhere."
-            )
-
-    def _ask_about_exports(self, exports: list[Path]) -> list[Path]:
-        """Ask whether to delete the learner's exports too; the ones to delete."""
-        if not exports:
-            return []
-        names = ", ".join(p.name for p in exports[:3]) + (" ..." if len(exports) > 3 else "")
-        try:
-            answer = self.console.read(
-                f"Your {len(exports)} export file{'s' if len(exports) != 1 else ''} in the data folder ({names}) "
-                "hold these memories too. Delete them as well? (yes/no) "
-            )
-        except (EOFError, KeyboardInterrupt):
-            answer = ""
-        if answer.strip().lower().strip(".!。！ ") in YES:
-            return exports
-        self.console.say("Keeping the export files.")
-        return []
-
-    def _erase_notice(self) -> None:
-        if self.app.store.connection.url is not None:
-            self.console.notice(
-                "Your memories live on a Chroma server; it may keep copies in its own files until it compacts them."
-            )
-        elif not self.app.store.erased:
-            self.console.notice(
-                "Another Memora is using the memory files, so the deleted text could not be wiped from them yet; "
-                "that happens at the next start."
             )
 
     def _confirm(self, prompt: str, expected: str) -> bool:

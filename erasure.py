@@ -186,6 +186,37 @@ def exports_holding(paths: Iterable[Path], texts: Iterable[str]) -> list[Path]:
     return holding
 
 
+def ask_about_exports(console, exports: list[Path]) -> list[Path]:
+    """Ask whether to delete the learner's exports too; the ones to delete."""
+    from commands import YES
+
+    if not exports:
+        return []
+    names = ", ".join(p.name for p in exports[:3]) + (" ..." if len(exports) > 3 else "")
+    try:
+        answer = console.read(
+            f"Your {len(exports)} export file{'s' if len(exports) != 1 else ''} in the data folder ({names}) "
+            "hold these memories too. Delete them as well? (yes/no) "
+        )
+    except (EOFError, KeyboardInterrupt):
+        answer = ""
+    if answer.strip().lower().strip(".!。！ ") in YES:
+        return exports
+    console.say("Keeping the export files.")
+    return []
+
+
+def erase_notice(console, store) -> None:
+    """Say what a forget could not wipe (yet), if anything."""
+    if store.connection.url is not None:
+        console.notice("Your memories live on a Chroma server; it may keep copies in its own files until it compacts them.")
+    elif not store.erased:
+        console.notice(
+            "Another Memora is using the memory files, so the deleted text could not be wiped from them yet; "
+            "that happens at the next start."
+        )
+
+
 def forget_everywhere(app, texts: Iterable[str], console=None) -> None:
     """Remove forgotten texts from the session and the line history."""
     finder = TextFinder(texts)
@@ -195,4 +226,7 @@ def forget_everywhere(app, texts: Iterable[str], console=None) -> None:
     scrub_input_history(app.paths.input_history, finder, console)
 
 
-__all__ = ["FORGOTTEN", "TextFinder", "exports_holding", "forget_everywhere", "learner_exports", "scrub_input_history"]
+__all__ = [
+    "FORGOTTEN", "TextFinder", "ask_about_exports", "erase_notice", "exports_holding", "forget_everywhere",
+    "learner_exports", "scrub_input_history",
+]
