@@ -53,7 +53,8 @@ class TextFinder:
         self.short: set[str] = set()
         self.by_key: dict[str, set[str]] = {}
         for text in texts:
-            norm = _norm(text)
+            # A final full stop is the sentence's, not the fact's: "I like tea." is in "I like tea, and".
+            norm = _norm(text).rstrip(".!?。！？… ")
             if not norm:
                 continue
             if len(norm) < self.KEY:
@@ -65,18 +66,32 @@ class TextFinder:
         return bool(self.short or self.by_key)
 
     def found_in(self, text: str) -> set[str]:
+        """The texts found as whole words: a memory "cat" is not in "education"."""
         norm = _norm(text)
-        found = {t for t in self.short if t in norm}
+        found = set()
+        for short in self.short:
+            start = norm.find(short)
+            while start >= 0:
+                if _whole(norm, start, len(short)):
+                    found.add(short)
+                    break
+                start = norm.find(short, start + 1)
         if self.by_key:
             for start in range(len(norm) - self.KEY + 1):
                 for candidate in self.by_key.get(norm[start : start + self.KEY], ()):
-                    if norm.startswith(candidate, start):
+                    if norm.startswith(candidate, start) and _whole(norm, start, len(candidate)):
                         found.add(candidate)
         return found
 
 
+def _whole(text: str, start: int, length: int) -> bool:
+    end = start + length
+    return (start == 0 or not text[start - 1].isalnum()) and (end == len(text) or not text[end].isalnum())
+
+
 def _pattern(norm: str) -> re.Pattern:
-    return re.compile(r"\s+".join(re.escape(word) for word in norm.split()), re.IGNORECASE)
+    body = r"\s+".join(re.escape(word) for word in norm.split())
+    return re.compile(rf"(?<!\w){body}(?!\w)", re.IGNORECASE)
 
 
 def scrub_text(text: str, finder: TextFinder) -> str:

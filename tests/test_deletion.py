@@ -184,3 +184,24 @@ def test_a_forget_that_another_process_blocks_is_finished_at_the_next_start(make
     assert files_holding(data_dir, "Frumbleware") == {}
     assert not (again.settings.db_dir / "erase-pending").exists()
     assert again.store.count() == 50
+
+
+def test_history_scrubbing_removes_whole_entries_and_keeps_the_file_readable(tmp_path):
+    from prompt_toolkit.history import FileHistory
+
+    from erasure import TextFinder, scrub_input_history, scrub_text
+
+    path = tmp_path / ".memora_history"
+    history = FileHistory(str(path))
+    for line in ["remember I keep a cat", "how is education going?", "remember The learner's   sister lives in LISBON.",
+                 "first line\nsecond line about my sister lives in lisbon", "bye"]:
+        history.store_string(line)
+    finder = TextFinder(["I keep a cat", "The learner's sister lives in Lisbon."])
+
+    assert scrub_input_history(path, finder) == 2
+    assert list(FileHistory(str(path)).load_history_strings()) == [
+        "bye", "first line\nsecond line about my sister lives in lisbon", "how is education going?"
+    ]
+    assert scrub_text("You said: I keep a CAT, and the learner's sister\nlives in Lisbon, right?", finder) == (
+        "You said: [forgotten], and [forgotten], right?"
+    )
