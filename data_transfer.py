@@ -43,7 +43,7 @@ from records import CATEGORIES, MAX_MEMORY_CHARS, SOURCES, MemoryRecord, clean_m
 from session import ChatMessage
 from storage import atomic_write_text
 from text_utils import clean_text, normalized_key
-from user_profile import CEFR_LEVELS, MAX_PROFILE_ITEMS, UserProfile, clean_profile_value
+from user_profile import MAX_PROFILE_ITEMS, UserProfile, clean_profile_value, normalize_level
 
 EXPORT_FORMAT = "memora-export"
 EXPORT_VERSION = 1
@@ -215,9 +215,10 @@ class ImportedProposal(ProfileProposal):
 
     @model_validator(mode="after")
     def _clean(self) -> "ImportedProposal":
-        if self.field == "english_level":
-            if self.value not in CEFR_LEVELS or (self.old_value is not None and self.old_value not in CEFR_LEVELS):
-                raise ValueError(f"an English level must be one of {', '.join(CEFR_LEVELS)}")
+        if self.field == "english_level":  # read as 'profile level' reads what is typed
+            self.value = _checked(normalize_level, self.value)
+            if self.old_value is not None:
+                self.old_value = _checked(normalize_level, self.old_value)
         else:
             self.value = _checked(clean_profile_value, self.value)
             if self.old_value is not None:
