@@ -431,7 +431,11 @@ def _plan_profile(app, path: Path, export: ExportFile) -> UserProfile:
 
     def united(mine: list[str], theirs: list[str], label: str) -> list[str]:
         keys = {normalized_key(v) for v in mine}
-        merged = list(mine) + [v for v in theirs if normalized_key(v) not in keys and not keys.add(normalized_key(v))]
+        merged = list(mine)
+        for value in theirs:
+            if normalized_key(value) not in keys:
+                keys.add(normalized_key(value))
+                merged.append(value)
         limit = app.profiles.max_items
         if len(merged) > limit:
             raise _refuse(path, f"would give you {len(merged)} {label} (the limit is {limit}); remove some with 'profile remove' first")

@@ -709,7 +709,7 @@ class LongTermMemoryStore:
         with file_lock(self._catalog_path):
             self.connection.delete_collection(collection_name(self.user_id))
             self.catalog.close()
-            for suffix in ("", "-wal", "-shm"):
+            for suffix in ("", "-wal", "-shm", ".restoring.json"):
                 Path(str(self._catalog_path) + suffix).unlink(missing_ok=True)
         Path(str(self._catalog_path) + ".lock").unlink(missing_ok=True)
         self.erased = self.connection.compact() or self.connection.url is not None
@@ -884,14 +884,18 @@ class LongTermMemoryStore:
         try:
             with self._writing() as (db, collection):
                 before = _chroma_snapshot(collection, ids)
-                self._undo_steps.append(lambda: _put_back(self._coll(), ids, before))
                 journal = {"added": [i for i in ids if i not in before], "replaced": [[i, *before[i]] for i in before], "extra": extra}
                 atomic_write_text(self._restore_journal, json.dumps(journal))
+                self._undo_steps.append(lambda: _put_back(self._coll(), ids, before))
                 if records:
                     self.catalog.insert(db, records, vectors)
                     _upsert(collection, records, vectors)
         except PartialWriteError:
-            raise  # the journal stays: the next start finishes the undo
+            # The journal stays, so the next start finishes the undo; the caller
+            # wrote nothing yet, so its files must not be put back then.
+            journal["extra"] = None
+            atomic_write_text(self._restore_journal, json.dumps(journal))
+            raise
         except BaseException:
             self._restore_journal.unlink(missing_ok=True)  # undone in-process
             raise

@@ -369,3 +369,32 @@ def test_restore_undoes_what_it_wrote_and_overwrote_on_either_backend(connection
         store.restore(incoming)
     monkeypatch.undo()
     assert (chroma_state(), [(r.id, r.content) for r in store.all_records()]) == before
+
+
+class FailingSecondUpsertAndUndo(FailingSecondUpsert):
+    """The second batch fails, and so does deleting the first one again."""
+
+    def delete(self, **kwargs):
+        from chromadb.errors import InternalError
+
+        raise InternalError("injected failure while undoing")
+
+
+def test_an_import_whose_undo_fails_says_so_and_the_next_start_finishes_it(learner, make_app, run_repl, tmp_path, monkeypatch):
+    path = write(tmp_path, export(many(1100)))
+    before = state_of(learner)
+    wrapper = FailingSecondUpsertAndUndo(learner.store._coll())
+    monkeypatch.setattr(learner.store, "_coll", lambda: wrapper)
+
+    t = run_repl(learner, [f"import {path}"])
+
+    errors = [line for line in t.text.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and errors[0].startswith("Error: Importing backup.json failed (")
+    assert errors[0].endswith("restart Memora to undo what it wrote."), errors[0]
+    monkeypatch.undo()
+    run_repl(learner, ["hello after the failed import"])  # the learner carries on; this must survive the undo
+    learner.close()
+    again = make_app()
+    after = state_of(again)
+    assert after["messages"][-2] == {"role": "user", "content": "hello after the failed import"}
+    assert {k: v for k, v in after.items() if k != "messages"} == {k: v for k, v in before.items() if k != "messages"}
