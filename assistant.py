@@ -129,6 +129,10 @@ class Memora:
             clock=clock,
             recency_half_life_days=settings.recency_half_life_days,
         )
+        if self.store.interrupted_import is not None:  # a crash cut an import short: undo the rest of it
+            from data_transfer import finish_interrupted_import
+
+            finish_interrupted_import(self)
         if self.store.mismatch:
             self.notify(
                 f"Your memories were embedded with {self.store.mismatch} but Memora is set to "

@@ -14,7 +14,11 @@ the path and the reason.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import shutil
+import sqlite3
 import threading
 from pathlib import Path
 from urllib.parse import urlparse
@@ -138,11 +142,72 @@ class ChromaConnection:
             return False
 
     def delete_collection(self, name: str) -> None:
+        """Delete a collection, and (embedded) the vector index folder Chroma leaves behind."""
+        folders = self._segment_folders(name)
         try:
             self.client().delete_collection(name)
         except Exception as error:
             if "does not exist" not in str(error).lower():
                 raise
+        # Chroma 1.5 drops the collection's rows but keeps its HNSW folder, which
+        # holds the vectors of every deleted memory; nothing refers to it any more.
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _segment_folders(self, name: str) -> list[Path]:
+        if self.url is not None or self.path is None or not (self.path / "chroma.sqlite3").exists():
+            return []
+        try:
+            collection_id = str(self.client().get_collection(name, embedding_function=None).id)
+        except Exception:
+            return []
+        try:
+            with contextlib.closing(_open_sqlite(self.path / "chroma.sqlite3")) as db:
+                rows = db.execute("SELECT id FROM segments WHERE collection = ?", (collection_id,)).fetchall()
+        except sqlite3.Error:
+            return []
+        return [self.path / row[0] for row in rows if _UUID.fullmatch(str(row[0])) and (self.path / row[0]).is_dir()]
+
+    def compact(self) -> bool:
+        """Wipe what Chroma keeps of deleted records; True when done (embedded only).
+
+        After a delete, an embedded Chroma 1.5 still holds the text in two places
+        in ``chroma.sqlite3``:
+
+        * its write-ahead log (the ``embeddings_queue`` table). Chroma purges
+          the log only up to what its HNSW index has saved to disk, which it does
+          every ``hnsw:sync_threshold`` (1,000) writes, so the last thousand
+          upserts, text and metadata included, stay readable. Rows of a record
+          that a later log row deletes are no longer needed for anything but
+          that record's vector, which the HNSW index replays on start before
+          applying the delete; their document and metadata are blanked. (The
+          vector and the operation stay, so a replay ends in the same state.)
+        * the free space of the file, because Chroma's own SQLite does not zero
+          deleted rows. VACUUM rebuilds the file; it is what Chroma's own
+          ``chroma vacuum`` runs, takes an exclusive lock (other processes wait,
+          up to the busy timeout) and costs about 75 ms at 5,000 memories.
+
+        A Chroma server's files are out of reach: ``False``.
+        """
+        if self.url is not None or self.path is None:
+            return False
+        database = self.path / "chroma.sqlite3"
+        if not database.exists():
+            return True
+        with self._lock:
+            try:
+                # Chroma's writers hold the lock for milliseconds; a VACUUM that still
+                # cannot get it in 5 s is left for the next start.
+                with contextlib.closing(_open_sqlite(database, timeout=5)) as db:
+                    db.execute("PRAGMA secure_delete=ON")
+                    columns = {row[1] for row in db.execute("PRAGMA table_info(embeddings_queue)")}
+                    if {"seq_id", "operation", "topic", "id", "metadata"} <= columns:
+                        db.executescript(_SCRUB_DELETED_FROM_LOG)
+                    db.execute("VACUUM")
+                    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error:
+                return False
+        return True
 
     def list_collection_names(self) -> list[str]:
         return [c if isinstance(c, str) else c.name for c in self.client().list_collections()]
@@ -158,6 +223,23 @@ class ChromaConnection:
                 SharedSystemClient.clear_system_cache()
             self._client = None
             self._epoch += 1
+
+
+# Chroma's log operations: 3 is DELETE (chromadb/db/mixins/embeddings_queue.py).
+_SCRUB_DELETED_FROM_LOG = """
+CREATE TEMP TABLE IF NOT EXISTS memora_deleted (topic TEXT, id TEXT, seq_id INTEGER, PRIMARY KEY (topic, id));
+DELETE FROM temp.memora_deleted;
+INSERT INTO temp.memora_deleted SELECT topic, id, MAX(seq_id) FROM embeddings_queue WHERE operation = 3 GROUP BY topic, id;
+UPDATE embeddings_queue SET metadata = '{}'
+ WHERE operation != 3 AND metadata IS NOT '{}'
+   AND seq_id < (SELECT d.seq_id FROM temp.memora_deleted AS d WHERE d.topic = embeddings_queue.topic AND d.id = embeddings_queue.id);
+DROP TABLE temp.memora_deleted;
+"""
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _open_sqlite(path: Path, timeout: float = 30) -> sqlite3.Connection:
+    return sqlite3.connect(str(path), timeout=timeout, isolation_level=None)
 
 
 def _short(error: Exception, limit: int = 200) -> str:

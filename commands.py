@@ -316,38 +316,60 @@ class CommandRouter:
         """forget <id> -- Delete one memory (and its earlier versions).
         forget all -- Delete all your memories (asks you to type DELETE).
         forget user <name> -- Delete everything of one learner (asks you to type the name)."""
+        from erasure import ask_about_exports, erase_notice, exports_holding, forget_everywhere, learner_exports
+
         if not args:
             raise self.usage("forget")
+        store = self.app.store
         if args.lower() == "all":
-            count = self.app.store.count(include_superseded=True)
+            count = store.count(include_superseded=True)
             if count == 0:
                 self.console.say("There are no memories to delete.")
                 return
             if self._confirm(f"This deletes all {count} memories of {self.app.settings.user}. Type {CONFIRM_WORD} to confirm: ", CONFIRM_WORD):
-                deleted = self.app.store.delete_all()
-                self.console.say(f"Deleted {deleted} memories.")
+                texts = [r.content for r in store.all_records()]
+                exports = ask_about_exports(self.console, learner_exports(self.app, self.app.settings.user))
+                deleted = store.delete_all()
+                forget_everywhere(self.app, texts, self.console)
+                for path in exports:
+                    path.unlink(missing_ok=True)
+                files = f" and {len(exports)} export file{'s' if len(exports) != 1 else ''}" if exports else ""
+                self.console.say(f"Deleted {deleted} memories{files}.")
+                erase_notice(self.console, store)
             return
         words = args.split()
         if words[0].lower() == "user":
             if len(words) != 2:
                 raise self.usage("forget")
+            from config import validate_user_name
             from users import delete_user
 
-            name = words[1]
-            from config import validate_user_name
-
-            name = validate_user_name(name)
+            name = validate_user_name(words[1])
             if self._confirm(f"This deletes the profile, session and memories of '{name}'. Type the name to confirm: ", name):
-                summary = delete_user(self.app, name)
+                exports = learner_exports(self.app, name)
+                remove = ask_about_exports(self.console, exports)
+                summary = delete_user(self.app, name, remove_exports=bool(remove) or not exports)
                 self.console.say(summary)
                 if name == self.app.settings.user:
+                    erase_notice(self.console, store)
                     raise ExitRequested
             return
         if len(words) != 1:
             raise self.usage("forget")
-        deleted = self.app.store.delete(words[0])
+        chain = store.history(words[0])
+        deleted = store.delete(words[0])
+        texts = [r.content for r in chain if r.id in deleted]
+        forget_everywhere(self.app, texts, self.console)
         extra = f" (and {len(deleted) - 1} earlier version{'s' if len(deleted) > 2 else ''})" if len(deleted) > 1 else ""
         self.console.say(f"Forgot {deleted[-1] if len(deleted) == 1 else words[0]}{extra}.")
+        erase_notice(self.console, store)
+        holding = exports_holding(learner_exports(self.app, self.app.settings.user), texts)
+        if holding:
+            names = ", ".join(p.name for p in holding[:3]) + (" ..." if len(holding) > 3 else "")
+            self.console.notice(
+                f"{len(holding)} export file{'s' if len(holding) != 1 else ''} in your data folder still hold{'s' if len(holding) == 1 else ''} it "
+                f"({names}); delete {'them' if len(holding) != 1 else 'it'} if you want it gone everywhere."
+            )
 
     def _confirm(self, prompt: str, expected: str) -> bool:
         try:

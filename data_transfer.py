@@ -4,65 +4,178 @@ An export holds the profile, pending profile changes, every memory with its
 history (superseded versions included) and the session. It is written
 atomically with owner-only permissions, because it is personal data.
 
-An import is validated completely before anything is written (size, format,
-every record), and it never destroys what is already there: only memories
-whose ids are missing are added (importing twice adds nothing twice, and an
-old export cannot revive a fact superseded since), the profile is merged
-(existing values win; goals and preferences are united), pending profile
-changes are restored, and the session is restored only when the current one
-is empty.
+An import is all or nothing:
+
+* **Everything is checked before anything is written**: size, UTF-8, JSON
+  (duplicate keys, NaN and nesting deeper than ``MAX_JSON_DEPTH`` refused),
+  the learner it belongs to, every record's types, dates, category and
+  source, duplicate ids, version links that point nowhere or loop, the memory
+  cap and the profile limits. Imported text goes through the same cleaning
+  and limits as typed text (``clean_memory_text``, ``clean_profile_value``),
+  so an export edited by hand cannot smuggle in what the prompt refuses.
+* **A write that fails midway is undone**: the profile, pending changes and
+  session are written first and put back if the memories then fail; the
+  memory store undoes its own Chroma writes (``LongTermMemoryStore.restore``).
+* **It never destroys what is already there**: only memories whose ids are
+  missing are added (importing twice adds nothing twice, and an old export
+  cannot revive a fact superseded since), the profile is merged (existing
+  values win; goals and preferences are united), pending profile changes are
+  restored, and the session is restored only when the current one is empty.
+
+Every refusal is one line that names the file and ends "Nothing was imported."
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from datetime import date, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from errors import ImportFileError, MemoraError
-from records import CATEGORIES, MAX_MEMORY_CHARS, SOURCES, MemoryRecord
+from long_term_memory import PartialWriteError
+from proposals import MAX_PENDING, ProfileProposal
+from records import CATEGORIES, MAX_MEMORY_CHARS, SOURCES, MemoryRecord, clean_memory_text
 from session import ChatMessage
 from storage import atomic_write_text
-from text_utils import clean_text
-from user_profile import UserProfile
+from text_utils import clean_text, normalized_key
+from user_profile import MAX_PROFILE_ITEMS, UserProfile, clean_profile_value, normalize_level
 
 EXPORT_FORMAT = "memora-export"
 EXPORT_VERSION = 1
 MAX_IMPORT_BYTES = 20 * 1024 * 1024
 MAX_IMPORT_MEMORIES = 50_000
+# An export is at most four levels deep (file, memories, memory, metadata);
+# anything much deeper is not one, and is refused before validation.
+MAX_JSON_DEPTH = 32
+# Limits for imported conversation text, the same as for typed text where
+# there is one (a typed message is at most 8,000 characters).
+MAX_IMPORTED_MESSAGE_CHARS = 8000
+MAX_IMPORTED_REPLY_CHARS = 50_000
+MAX_IMPORTED_MESSAGES = 2000
+MAX_METADATA_KEYS = 20
+# Memora writes times between 1970 and now; far outside that range a date is
+# not a memory's (and datetime.timestamp() overflows near year 1 and 9999).
+_FIRST_YEAR, _LAST_YEAR = 1970, 2999
+# Ids must stay usable by the commands: 'forget <id>' and 'history <id>' take
+# a hex id, or one holding a digit, in lower case.
+_ID = re.compile(r"[0-9a-f]{4,64}|(?=[0-9a-z_-]*[0-9])[0-9a-z_-]{4,64}")
+_METADATA_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+# Keys Memora itself derives from a record's fields (long_term_memory._RESERVED_KEYS).
+_RESERVED_METADATA = {
+    "user_id", "created_at", "created_at_ts", "memory_type", "category", "source", "status",
+    "last_seen", "last_seen_ts", "valid_until", "valid_until_ts", "superseded_by", "supersedes",
+    "change_reason", "event_date", "followed_up_at", "followed_up_ts",
+}
+
+
+def _clean_block(text: str, limit: int, what: str) -> str:
+    """Conversation text keeps its line breaks; control and escape characters go."""
+    lines = [clean_text(line) for line in str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    cleaned = "\n".join(lines).strip()
+    if len(cleaned) > limit:
+        raise ValueError(f"{what} has {len(cleaned):,} characters; the limit is {limit:,}")
+    return cleaned
+
+
+def _iso_text(value):
+    """Dates in an export are ISO strings: a bare number is not a date Memora wrote."""
+    if value is not None and not isinstance(value, (str, datetime, date)):
+        raise ValueError("a date must be an ISO 8601 string")
+    return value
+
+
+def _in_range(value):
+    if value is not None and not (_FIRST_YEAR <= value.year <= _LAST_YEAR):
+        raise ValueError(f"the year {value.year} is outside {_FIRST_YEAR}-{_LAST_YEAR}")
+    return value
+
+
+def _checked(function, *args):
+    """Run a typed-text validator; its one-line message becomes the field's error."""
+    try:
+        return function(*args)
+    except MemoraError as error:
+        raise ValueError(str(error).rstrip(".")) from None
 
 
 class ExportedMemory(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(pattern=r"^[0-9a-zA-Z_-]{1,64}$")
-    content: str = Field(min_length=1, max_length=MAX_MEMORY_CHARS)
+    id: str
+    content: str
     created_at: datetime
     memory_type: Literal["semantic", "episodic"]
-    category: str
-    source: str
+    category: Literal[CATEGORIES]  # type: ignore[valid-type]
+    source: Literal[SOURCES]  # type: ignore[valid-type]
     status: Literal["current", "superseded"]
     last_seen: datetime | None = None
     valid_until: datetime | None = None
     superseded_by: str | None = None
     supersedes: str | None = None
-    change_reason: str | None = None
+    change_reason: str | None = Field(default=None, max_length=100)
     event_date: date | None = None
     followed_up_at: datetime | None = None
-    metadata: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    metadata: dict[str, str | bool | int | float] = Field(default_factory=dict)
 
-    @field_validator("category")
+    @field_validator("id", "superseded_by", "supersedes")
     @classmethod
-    def _category(cls, value: str) -> str:
-        return value if value in CATEGORIES else "other"
+    def _ids(cls, value: str | None) -> str | None:
+        if value is not None and not _ID.fullmatch(value):
+            raise ValueError(f"{clean_text(value)[:70]!r} is not a memory id (4-64 lower-case letters, digits, '_' or '-')")
+        return value
 
-    @field_validator("source")
+    @field_validator("content", mode="before")
     @classmethod
-    def _source(cls, value: str) -> str:
-        return value if value in SOURCES else "import"
+    def _content(cls, value):
+        if not isinstance(value, str):
+            raise ValueError("the text must be a string")
+        return _checked(clean_memory_text, value)
+
+    @field_validator("created_at", "last_seen", "valid_until", "followed_up_at", "event_date", mode="before")
+    @classmethod
+    def _dates_are_text(cls, value):
+        return _iso_text(value)
+
+    @field_validator("created_at", "last_seen", "valid_until", "followed_up_at", "event_date")
+    @classmethod
+    def _dates_in_range(cls, value):
+        return _in_range(value)
+
+    @field_validator("change_reason")
+    @classmethod
+    def _reason(cls, value: str | None) -> str | None:
+        return clean_text(value) or None if value is not None else None
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata(cls, values: dict) -> dict:
+        if len(values) > MAX_METADATA_KEYS:
+            raise ValueError(f"{len(values)} metadata keys; the limit is {MAX_METADATA_KEYS}")
+        cleaned = {}
+        for key, value in values.items():
+            if not _METADATA_KEY.fullmatch(key) or key in _RESERVED_METADATA:
+                raise ValueError(f"metadata key {clean_text(key)[:40]!r} is not allowed")
+            if isinstance(value, str):
+                value = clean_text(value)
+                if len(value) > MAX_MEMORY_CHARS:
+                    raise ValueError(f"metadata {key!r} is over {MAX_MEMORY_CHARS} characters")
+            elif isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"metadata {key!r} is not a finite number")
+            cleaned[key] = value
+        return cleaned
+
+    @model_validator(mode="after")
+    def _status_agrees(self) -> "ExportedMemory":
+        if self.status == "current" and (self.superseded_by or self.valid_until):
+            raise ValueError(f"memory {self.id} is current but has a successor or an end date")
+        if self.id in (self.superseded_by, self.supersedes):
+            raise ValueError(f"memory {self.id} links to itself")
+        return self
 
     def to_record(self, user_id: str) -> MemoryRecord:
         return MemoryRecord(user_id=user_id, **self.model_dump())
@@ -71,14 +184,64 @@ class ExportedMemory(BaseModel):
     def from_record(cls, record: MemoryRecord) -> "ExportedMemory":
         fields = {name: getattr(record, name) for name in cls.model_fields if name != "metadata"}
         metadata = {k: v for k, v in record.metadata.items() if isinstance(v, (str, int, float, bool))}
-        return cls(**fields, metadata=metadata)
+        return cls.model_construct(**fields, metadata=metadata)
 
 
 class ExportedSession(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    messages: list[ChatMessage] = Field(default_factory=list)
+    messages: list[ChatMessage] = Field(default_factory=list, max_length=MAX_IMPORTED_MESSAGES)
     summary: str = ""
+
+    @field_validator("messages")
+    @classmethod
+    def _messages(cls, messages: list[ChatMessage]) -> list[ChatMessage]:
+        cleaned = []
+        for index, message in enumerate(messages):
+            limit = MAX_IMPORTED_MESSAGE_CHARS if message.role == "user" else MAX_IMPORTED_REPLY_CHARS
+            content = _clean_block(message.content, limit, f"message {index}")
+            if content:
+                cleaned.append(ChatMessage(role=message.role, content=content))
+        return cleaned
+
+    @field_validator("summary")
+    @classmethod
+    def _summary(cls, value: str) -> str:
+        return _clean_block(value, MAX_IMPORTED_REPLY_CHARS, "the summary")
+
+
+class ImportedProposal(ProfileProposal):
+    """A pending profile change, held to the limits of the profile it would change."""
+
+    @model_validator(mode="after")
+    def _clean(self) -> "ImportedProposal":
+        if self.field == "english_level":  # read as 'profile level' reads what is typed
+            self.value = _checked(normalize_level, self.value)
+            if self.old_value is not None:
+                self.old_value = _checked(normalize_level, self.old_value)
+        else:
+            self.value = _checked(clean_profile_value, self.value)
+            if self.old_value is not None:
+                self.old_value = _checked(clean_profile_value, self.old_value)
+        self.evidence = clean_text(self.evidence)[:MAX_IMPORTED_MESSAGE_CHARS]
+        self.id = clean_text(self.id)[:16] or "import"
+        return self
+
+    def as_proposal(self) -> ProfileProposal:
+        return ProfileProposal.model_validate(self.model_dump())
+
+
+class ImportedProfile(UserProfile):
+    """The profile of an export, held to the limits of the ``profile`` commands."""
+
+    @field_validator("learning_goals", "preferences", mode="before")
+    @classmethod
+    def _limits(cls, values):
+        if not isinstance(values, list):
+            return values
+        if len(values) > MAX_PROFILE_ITEMS:
+            raise ValueError(f"{len(values)} items; the limit is {MAX_PROFILE_ITEMS}")
+        return [_checked(clean_profile_value, v) if isinstance(v, str) else v for v in values]
 
 
 class ExportFile(BaseModel):
@@ -87,12 +250,41 @@ class ExportFile(BaseModel):
     format: Literal["memora-export"]
     version: Literal[1]
     exported_at: datetime
-    user: str
-    embedding_model: str | None = None
-    profile: UserProfile
-    pending_profile_changes: list[dict] = Field(default_factory=list)
+    user: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
+    embedding_model: str | None = Field(default=None, max_length=200)
+    profile: ImportedProfile
+    pending_profile_changes: list[ImportedProposal] = Field(default_factory=list, max_length=MAX_PENDING)
     memories: list[ExportedMemory] = Field(default_factory=list, max_length=MAX_IMPORT_MEMORIES)
     session: ExportedSession = Field(default_factory=ExportedSession)
+
+    @field_validator("exported_at", mode="before")
+    @classmethod
+    def _date_is_text(cls, value):
+        return _iso_text(value)
+
+    @model_validator(mode="after")
+    def _links_hold(self) -> "ExportFile":
+        """Ids are unique and every version link points to its partner in the file."""
+        by_id: dict[str, ExportedMemory] = {}
+        for index, memory in enumerate(self.memories):
+            if memory.id in by_id:
+                raise ValueError(f"memories.{index}: the id {memory.id} appears twice")
+            by_id[memory.id] = memory
+        for memory in self.memories:
+            nxt = by_id.get(memory.superseded_by) if memory.superseded_by else None
+            if memory.superseded_by and (nxt is None or nxt.supersedes != memory.id):
+                raise ValueError(f"memory {memory.id} names a successor {memory.superseded_by} that does not name it back")
+            prev = by_id.get(memory.supersedes) if memory.supersedes else None
+            if memory.supersedes and (prev is None or prev.superseded_by != memory.id):
+                raise ValueError(f"memory {memory.id} names an earlier version {memory.supersedes} that does not name it back")
+        for memory in self.memories:  # with links mutual, a chain that never ends is a loop
+            seen, step = {memory.id}, memory
+            while step.superseded_by:
+                if step.superseded_by in seen:
+                    raise ValueError(f"the versions of memory {memory.id} form a loop")
+                seen.add(step.superseded_by)
+                step = by_id[step.superseded_by]
+        return self
 
 
 def _shown(path) -> str:
@@ -106,18 +298,22 @@ def default_export_path(app) -> Path:
 
 
 def build_export(app) -> ExportFile:
+    """The export, as stored: built without the import checks, so that an export
+    always succeeds (the importer names whatever it cannot take back)."""
     records = app.store.all_records()
     state = app.memory.to_state()
-    return ExportFile(
+    return ExportFile.model_construct(
         format=EXPORT_FORMAT,
         version=EXPORT_VERSION,
         exported_at=app.now(),
         user=app.settings.user,
         embedding_model=app.embedder.name,
-        profile=app.profiles.get(),
-        pending_profile_changes=[p.model_dump(mode="json") for p in app.proposals.pending()],
+        profile=ImportedProfile.model_construct(**app.profiles.get().model_dump()),
+        pending_profile_changes=[ImportedProposal.model_construct(**p.model_dump()) for p in app.proposals.pending()],
         memories=[ExportedMemory.from_record(r) for r in records],
-        session=ExportedSession(messages=state["messages"], summary=state["summary"]),
+        session=ExportedSession.model_construct(
+            messages=[ChatMessage(**m) for m in state["messages"]], summary=state["summary"]
+        ),
     )
 
 
@@ -134,75 +330,248 @@ def export_data(app, path: Path) -> Path:
     return path
 
 
+def _refuse(path: Path, reason: str) -> ImportFileError:
+    return ImportFileError(f"{_shown(path.name)} {reason}. Nothing was imported.")
+
+
+def _object_without_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        twice = next(key for key in keys if keys.count(key) > 1)
+        raise _DuplicateKey(twice)
+    return dict(pairs)
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _too_deep(value, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when ``value`` nests more than ``limit`` containers (level by level, no recursion)."""
+    level = [value] if isinstance(value, (dict, list)) else []
+    for _ in range(limit):
+        level = [
+            child
+            for item in level
+            for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, (dict, list))
+        ]
+        if not level:
+            return False
+    return True
+
+
+def _parse(path: Path, raw: bytes):
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise _refuse(path, f"is not UTF-8 text (invalid byte at position {error.start:,})") from None
+    try:
+        data = json.loads(text, object_pairs_hook=_object_without_duplicates, parse_constant=_no_constant)
+    except _DuplicateKey as error:
+        raise _refuse(path, f"is not a valid Memora export (the key {clean_text(str(error))[:40]!r} appears twice in one object)") from None
+    except json.JSONDecodeError as error:
+        raise _refuse(path, f"is not a JSON file (line {error.lineno}, column {error.colno}: {error.msg})") from None
+    except RecursionError:
+        # The C parser counts its own depth and stops at the interpreter's
+        # recursion limit: 200,000 nested brackets end here, in a millisecond.
+        raise _refuse(path, f"is nested more than {MAX_JSON_DEPTH} levels deep, so it is not a Memora export") from None
+    except ValueError as error:  # NaN, a 5,000-digit number
+        raise _refuse(path, f"is not a valid JSON file ({clean_text(str(error))[:80]})") from None
+    if _too_deep(data):
+        raise _refuse(path, f"is nested more than {MAX_JSON_DEPTH} levels deep, so it is not a Memora export")
+    return data
+
+
+def _first_problem(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ())) or "top level"
+    message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+    return clean_text(f"{where}: {message}")[:300]
+
+
 def read_export(path: Path) -> ExportFile:
+    """Read and check an export completely; raise ``ImportFileError`` (one line) if it is not one."""
     path = Path(path)
     try:
         size = path.stat().st_size
     except FileNotFoundError:
-        raise ImportFileError(f"No such file: {_shown(path)}.") from None
+        raise ImportFileError(f"No such file: {_shown(path)}. Nothing was imported.") from None
     except OSError as error:
-        raise ImportFileError(f"Cannot read {_shown(path)}: {error.strerror}.") from None
+        raise ImportFileError(f"Cannot read {_shown(path)}: {error.strerror}. Nothing was imported.") from None
     except ValueError:  # a NUL character in the path
-        raise ImportFileError(f"Cannot read {_shown(path)}: the path is not valid.") from None
+        raise ImportFileError(f"Cannot read {_shown(path)}: the path is not valid. Nothing was imported.") from None
     if size > MAX_IMPORT_BYTES:
         # In bytes: a file just over the limit must not read "20 MB; the limit is 20 MB".
-        raise ImportFileError(
-            f"{_shown(path.name)} is {size:,} bytes; imports are limited to {MAX_IMPORT_BYTES:,} bytes "
-            f"({MAX_IMPORT_BYTES / (1024 * 1024):g} MB). Nothing was imported."
+        raise _refuse(
+            path,
+            f"is {size:,} bytes; imports are limited to {MAX_IMPORT_BYTES:,} bytes ({MAX_IMPORT_BYTES / (1024 * 1024):g} MB)",
         )
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ImportFileError(f"{_shown(path.name)} is not a JSON file ({type(error).__name__}). Nothing was imported.") from None
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_IMPORT_BYTES + 1)  # a file that grew since stat() is still bounded
     except OSError as error:  # a folder, a permission problem...
-        raise ImportFileError(f"Cannot read {_shown(path)}: {error.strerror}.") from None
+        raise ImportFileError(f"Cannot read {_shown(path)}: {error.strerror}. Nothing was imported.") from None
+    if len(raw) > MAX_IMPORT_BYTES:
+        raise _refuse(path, f"is over {MAX_IMPORT_BYTES:,} bytes, the import limit")
+    data = _parse(path, raw)
     try:
         return ExportFile.model_validate(data)
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "top level"
-        raise ImportFileError(
-            f"{_shown(path.name)} is not a valid Memora export ({where}: {first.get('msg')}). Nothing was imported."
-        ) from None
+        raise _refuse(path, f"is not a valid Memora export ({_first_problem(error)})") from None
+
+
+def _plan_profile(app, path: Path, export: ExportFile) -> UserProfile:
+    """The merged profile (existing values win; lists united), within the profile's limits."""
+    current = app.profiles.get()
+
+    def united(mine: list[str], theirs: list[str], label: str) -> list[str]:
+        keys = {normalized_key(v) for v in mine}
+        merged = list(mine)
+        for value in theirs:
+            if normalized_key(value) not in keys:
+                keys.add(normalized_key(value))
+                merged.append(value)
+        limit = app.profiles.max_items
+        if len(merged) > limit:
+            raise _refuse(path, f"would give you {len(merged)} {label} (the limit is {limit}); remove some with 'profile remove' first")
+        return merged
+
+    return UserProfile(
+        english_level=current.english_level or export.profile.english_level,
+        learning_goals=united(current.learning_goals, export.profile.learning_goals, "learning goals"),
+        preferences=united(current.preferences, export.profile.preferences, "preferences"),
+    )
 
 
 def import_data(app, path: Path) -> str:
-    """Restore an export without destroying anything already here (see the module docstring)."""
-    from proposals import ProfileProposal
-
+    """Restore an export, all or nothing, without destroying anything already here
+    (see the module docstring)."""
+    path = Path(path)
     export = read_export(path)
-    pending = []
-    for item in export.pending_profile_changes:
-        try:
-            pending.append(ProfileProposal.model_validate(item))
-        except ValidationError:
-            raise ImportFileError(f"{_shown(Path(path).name)} holds an invalid pending profile change. Nothing was imported.") from None
+    if export.user.lower() != app.settings.user:
+        raise _refuse(
+            path,
+            f"holds the data of learner '{export.user.lower()}', not '{app.settings.user}'; "
+            f"start Memora with --user {export.user.lower()} to import it there",
+        )
     existing = {r.id for r in app.store.all_records()}
     # Memories already here are kept as they are: an older export must never
     # bring back a fact that was superseded or edited since.
     missing = [m.to_record(app.settings.user) for m in export.memories if m.id not in existing]
-    restored = app.store.restore(missing) if missing else 0
-    kept = len(export.memories) - restored
-    current = app.profiles.get()
-    merged = UserProfile(
-        english_level=current.english_level or export.profile.english_level,
-        learning_goals=current.learning_goals + [g for g in export.profile.learning_goals if g not in current.learning_goals],
-        preferences=current.preferences + [p for p in export.profile.preferences if p not in current.preferences],
+    cap = app.store.memory_cap
+    adding = sum(1 for r in missing if r.is_current)
+    if cap is not None and adding and app.store.count() + adding > cap:
+        raise _refuse(
+            path,
+            f"adds {adding} current memories to your {app.store.count()}, over your memory cap of {cap}; "
+            "raise it with 'memory cap <n>' or 'memory cap off' first",
+        )
+    merged = _plan_profile(app, path, export)
+    pending = [p.as_proposal() for p in export.pending_profile_changes]
+    restore_session = (
+        app.memory.to_state()["messages"] == [] and not app.memory.summary
+        and bool(export.session.messages or export.session.summary)
     )
-    profile_changed = app.profiles.replace(merged)
-    added_proposals = sum(app.proposals.add(p) for p in pending)
+
+    # Nothing is written before this point. The slow part (embedding) comes
+    # first; then the memories, whose journal also holds the other files as
+    # they were, so that a failure here, or a crash before the end, puts
+    # everything back (here, or at the next start: finish_interrupted_import).
+    try:
+        vectors = app.store.embed_records(missing)
+    except MemoraError as error:
+        raise ImportFileError(
+            f"Could not import {_shown(path.name)}: {clean_text(str(error).rstrip('.'))}. Nothing was imported."
+        ) from None
+    previous_state = app.memory.to_state()
+    files = _snapshot_files(app)
+    added: list[ProfileProposal] = []
+    written: set[str] = set()  # only these are put back in-process (others may have changed since)
+    profile_changed = False
+    restored = 0
+    try:
+        restored = app.store.restore(missing, vectors=vectors, extra={"files": files})
+        try:
+            written.add("profile")
+            profile_changed = app.profiles.replace(merged)
+            written.add("proposals")
+            for proposal in pending:
+                if app.proposals.add(proposal):
+                    added.append(proposal)
+            if restore_session:
+                written.add("session")
+                app.memory.load_state({**previous_state, **export.session.model_dump(mode="json")})
+                app.save_session()
+        except BaseException:
+            _put_files_back(app, {k: v for k, v in files.items() if k in written})
+            app.memory.load_state(previous_state)
+            app.store.undo_restore()
+            raise
+        app.store.finish_restore()
+    except Exception as error:  # a Chroma error, a full disk...: undone, so one line
+        if isinstance(error, MemoraError):
+            reason = clean_text(str(error).rstrip("."))
+        elif isinstance(error, OSError) and error.strerror:
+            reason = error.strerror
+        else:
+            reason = clean_text(f"{type(error).__name__}: {error}")[:200]
+        if isinstance(error, PartialWriteError):
+            raise ImportFileError(
+                f"Importing {_shown(path.name)} failed ({reason}); restart Memora to undo what it wrote."
+            ) from None
+        raise ImportFileError(f"Could not import {_shown(path.name)}: {reason}. Nothing was imported.") from None
+    kept = len(export.memories) - restored
     session_note = "session kept (yours was not empty)"
-    if app.memory.to_state()["messages"] == [] and not app.memory.summary and (export.session.messages or export.session.summary):
-        app.memory.load_state({**app.memory.to_state(), **export.session.model_dump(mode="json")})
-        app.save_session()
+    if restore_session:
         session_note = f"session restored ({len(export.session.messages)} messages)"
     elif not (export.session.messages or export.session.summary):
         session_note = "no session in the file"
-    proposals_note = f", {added_proposals} pending profile change{'s' if added_proposals != 1 else ''} restored" if added_proposals else ""
+    proposals_note = f", {len(added)} pending profile change{'s' if len(added) != 1 else ''} restored" if added else ""
     return (
         f"Imported {restored} memories ({kept} already here, kept as they are), "
         f"profile {'merged' if profile_changed else 'unchanged'}{proposals_note}, {session_note}."
     )
 
 
-__all__ = ["build_export", "export_data", "import_data", "read_export"]
+def _import_files(app) -> dict[str, Path]:
+    return {"profile": app.paths.profile, "proposals": app.paths.proposals, "session": app.paths.session}
+
+
+def _snapshot_files(app) -> dict[str, str | None]:
+    """The files an import changes besides the memories, as they are now (None: absent)."""
+    snapshot = {}
+    for key, path in _import_files(app).items():
+        try:
+            snapshot[key] = Path(path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            snapshot[key] = None
+    return snapshot
+
+
+def _put_files_back(app, snapshot: dict) -> None:
+    for key, path in _import_files(app).items():
+        if key not in snapshot:
+            continue
+        if snapshot[key] is None:
+            Path(path).unlink(missing_ok=True)
+        else:
+            atomic_write_text(Path(path), snapshot[key])
+
+
+def finish_interrupted_import(app) -> None:
+    """At start: finish undoing an import that a crash cut short (the store put
+    its memories back when it opened; the other files are put back here)."""
+    interrupted = app.store.interrupted_import
+    if interrupted is None:
+        return
+    _put_files_back(app, interrupted.get("files") or {})
+    app.store.finish_restore()
+    app.notify("An import was interrupted before it finished; it was undone, so nothing of it was kept.")
+
+
+__all__ = ["build_export", "export_data", "finish_interrupted_import", "import_data", "read_export"]

@@ -23,6 +23,7 @@ What the store promises:
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from contextlib import contextmanager
@@ -35,19 +36,18 @@ from catalog import MemoryCatalog
 from lexical import say_the_same
 from chroma_backend import ChromaConnection
 from embeddings import Embedder, as_embedder
-from errors import CommandError, EmbeddingModelMismatch, LimitError, MemoryFullError
+from errors import CommandError, EmbeddingModelMismatch, MemoryFullError, StoreError
 from records import (
     CATEGORIES,
-    MAX_MEMORY_CHARS,
     MEMORY_TYPES,
     SOURCES,
     STATUS_CURRENT,
     STATUS_SUPERSEDED,
     MemoryRecord,
     MemorySearchResult,
+    clean_memory_text,
 )
-from storage import ensure_private_dir, file_lock
-from text_utils import clean_text
+from storage import atomic_write_text, ensure_private_dir, file_lock, quarantine
 from timeutil import Clock, parse_date, parse_iso, system_clock, to_aware
 
 # Minimum calibrated final score (retrieval.py) for a memory to enter the
@@ -223,6 +223,41 @@ def _upsert(collection, records: Sequence[MemoryRecord], vectors: Sequence[Seque
         )
 
 
+def _chroma_snapshot(collection, ids: Sequence[str]) -> dict[str, tuple]:
+    """``{id: (document, metadata, embedding)}`` of the ids Chroma holds now."""
+    found: dict[str, tuple] = {}
+    for start in range(0, len(ids), 1000):
+        page = collection.get(ids=list(ids[start : start + 1000]), include=["documents", "metadatas", "embeddings"])
+        for memory_id, document, meta, vector in zip(page["ids"], page["documents"], page["metadatas"], page["embeddings"]):
+            found[memory_id] = (document, meta, [float(x) for x in vector])
+    return found
+
+
+def _put_back(collection, ids: Sequence[str], before: dict[str, tuple]) -> None:
+    """Undo an upsert of ``ids``: delete the new ones, rewrite the overwritten ones."""
+    new = [i for i in ids if i not in before]
+    for start in range(0, len(new), 1000):
+        collection.delete(ids=new[start : start + 1000])
+    old = list(before)
+    for start in range(0, len(old), 1000):
+        chunk = old[start : start + 1000]
+        collection.upsert(
+            ids=chunk,
+            documents=[before[i][0] for i in chunk],
+            metadatas=[before[i][1] for i in chunk],
+            embeddings=[before[i][2] for i in chunk],
+        )
+
+
+class PartialWriteError(StoreError):
+    """A failed write could not be undone in Chroma (the catalog did roll back)."""
+
+
+def _short(error: BaseException, limit: int = 120) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _record_from_chroma(memory_id: str, document: str, meta: dict | None) -> MemoryRecord:
     meta = dict(meta or {})
     created = parse_iso(meta.get("created_at"))
@@ -279,9 +314,14 @@ class LongTermMemoryStore:
         self.catalog = MemoryCatalog(self._catalog_path, user_id)
         self._collection = None
         self._collection_epoch = -1
+        self._undo_steps: list = []
         self._seen_generation = self.catalog.generation()
         self.mismatch: str | None = None
+        self.erased = True  # False after a forget whose wiping must wait (see erase_deleted)
+        self.interrupted_import: dict | None = None  # see _finish_interrupted_restore
         self._open_collection()
+        if self.connection.url is None and self._erase_marker.exists():
+            self.erase_deleted(full=True)
 
     # -- opening and consistency ------------------------------------------------------
     def _open_collection(self) -> None:
@@ -291,7 +331,62 @@ class LongTermMemoryStore:
             collection.modify(metadata={**(collection.metadata or {}), "embedding_model": self.embedder.name})
         elif stored != self.embedder.name:
             self.mismatch = stored
-        self._sync_catalog()
+        found = self._finish_interrupted_restore()
+        self._sync_catalog(force=found)
+
+    # -- the restore journal (imports) ----------------------------------------------------
+    @property
+    def _restore_journal(self) -> Path:
+        return Path(str(self._catalog_path) + ".restoring.json")
+
+    def _read_journal(self) -> dict | None:
+        try:
+            journal = json.loads(self._restore_journal.read_text(encoding="utf-8"))
+            journal["before"] = {i: (d, m, v) for i, d, m, v in journal["replaced"]}
+            journal["ids"] = list(journal["added"]) + list(journal["before"])
+            return journal
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError):
+            quarantine(self._restore_journal)  # unreadable: kept for a look, never half-applied
+            return None
+
+    def _finish_interrupted_restore(self) -> bool:
+        """Undo the Chroma writes of a ``restore`` that a crash cut short; True if there was one.
+
+        ``restore`` writes its journal (the ids it adds, what it overwrites, and
+        the caller's ``extra``) before its first write and removes it only when
+        the caller's whole operation is done (``finish_restore``), so a journal
+        found here means the import never finished: its Chroma writes are put
+        back, the catalog is rebuilt from Chroma, and ``interrupted_import``
+        hands the caller's ``extra`` (the import's other files) back to it.
+        """
+        if not self._restore_journal.exists():
+            return False
+        with file_lock(self._catalog_path):
+            journal = self._read_journal()
+            if journal is None:
+                return False
+            _put_back(self._coll(), journal["ids"], journal["before"])
+            if journal.get("extra") is None:
+                self._restore_journal.unlink(missing_ok=True)
+            else:
+                self.interrupted_import = journal["extra"]
+        return True
+
+    def finish_restore(self) -> None:
+        """The caller's operation around ``restore(extra=...)`` is complete: keep it."""
+        self._restore_journal.unlink(missing_ok=True)
+        self.interrupted_import = None
+
+    def undo_restore(self) -> None:
+        """Take back a committed ``restore(extra=...)``: Chroma put back, catalog rebuilt."""
+        with file_lock(self._catalog_path):
+            journal = self._read_journal()
+            if journal is not None:
+                _put_back(self._coll(), journal["ids"], journal["before"])
+        self._sync_catalog(force=True)
+        self.finish_restore()
 
     def _coll(self):
         if self._collection is None or self._collection_epoch != self.connection.epoch:
@@ -308,7 +403,7 @@ class LongTermMemoryStore:
                 f"Set MEMORA_EMBEDDING_MODEL back, or type 'reindex' to re-embed all {self.count(include_superseded=True)} memories."
             )
 
-    def _sync_catalog(self, remote_revision: str | None = None) -> None:
+    def _sync_catalog(self, remote_revision: str | None = None, *, force: bool = False) -> None:
         """Rebuild the catalog from Chroma when the two disagree.
 
         Every write stamps a new revision on the collection and in the catalog;
@@ -319,7 +414,7 @@ class LongTermMemoryStore:
         if remote_revision is None:
             remote_revision = (collection.metadata or {}).get("revision")
         local_revision = self.catalog.get_meta("chroma_revision")
-        if remote_revision == local_revision and collection.count() == self.catalog.count(current_only=False):
+        if not force and remote_revision == local_revision and collection.count() == self.catalog.count(current_only=False):
             return
         pairs = list(self._iter_chroma_records())
         with file_lock(self._catalog_path), self.catalog.transaction() as db:
@@ -366,9 +461,25 @@ class LongTermMemoryStore:
             self._check_model()
         with file_lock(self._catalog_path):
             self._sync_with_other_processes()
-            with self.catalog.transaction() as db:
-                yield db, self._coll()
-                self._stamp_revision(db, self._coll())  # a fresh handle: forget all recreates it
+            undo: list = []
+            self._undo_steps = undo  # the body registers how to undo its Chroma writes
+            try:
+                with self.catalog.transaction() as db:
+                    yield db, self._coll()
+                    self._stamp_revision(db, self._coll())  # a fresh handle: forget all recreates it
+            except BaseException as error:
+                # The catalog transaction has rolled back; Chroma has no
+                # transactions, so its writes are undone step by step, still
+                # under the lock, newest first.
+                for step in reversed(undo):
+                    try:
+                        step()
+                    except Exception as failure:
+                        raise PartialWriteError(
+                            f"A write to the memory store failed ({_short(error)}) and could not be undone "
+                            f"({_short(failure)}); restart Memora to put the store back in order."
+                        ) from error
+                raise
             self._seen_generation = self.catalog.generation()
 
     def _stamp_revision(self, db, collection) -> None:
@@ -407,11 +518,7 @@ class LongTermMemoryStore:
 
     def validate(self, content: str, memory_type: str, category: str) -> tuple[str, str, str]:
         """The text as it would be stored, its type and category; raises on what cannot be stored."""
-        text = clean_text(content)
-        if not text:
-            raise LimitError("A memory cannot be empty.")
-        if len(text) > MAX_MEMORY_CHARS:
-            raise LimitError(f"A memory is limited to {MAX_MEMORY_CHARS} characters; this one has {len(text)}.")
+        text = clean_memory_text(content)
         if memory_type not in MEMORY_TYPES:
             raise CommandError(f"Unknown memory type {memory_type!r}: use {' or '.join(MEMORY_TYPES)}.")
         return text, memory_type, category if category in CATEGORIES else "other"
@@ -676,6 +783,7 @@ class LongTermMemoryStore:
                     nxt = nxt.evolve(supersedes=None)
                     self.catalog.update(db, nxt)
                     collection.update(ids=[nxt.id], metadatas=[_chroma_metadata(nxt)])
+        self.erase_deleted()
         return ids
 
     def delete_all(self) -> int:
@@ -686,6 +794,7 @@ class LongTermMemoryStore:
             self.connection.delete_collection(collection_name(self.user_id))
             self._collection = None
         self._coll()
+        self.erase_deleted(full=True)
         return count
 
     def drop(self) -> None:
@@ -693,9 +802,42 @@ class LongTermMemoryStore:
         with file_lock(self._catalog_path):
             self.connection.delete_collection(collection_name(self.user_id))
             self.catalog.close()
-            for suffix in ("", "-wal", "-shm"):
+            for suffix in ("", "-wal", "-shm", ".restoring.json"):
                 Path(str(self._catalog_path) + suffix).unlink(missing_ok=True)
         Path(str(self._catalog_path) + ".lock").unlink(missing_ok=True)
+        self.erased = self.connection.compact() or self.connection.url is not None
+        self._mark_erase_pending(not self.erased)
+
+    # -- deletion that leaves no copy ---------------------------------------------------
+    def erase_deleted(self, *, full: bool = False) -> bool:
+        """Wipe every copy of deleted memories from the files (``forget`` is real).
+
+        A database delete only unlinks rows: the text stays in free pages, in
+        the catalog's WAL and FTS index, and in Chroma's write-ahead log. This
+        zeroes and compacts all of them (``MemoryCatalog.compact``,
+        ``ChromaConnection.compact``). When another process holds a file open
+        so that it cannot be done now, ``erased`` is False and a marker makes
+        the next start of Memora finish it. A Chroma server keeps its own
+        files, which no client can wipe (README, "Where your data lives").
+        """
+        done = self.catalog.compact(full=full)
+        if self.connection.url is None:
+            done = self.connection.compact() and done
+        self.erased = done
+        self._mark_erase_pending(not done)
+        return done
+
+    @property
+    def _erase_marker(self) -> Path:
+        return self.path / "erase-pending"
+
+    def _mark_erase_pending(self, pending: bool) -> None:
+        if self.connection.url is not None:
+            return
+        if pending:
+            self._erase_marker.touch(mode=0o600, exist_ok=True)
+        else:
+            self._erase_marker.unlink(missing_ok=True)
 
     # -- reading ----------------------------------------------------------------------
     @property
@@ -808,17 +950,59 @@ class LongTermMemoryStore:
     def all_records(self) -> list[MemoryRecord]:
         return self.catalog.list(include_superseded=True, newest_first=False)
 
-    def restore(self, records: Sequence[MemoryRecord]) -> int:
-        """Upsert exported records by id (so importing twice adds nothing twice).
-
-        Everything is embedded first; if that fails nothing is written.
-        """
+    def embed_records(self, records: Sequence[MemoryRecord]) -> list[list[float]]:
+        """The vectors of ``records``, in batches (before any write: see ``restore``)."""
         self._check_model()
-        records = [r.evolve(user_id=self.user_id) for r in records]
         vectors: list[list[float]] = []
         for start in range(0, len(records), 256):
             vectors.extend(self.embed([r.content for r in records[start : start + 256]]))
-        with self._writing() as (db, collection):
-            self.catalog.insert(db, records, vectors)
-            _upsert(collection, records, vectors)
+        return vectors
+
+    def restore(
+        self,
+        records: Sequence[MemoryRecord],
+        *,
+        vectors: Sequence[Sequence[float]] | None = None,
+        extra: dict | None = None,
+    ) -> int:
+        """Upsert exported records by id (so importing twice adds nothing twice).
+
+        All or nothing: everything is embedded before the first write, and if a
+        write fails midway (the second of two Chroma batches, say) the records
+        it added are deleted from Chroma again and those it overwrote are put
+        back as they were, while the catalog transaction rolls back, so neither
+        this process nor the next start sees any of it. A journal written before
+        the first write lets the next start do the same after a crash.
+
+        With ``extra`` (what the caller needs to undo its own writes), the
+        journal outlives the call: the caller ends with ``finish_restore`` or
+        ``undo_restore``, and a crash before that is undone at the next start.
+        """
+        self._check_model()
+        # The same cleaning and limits as typed text, whoever built the records.
+        records = [r.evolve(user_id=self.user_id, content=clean_memory_text(r.content)) for r in records]
+        if not records and extra is None:
+            return 0
+        vectors = list(vectors) if vectors is not None else self.embed_records(records)
+        ids = [r.id for r in records]
+        try:
+            with self._writing() as (db, collection):
+                before = _chroma_snapshot(collection, ids)
+                journal = {"added": [i for i in ids if i not in before], "replaced": [[i, *before[i]] for i in before], "extra": extra}
+                atomic_write_text(self._restore_journal, json.dumps(journal))
+                self._undo_steps.append(lambda: _put_back(self._coll(), ids, before))
+                if records:
+                    self.catalog.insert(db, records, vectors)
+                    _upsert(collection, records, vectors)
+        except PartialWriteError:
+            # The journal stays, so the next start finishes the undo; the caller
+            # wrote nothing yet, so its files must not be put back then.
+            journal["extra"] = None
+            atomic_write_text(self._restore_journal, json.dumps(journal))
+            raise
+        except BaseException:
+            self._restore_journal.unlink(missing_ok=True)  # undone in-process
+            raise
+        if extra is None:
+            self.finish_restore()
         return len(records)

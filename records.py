@@ -9,6 +9,9 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any
 
+from errors import LimitError
+from text_utils import clean_text
+
 MEMORY_TYPES = ("semantic", "episodic")
 # Seed 001's fixed categories (name, identity, preference, hobby, habit,
 # schedule), adapted to a tutor: "learning" holds what the learner finds hard
@@ -18,6 +21,17 @@ SOURCES = ("command", "extracted", "import")
 STATUS_CURRENT = "current"
 STATUS_SUPERSEDED = "superseded"
 MAX_MEMORY_CHARS = 1000
+
+
+def clean_memory_text(content: str) -> str:
+    """A memory's text as it is stored, whether typed, extracted or imported:
+    one line, control and escape characters removed, within the limit."""
+    text = clean_text(content)
+    if not text:
+        raise LimitError("A memory cannot be empty.")
+    if len(text) > MAX_MEMORY_CHARS:
+        raise LimitError(f"A memory is limited to {MAX_MEMORY_CHARS} characters; this one has {len(text)}.")
+    return text
 
 
 @dataclass(frozen=True)

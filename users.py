@@ -63,8 +63,10 @@ def list_users(app) -> list[LearnerInfo]:
     return infos
 
 
-def delete_user(app, name: str) -> str:
-    """Delete the profile, session, proposals, input history and memories of ``name``."""
+def delete_user(app, name: str, *, remove_exports: bool = True) -> str:
+    """Delete the profile, session, proposals, input history and memories of ``name``,
+    and their exports in the data folder unless ``remove_exports`` is False."""
+    from erasure import learner_exports
     from long_term_memory import LongTermMemoryStore
 
     name = validate_user_name(name)
@@ -91,7 +93,22 @@ def delete_user(app, name: str) -> str:
                 candidate.unlink()
                 if candidate == path:
                     removed.append(path.name)
+    exports = learner_exports(app, name)
+    if remove_exports:
+        for path in exports:
+            path.unlink(missing_ok=True)
+        if exports:
+            removed.append(f"{len(exports)} export file{'s' if len(exports) != 1 else ''}")
     if name != DEFAULT_USER and paths.folder.is_dir():
-        shutil.rmtree(paths.folder)
+        kept = set() if remove_exports else set(exports)
+        for child in paths.folder.iterdir():
+            if child in kept:
+                continue
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink(missing_ok=True)
+        if not kept:
+            paths.folder.rmdir()
     what = ", ".join(removed) if removed else "nothing was stored"
     return f"Deleted learner '{name}': {what}."
