@@ -19,7 +19,7 @@ import threading
 from typing import Sequence
 
 from config import Settings
-from errors import ConfigError, MemoraError, StoreError
+from errors import ConfigError, MemoraError, OutputClosed, StoreError
 from terminal import Console, PlainConsole
 
 WELCOME = "Memora, your English tutor. Type 'help' for commands, 'exit' to leave."
@@ -53,24 +53,52 @@ def configure_logging() -> None:
         logger.addHandler(logging.NullHandler())
 
 
-def run(app, console: Console, *, raise_unexpected: bool = False, warm_up: bool = False) -> int:
-    """The read-eval loop. ``app`` is a ``Memora``; returns the exit status."""
+def run(
+    app, console: Console, *, raise_unexpected: bool = False, warm_up: bool = False, startup_notes: Sequence[str] = ()
+) -> int:
+    """The read-eval loop. ``app`` is a ``Memora``; returns the exit status.
+
+    When the reader of standard output goes away (``| head``) the loop stops
+    quietly, still saves what it must, and returns 1, as well-behaved CLIs do."""
+    warmer = None
+    status = 0
+    try:
+        if warm_up:
+            warmer = threading.Thread(target=_warm_up, args=(app,), name="memora-warm-up", daemon=True)
+            warmer.start()
+        _loop(app, console, raise_unexpected=raise_unexpected, startup_notes=startup_notes)
+    except OutputClosed:
+        status = 1
+    try:
+        _wait_for_warm_up(warmer, console)
+        code = _shutdown(app, console)
+    except OutputClosed:
+        code = 0
+    return status or code
+
+
+def _greet(app, console: Console, startup_notes: Sequence[str]) -> None:
+    console.say(WELCOME)
+    for note in startup_notes:  # after the welcome line, so it reads as part of this session
+        console.notice(note)
+    if not app.model.configured:
+        console.notice("No model configured yet: commands work; chat needs OPENAI_API_KEY or OPENAI_BASE_URL.")
+    if app.memory.messages:
+        turns = len(app.memory.messages) // 2
+        console.notice(f"Resumed your conversation ({_plural(turns, 'earlier turn')}). Type 'reset' for a fresh one.")
+    if app.proposals.first() is not None:
+        app.ask_next_proposal()
+
+
+def _loop(app, console: Console, *, raise_unexpected: bool, startup_notes: Sequence[str]) -> None:
     from assistant import TurnCancelled
     from commands import CommandRouter, ExitRequested, run_command
 
     router = CommandRouter(app, console)
-    console.say(WELCOME)
-    if not app.model.configured:
-        console.notice("No model configured yet: commands work; chat needs OPENAI_API_KEY or OPENAI_BASE_URL.")
-    if app.memory.messages:
-        console.notice(f"Resumed your conversation ({len(app.memory.messages) // 2} earlier turns). Type 'reset' for a fresh one.")
-    if app.proposals.first() is not None:
-        app.ask_next_proposal()
-    warmer = None
-    if warm_up:
-        warmer = threading.Thread(target=_warm_up, args=(app,), name="memora-warm-up", daemon=True)
-        warmer.start()
+    _greet(app, console, startup_notes)
     while True:
+        for note in app.take_unsaved_notes():  # a message that could not be saved, told at the next prompt
+            console.notice(note)
         try:
             line = console.read()
         except (EOFError, KeyboardInterrupt):
@@ -97,7 +125,9 @@ def run(app, console: Console, *, raise_unexpected: bool = False, warm_up: bool 
                     console.notice(note)
             finally:
                 app.after_turn()
-        except ExitRequested:
+        except (ExitRequested, OutputClosed) as stop:
+            if isinstance(stop, OutputClosed):
+                raise
             break
         except TurnCancelled as error:
             console.notice(str(error))
@@ -110,9 +140,20 @@ def run(app, console: Console, *, raise_unexpected: bool = False, warm_up: bool 
                 raise
             logging.getLogger("memora").exception("unexpected error")
             console.error(f"Unexpected {type(error).__name__}: {' '.join(str(error).split())[:200]} (nothing was lost; set MEMORA_DEBUG=1 for details)")
-    if warmer is not None:
-        warmer.join(timeout=60)  # native libraries must not be mid-call at interpreter exit
-    return _shutdown(app, console)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _wait_for_warm_up(warmer: threading.Thread | None, console: Console) -> None:
+    """Native libraries must not be mid-call at interpreter exit, so a warm-up
+    still loading the embedding model or indexing the knowledge notes is waited
+    for; the learner is told what the pause is."""
+    if warmer is None or not warmer.is_alive():
+        return
+    console.say("Finishing start-up first (loading the embedding model and knowledge notes)…")
+    warmer.join(timeout=60)
 
 
 def _warm_up(app) -> None:
@@ -130,9 +171,9 @@ def _warm_up(app) -> None:
 
 
 def _shutdown(app, console: Console) -> int:
-    pending = app.worker.pending if app.worker else 0
+    pending = app.unsaved_messages()
     if pending:
-        console.say(f"Saving memories from the last {pending} message{'s' if pending > 1 else ''}…")
+        console.say(f"Saving memories from the last {_plural(pending, 'message')}…")
     try:
         finished = app.close(timeout=15)
     except KeyboardInterrupt:
@@ -163,15 +204,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         console = PlainConsole()
     from assistant import Memora
 
+    early: list[str] = []  # notices raised while opening the stores, shown after the welcome line
     try:
-        app = Memora(settings, notify=console.notice, new_session=args.new)
+        app = Memora(settings, notify=early.append, new_session=args.new)
     except ConfigError as error:
         print(f"Error: {error}", file=sys.stderr)
         return 2
     except (StoreError, MemoraError) as error:
         print(f"Error: {error}", file=sys.stderr)
         return 1
-    return run(app, console, warm_up=True)
+    except Exception as error:  # a full disk, a read-only folder, an unreadable file: one line, never a traceback
+        logging.getLogger("memora").debug("start-up failed", exc_info=True)
+        print(f"Error: {startup_failure(error, settings.data_dir)}", file=sys.stderr)
+        return 1
+    app.set_notify(console.notice)
+    return run(app, console, warm_up=True, startup_notes=early)
+
+
+def startup_failure(error: BaseException, data_dir) -> str:
+    """One line for an OS or database error while opening the data folder."""
+    if isinstance(error, OSError):
+        where = f" ({error.filename})" if error.filename else ""
+        reason = f"{error.strerror or type(error).__name__}{where}"
+    else:
+        reason = " ".join(str(error).split())[:200] or type(error).__name__
+    return (
+        f"Memora cannot open its data in {data_dir}: {reason}. "
+        "Check that the disk is not full and the folder is writable (--data-dir / MEMORA_HOME)."
+    )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from errors import OutputClosed
+
 PROMPT = "You: "
 REPLY_LABEL = "Memora: "
 
@@ -105,8 +107,7 @@ class PlainConsole(Console):
 
 
 def _stdin_reader(prompt: str) -> str:
-    sys.stdout.write(prompt)
-    sys.stdout.flush()
+    _stdout_writer(prompt)
     raw = sys.stdin.buffer.readline() if hasattr(sys.stdin, "buffer") else sys.stdin.readline().encode("utf-8", "replace")
     if not raw:
         raise EOFError
@@ -114,8 +115,23 @@ def _stdin_reader(prompt: str) -> str:
 
 
 def _stdout_writer(text: str) -> None:
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        raise OutputClosed from None
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null so later writes, and the flush at interpreter
+    exit, cannot raise again once the reader has gone (``| head``)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 class RichConsole(Console):

@@ -50,9 +50,14 @@ class Disconnect:
 
 @dataclass
 class StreamThenFail:
-    """Stream some text, then a ``response.failed`` event."""
+    """Stream some text, then end without ``response.completed``.
+
+    ``end``: ``"failed"`` sends ``response.failed``; ``"error"`` an ``error``
+    event; ``"close"`` just closes the connection; ``"incomplete"`` sends
+    ``response.incomplete`` (the output-token limit)."""
 
     text: str
+    end: str = "failed"
 
 
 @dataclass
@@ -192,7 +197,7 @@ def response_json(text: str, usage: dict | None = None) -> dict:
     }
 
 
-def sse_events(text: str, *, fail: bool = False) -> list[tuple[str, dict]]:
+def sse_events(text: str, *, end: str = "completed") -> list[tuple[str, dict]]:
     base = response_json("")
     base["status"] = "in_progress"
     events: list[tuple[str, dict]] = [("response.created", {"response": base})]
@@ -208,11 +213,19 @@ def sse_events(text: str, *, fail: bool = False) -> list[tuple[str, dict]]:
                 {"output_index": 0, "content_index": 0, "item_id": "msg_fake", "delta": chunk, "logprobs": []},
             )
         )
-    if fail:
-        failed = response_json(text)
-        failed["status"] = "failed"
-        failed["error"] = {"code": "server_error", "message": "stream broke"}
-        events.append(("response.failed", {"response": failed}))
+    if end == "close":
+        return events
+    if end == "error":
+        events.append(("error", {"code": "server_error", "message": "stream broke", "param": None}))
+        return events
+    if end in ("failed", "incomplete"):
+        final = response_json(text)
+        final["status"] = end
+        if end == "failed":
+            final["error"] = {"code": "server_error", "message": "stream broke"}
+        else:
+            final["incomplete_details"] = {"reason": "max_output_tokens"}
+        events.append((f"response.{end}", {"response": final}))
         return events
     events.append(("response.output_text.done", {"output_index": 0, "content_index": 0, "item_id": "msg_fake", "text": text, "logprobs": []}))
     events.append(("response.content_part.done", {"output_index": 0, "content_index": 0, "item_id": "msg_fake", "part": {**part, "text": text}}))
@@ -262,7 +275,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(item.status, {"error": {"message": item.message, "type": "server_error", "code": None}})
             return
         if isinstance(item, StreamThenFail):
-            self._sse(sse_events(item.text, fail=True))
+            self._sse(sse_events(item.text, end=item.end))
             return
         text = json.dumps(item) if isinstance(item, (dict, list)) else str(item)
         if body.get("stream"):
