@@ -407,6 +407,10 @@ class CommandRouter:
             from config import validate_user_name
 
             name = validate_user_name(name)
+            from users import has_data
+
+            if not has_data(self.app, name):
+                raise CommandError(f"There is no learner named '{name}' here (see 'users'); nothing was deleted.")
             if self._confirm(f"This deletes the profile, session and memories of '{name}'. Type the name to confirm: ", name):
                 summary = delete_user(self.app, name)
                 self.console.say(summary)
@@ -471,10 +475,13 @@ class CommandRouter:
         )
 
     def cmd_reindex(self, args: str) -> None:
-        """reindex -- Re-embed all memories with the configured embedding model."""
+        """reindex -- Re-embed all memories with the configured embedding model, then retry unsaved messages."""
         count = self.app.store.reindex()
         self.app.knowledge.sync()
-        self.console.say(f"Re-embedded {count} memories with {self.app.embedder.name}.")
+        self.console.say(f"Re-embedded {count} {'memory' if count == 1 else 'memories'} with {self.app.embedder.name}.")
+        retried = self.app.retry_pending_extractions()
+        if retried:  # messages that failed while the store did not match the model
+            self.console.say(f"Reading memories again from {retried} earlier message{'' if retried == 1 else 's'}.")
 
     # -- data -------------------------------------------------------------------------------
     def cmd_export(self, args: str) -> None:

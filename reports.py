@@ -52,14 +52,14 @@ def status_rows(app) -> list[Table]:
         ("Memora", ["setting", "value"], general),
         ("Token budget (last request)", ["section", "tokens", "limit"], budget_rows),
         ("Session token usage", ["spent on", "tokens"], usage_rows),
-        ("Memory extraction", ["", ""], extraction_rows),
+        ("Memory extraction", ["item", "value"], extraction_rows),
     ]
 
 
 def why_report(app) -> list[Table]:
     prepared = app.last_prepared
     if prepared is None:
-        return [("Why", ["", ""], [["No chat request has been made in this session yet.", ""]])]
+        return [("Why", ["note"], [["No chat request has been made in this session yet."]])]
     background = prepared.background
     now = background.now or app.now()
     tokens = background.section_tokens(app.counter)
@@ -67,7 +67,7 @@ def why_report(app) -> list[Table]:
     section_rows.append(["(whole request)", f"{prepared.total_tokens} of {prepared.budget}"])
     tables: list[Table] = [("Sections of the last background", ["section", "tokens"], section_rows)]
     if not background:
-        tables.append(("Background", ["", ""], [["(no background message was sent)", ""]]))
+        tables.append(("Background", ["note"], [["(no background message was sent)"]]))
         return tables
     profile_rows = [[line.removeprefix("- ")] for line in background.profile_lines()]
     if profile_rows:
