@@ -22,7 +22,7 @@ from typing import Callable
 from errors import CommandError, MemoraError
 from records import CATEGORIES, MEMORY_TYPES
 from terminal import Console, render_table
-from text_utils import shorten
+from text_utils import quoted, shorten
 from timeutil import time_ago
 from user_profile import CEFR_LEVELS
 
@@ -264,7 +264,7 @@ class CommandRouter:
             if kind not in ("goal", "preference") or not text.strip():
                 raise self.usage("profile")
             removed = profiles.remove(kind, text)
-            self.console.say(f"Removed the {kind}." if removed else f"No {kind} matching \u201c{shorten(text, 60)}\u201d.")
+            self.console.say(f"Removed the {kind}." if removed else f"No {kind} matching {quoted(text, 60)}")
             return
         if field not in ("level", "goal", "preference") or not value:
             raise self.usage("profile")
@@ -299,7 +299,7 @@ class CommandRouter:
             raise self.usage("remember")
         result = self.app.store.add(args, source="command")
         if result.duplicate:
-            self.console.say(f"Already remembered as {result.id}: \u201c{shorten(result.content, 80)}\u201d.")
+            self.console.say(f"Already remembered as {result.id}: {quoted(result.content, 80)}")
         else:
             self.console.say(f"Remembered ({result.id}).")
 
@@ -445,13 +445,17 @@ class CommandRouter:
         self._require_id_shape("history", args)
         chain = self.app.store.history(args)
         rows = []
-        for r in chain:
+        for index, r in enumerate(chain):
             until = r.valid_until.astimezone().strftime("%Y-%m-%d %H:%M") if r.valid_until else ""
-            change = r.change_reason or ""
-            if r.metadata.get("note"):
-                change += f" (you said: {shorten(r.metadata['note'], 50)})"
-            rows.append([r.id, r.created_at.astimezone().strftime("%Y-%m-%d %H:%M"), until, r.status, change, r.content])
-        self.console.table(f"History of {args}", ["id", "from", "until", "status", "change", "text"], rows)
+            # A version's change_reason is overwritten with why it was replaced, so
+            # what made a later version is its predecessor's reason, and the first
+            # version was made by where it came from ('remember', chat, an import).
+            made = ORIGINS.get(r.source, r.source) if index == 0 else chain[index - 1].change_reason or ""
+            ended = "" if r.is_current else r.change_reason or ""
+            if ended and r.metadata.get("note"):
+                ended += f" (you said: {shorten(r.metadata['note'], 50)})"
+            rows.append([r.id, r.created_at.astimezone().strftime("%Y-%m-%d %H:%M"), until, r.status, made, ended, r.content])
+        self.console.table(f"History of {args}", ["id", "from", "until", "status", "made by", "ended by", "text"], rows)
 
     def cmd_search(self, args: str) -> None:
         """search <query> -- Show scored results; * marks those that pass the retrieval threshold."""
@@ -529,6 +533,9 @@ def _require_existing_folder(path: Path) -> None:
     if missing:
         raise CommandError(f"Cannot export to {shorten(str(path), 160)}: the folder {shorten(str(folder), 160)} does not exist. Nothing was exported.")
 
+
+# What the first version of a memory was made by, as 'history' shows it.
+ORIGINS = {"command": "remember", "extracted": "from chat", "import": "import"}
 
 # One or two lines a learner could type, shown by 'help <command>' (a test runs
 # each through the router, so an example can never drift into being chat).

@@ -43,7 +43,7 @@ from long_term_memory import LongTermMemoryStore, is_near_duplicate
 from prompts import CORRECTION_PROMPT, EXTRACTION_PROMPT, RECONCILE_PROMPT
 from proposals import ProfileProposal, ProposalStore
 from records import CATEGORIES, MemoryRecord
-from text_utils import clean_text, shorten
+from text_utils import clean_text, quoted, shorten
 from timeutil import now_anchor, parse_date, resolve_relative_date
 from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
 
@@ -200,7 +200,7 @@ class Extractor:
             done.append(record.id)
             if outcome is not None:
                 outcome.retracted.append(record.id)
-                outcome.notices.append(f"Got it, I've removed that from memory: \u201c{shorten(record.content, 120)}\u201d.")
+                outcome.notices.append(f"Got it, I've removed that from memory: {quoted(record.content, 120)}")
         return done
 
     def extract(self, job: ExtractionJob) -> ExtractionOutcome:
@@ -359,7 +359,7 @@ class Extractor:
         if added:
             label = "goals" if kind == "goal" else "preferences"
             outcome.notices.append(
-                f"Added to your {label}: \u201c{shorten(value, 80)}\u201d. Undo with 'profile remove {kind} {shorten(value, 80)}'."
+                f"Added to your {label}: {quoted(value, 80)} Undo with 'profile remove {kind} {shorten(value, 80)}'."
             )
 
     def _propose(self, proposal: ProfileProposal, outcome: ExtractionOutcome) -> None:

@@ -89,3 +89,34 @@ def test_why_and_status_tables_have_no_empty_header_rows(make_app, run_repl):
     for title in ("Why", "Memory extraction"):
         header = lines[lines.index(title) + 1]
         assert header.strip(), f"{title} has an empty header row"
+
+
+def test_history_says_the_first_version_was_made_by_remember_and_the_next_by_the_edit(make_app, run_repl):
+    app = make_app()
+    t = run_repl(app, ["remember I live in Tainan"])
+    first = app.store.list()[0]
+    t = run_repl(app, [f"memory edit {first.id} I live in Taipei", f"history {first.id}"])
+    rows = t.text.split("You: history", 1)[1].splitlines()
+    header = next(line for line in rows if line.startswith("id "))
+    assert header.split() == ["id", "from", "until", "status", "made", "by", "ended", "by", "text"]
+    old = next(line for line in rows if line.startswith(first.id))
+    new = next(line for line in rows if "I live in Taipei" in line)
+    assert " remember " in old and " edit " in old and old.rstrip().endswith("I live in Tainan")
+    assert " edit " in new and " remember " not in new
+
+
+def test_quoted_memories_end_with_one_full_stop(make_app, run_repl):
+    app = make_app()
+    t = run_repl(app, ["remember I like green tea.", "remember I like green tea.", "remember I like jazz", "remember I like jazz"])
+    assert "Already remembered as" in t.text
+    assert "\u201cI like green tea.\u201d\n" in t.text and "\u201d." not in t.text.replace("\u201cI like jazz\u201d.", "")
+    assert "\u201cI like jazz\u201d.\n" in t.text
+
+
+def test_quoted_helper_never_doubles_sentence_punctuation():
+    from text_utils import quoted
+
+    assert quoted("I like tea.", 80) == "\u201cI like tea.\u201d"
+    assert quoted("Do I?", 80) == "\u201cDo I?\u201d"
+    assert quoted("I like tea", 80) == "\u201cI like tea\u201d."
+    assert quoted("x" * 100, 10).endswith("\u2026\u201d")
