@@ -192,6 +192,11 @@ class RichConsole(Console):
 
     @contextlib.contextmanager
     def reply_stream(self) -> Iterator[Callable[[str], None]]:
+        with _no_echo(), self._live_reply() as emit:
+            yield emit
+
+    @contextlib.contextmanager
+    def _live_reply(self) -> Iterator[Callable[[str], None]]:
         from rich.live import Live
         from rich.markdown import Markdown
 
@@ -216,6 +221,39 @@ class RichConsole(Console):
             status.stop()
             if live is not None:
                 live.stop()
+
+
+@contextlib.contextmanager
+def _no_echo() -> Iterator[None]:
+    """Stop the terminal echoing keys (and "^C") while a reply streams.
+
+    The live view redraws by moving the cursor up as many lines as it last
+    drew. Its lines fill the whole width, so an echoed "^C" (or any key typed
+    meanwhile) lands on a line of its own that the view does not know about,
+    and the final redraw starts one line too low: the first line showed twice.
+    Ctrl-C still interrupts (ISIG stays on); typed keys wait for the prompt."""
+    try:
+        import termios
+
+        fd = sys.stdin.fileno()
+        saved = termios.tcgetattr(fd)
+    except (ImportError, OSError, ValueError, AttributeError):
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] &= ~(termios.ECHO | getattr(termios, "ECHOCTL", 0))
+    try:
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        try:
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
+        except OSError:
+            pass
 
 
 def _escape(text: str) -> str:

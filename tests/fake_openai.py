@@ -61,6 +61,14 @@ class StreamThenFail:
 
 
 @dataclass
+class SlowStream:
+    """Stream ``text`` with a pause after each chunk (a reply to interrupt)."""
+
+    text: str
+    pause: float = 0.2
+
+
+@dataclass
 class Recorded:
     path: str
     body: dict
@@ -277,6 +285,9 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(item, StreamThenFail):
             self._sse(sse_events(item.text, end=item.end))
             return
+        if isinstance(item, SlowStream):
+            self._sse(sse_events(item.text), pause=item.pause)
+            return
         text = json.dumps(item) if isinstance(item, (dict, list)) else str(item)
         if body.get("stream"):
             self._sse(sse_events(text))
@@ -298,7 +309,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _sse(self, events: list[tuple[str, dict]]) -> None:
+    def _sse(self, events: list[tuple[str, dict]], pause: float = 0.0) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -310,6 +321,8 @@ class _Handler(BaseHTTPRequestHandler):
             try:
                 self.wfile.write(f"event: {kind}\ndata: {json.dumps(payload)}\n\n".encode())
                 self.wfile.flush()
+                if pause and kind == "response.output_text.delta":
+                    time.sleep(pause)
             except (BrokenPipeError, ConnectionResetError):
                 return
 
