@@ -61,16 +61,17 @@ def run(
     When the reader of standard output goes away (``| head``) the loop stops
     quietly, still saves what it must, and returns 1, as well-behaved CLIs do."""
     warmer = None
+    stop_warming = threading.Event()
     status = 0
     try:
         if warm_up:
-            warmer = threading.Thread(target=_warm_up, args=(app,), name="memora-warm-up", daemon=True)
+            warmer = threading.Thread(target=_warm_up, args=(app, stop_warming), name="memora-warm-up", daemon=True)
             warmer.start()
         _loop(app, console, raise_unexpected=raise_unexpected, startup_notes=startup_notes)
     except OutputClosed:
         status = 1
     try:
-        _wait_for_warm_up(warmer, console)
+        _wait_for_warm_up(warmer, stop_warming, console)
         code = _shutdown(app, console)
     except OutputClosed:
         code = 0
@@ -146,26 +147,42 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def _wait_for_warm_up(warmer: threading.Thread | None, console: Console) -> None:
+def _wait_for_warm_up(warmer: threading.Thread | None, stop: threading.Event, console: Console) -> None:
     """Native libraries must not be mid-call at interpreter exit, so a warm-up
-    still loading the embedding model or indexing the knowledge notes is waited
-    for; the learner is told what the pause is."""
-    if warmer is None or not warmer.is_alive():
+    still loading the embedding model or indexing the knowledge notes is asked
+    to stop after its current step and waited for; the learner is told what
+    the pause is."""
+    if warmer is None:
         return
-    console.say("Finishing start-up first (loading the embedding model and knowledge notes)…")
-    warmer.join(timeout=60)
-
-
-def _warm_up(app) -> None:
-    """Load what the first turn needs while the learner types (never raises)."""
     try:
-        app.counter.count("warm up")
+        if warmer.is_alive():
+            console.say("Finishing start-up first (loading the embedding model and knowledge notes)…")
+    finally:
+        stop.set()
+        warmer.join(timeout=60)
+
+
+def _warm_up(app, stop: threading.Event) -> None:
+    """Load what the first turn needs while the learner types (never raises).
+
+    Each step checks ``stop`` first, so leaving right after the start waits for
+    at most the step under way."""
+
+    def load_embedder() -> None:
         warm = getattr(app.embedder, "warm_up", None)
         if warm:
             warm()
-        app.knowledge.sync()
+
+    def load_openai() -> None:
         if app.model.configured:
             import openai  # noqa: F401
+
+    steps = (lambda: app.counter.count("warm up"), load_embedder, app.knowledge.sync, load_openai)
+    try:
+        for step in steps:
+            if stop.is_set():
+                return
+            step()
     except Exception:
         logging.getLogger("memora").debug("warm-up failed", exc_info=True)
 

@@ -120,3 +120,23 @@ def test_quoted_helper_never_doubles_sentence_punctuation():
     assert quoted("Do I?", 80) == "\u201cDo I?\u201d"
     assert quoted("I like tea", 80) == "\u201cI like tea\u201d."
     assert quoted("x" * 100, 10).endswith("\u2026\u201d")
+
+
+def test_exit_during_the_warm_up_says_what_it_waits_for_and_stops_it(make_app, run_repl, monkeypatch):
+    import chatbot
+    from terminal import PlainConsole
+
+    asked: list[bool] = []
+
+    def slow_warm_up(app, stop):
+        asked.append(stop.wait(30))  # a model load that only ends when exit asks it to
+
+    monkeypatch.setattr(chatbot, "_warm_up", slow_warm_up)
+    app = make_app()
+    out: list[str] = []
+    lines = ["exit"]
+    console = PlainConsole(lambda prompt: lines.pop(0), out.append)
+    assert chatbot.run(app, console, warm_up=True, raise_unexpected=True) == 0
+    text = "".join(out)
+    assert "Finishing start-up first (loading the embedding model and knowledge notes)…\nGoodbye!\n" in text
+    assert asked == [True]  # stopped because exit asked, not by the 30 s timeout
