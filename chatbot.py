@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sqlite3
 import sys
 import threading
 from typing import Sequence
@@ -75,6 +76,11 @@ def run(
         code = _shutdown(app, console)
     except OutputClosed:
         code = 0
+    except (OSError, sqlite3.Error) as error:  # a disk that filled up during the session
+        if raise_unexpected:
+            raise
+        print(f"Error: {data_failure(error, app.settings.data_dir, 'save')}", file=sys.stderr)
+        code = 1
     return status or code
 
 
@@ -96,7 +102,12 @@ def _loop(app, console: Console, *, raise_unexpected: bool, startup_notes: Seque
     from commands import CommandRouter, ExitRequested, run_command
 
     router = CommandRouter(app, console)
-    _greet(app, console, startup_notes)
+    try:
+        _greet(app, console, startup_notes)
+    except MemoraError as error:
+        console.error(str(error))
+    except (OSError, sqlite3.Error) as error:  # e.g. an unreadable proposals file: say so, keep going
+        console.error(data_failure(error, app.settings.data_dir))
     while True:
         for note in app.take_unsaved_notes():  # a message that could not be saved, told at the next prompt
             console.notice(note)
@@ -232,21 +243,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except Exception as error:  # a full disk, a read-only folder, an unreadable file: one line, never a traceback
         logging.getLogger("memora").debug("start-up failed", exc_info=True)
-        print(f"Error: {startup_failure(error, settings.data_dir)}", file=sys.stderr)
+        print(f"Error: {data_failure(error, settings.data_dir)}", file=sys.stderr)
         return 1
     app.set_notify(console.notice)
     return run(app, console, warm_up=True, startup_notes=early)
 
 
-def startup_failure(error: BaseException, data_dir) -> str:
-    """One line for an OS or database error while opening the data folder."""
+def data_failure(error: BaseException, data_dir, action: str = "open") -> str:
+    """One line for an OS or database error while using the data folder."""
     if isinstance(error, OSError):
         where = f" ({error.filename})" if error.filename else ""
         reason = f"{error.strerror or type(error).__name__}{where}"
     else:
         reason = " ".join(str(error).split())[:200] or type(error).__name__
     return (
-        f"Memora cannot open its data in {data_dir}: {reason}. "
+        f"Memora cannot {action} its data in {data_dir}: {reason}. "
         "Check that the disk is not full and the folder is writable (--data-dir / MEMORA_HOME)."
     )
 

@@ -107,6 +107,8 @@ class PlainConsole(Console):
 
 
 def _stdin_reader(prompt: str) -> str:
+    if _output.closed:
+        raise OutputClosed  # a notice from another thread found the reader gone: stop reading too
     _stdout_writer(prompt)
     raw = sys.stdin.buffer.readline() if hasattr(sys.stdin, "buffer") else sys.stdin.readline().encode("utf-8", "replace")
     if not raw:
@@ -119,8 +121,16 @@ def _stdout_writer(text: str) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
     except BrokenPipeError:
+        _output.closed = True
         _stdout_to_devnull()
         raise OutputClosed from None
+
+
+class _OutputState:
+    closed = False
+
+
+_output = _OutputState()
 
 
 def _stdout_to_devnull() -> None:
