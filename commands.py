@@ -142,7 +142,7 @@ class CommandRouter:
         if name in ("forget", "history"):
             if words[-1][-1] in _SENTENCE_END:
                 return False  # "forget yesterday." is said, not typed as a command
-            if name == "forget" and (rest.lower() == "all" or words[0].lower() == "user"):
+            if name == "forget" and words[0].lower() in ("all", "user"):  # "forget all my memories": its usage
                 return True
             # One word is a (perhaps mistyped) id; several words are a sentence unless all are ids.
             return len(words) == 1 or all(_MEMORY_ID.fullmatch(w) for w in words)

@@ -77,6 +77,8 @@ LINES = [
     ("forget", USAGE),
     ("forget user", USAGE),
     ("forget 3fa9 5bc2", USAGE),
+    ("forget all my memories", USAGE),
+    ("forget all of it", CHAT),
     ("/forget zzzz", USAGE),
     ("history zzzz", USAGE),
     ("history", USAGE),

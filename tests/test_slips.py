@@ -63,13 +63,25 @@ def test_forget_user_for_a_learner_with_no_data_says_so_without_asking(make_app,
     assert "You: profile\n" in t.text  # "profile" was not eaten as a confirmation
 
 
-def test_exit_counts_the_messages_it_saves(make_app, server, run_repl):
-    from fake_openai import Delay
+def test_exit_counts_the_messages_it_saves_not_the_queued_writes(make_app):
+    import threading
 
-    server.script("extraction", Delay(2))  # still reading the message when the learner leaves
+    import chatbot
+    from terminal import PlainConsole
+
     app = make_app()
-    t = run_repl(app, ["My favourite singer is Jay Chou.", "exit"], settle=False)
-    assert "Saving memories from the last 1 message…\n" in t.text
+    gate = threading.Event()
+    app.worker.submit_task(gate.wait)  # a queued store write, like the follow-up mark a hint adds
+    app.chat("My favourite singer is Jay Chou.", on_delta=lambda _: None)
+    assert app.worker.pending == 2  # one write and one message
+    out: list[str] = []
+
+    def write(text: str) -> None:
+        out.append(text)
+        gate.set()  # the line is printed: let the worker finish
+
+    assert chatbot._shutdown(app, PlainConsole(write=write)) == 0
+    assert "".join(out) == "Saving memories from the last 1 message\u2026\nGoodbye!\n"
 
 
 def test_the_embedding_mismatch_notice_comes_after_the_welcome_line(tmp_path):
