@@ -147,6 +147,9 @@ def _loop(app, console: Console, *, raise_unexpected: bool, startup_notes: Seque
             console.error(str(error))
         except KeyboardInterrupt:
             console.notice("Cancelled.")
+        except (OSError, sqlite3.Error) as error:  # the disk filled up or went read-only mid-session
+            logging.getLogger("memora").debug("write failed", exc_info=True)
+            console.error(data_failure(_first_cause(error), app.settings.data_dir, "save") + " That change was not saved.")
         except Exception as error:  # the REPL never dies with a traceback
             if raise_unexpected:
                 raise
@@ -247,6 +250,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     app.set_notify(console.notice)
     return run(app, console, warm_up=True, startup_notes=early)
+
+
+def _first_cause(error: BaseException) -> BaseException:
+    """The error that started it: a failed rollback after a failed write says
+    "no transaction is active", while the reason is the write's "disk I/O error"."""
+    seen = {id(error)}
+    while True:
+        earlier = error.__cause__ or error.__context__
+        if earlier is None or id(earlier) in seen or not isinstance(earlier, (OSError, sqlite3.Error)):
+            return error
+        seen.add(id(earlier))
+        error = earlier
 
 
 def data_failure(error: BaseException, data_dir, action: str = "open") -> str:

@@ -156,3 +156,36 @@ def test_a_reply_the_server_ends_as_incomplete_is_kept_with_a_cut_off_notice(mak
     t = run_repl(app, ["Explain the present perfect, please."])
     assert f"Memora: {PARTIAL}\nNote: (reply cut off: max_output_tokens) The reply was kept as far as it got" in t.text
     assert [m["content"] for m in app.memory.messages] == ["Explain the present perfect, please.", PARTIAL]
+
+
+def test_a_disk_that_fills_up_mid_session_is_one_line_and_the_repl_goes_on(make_app, run_repl, monkeypatch):
+    import sqlite3
+
+    app = make_app()
+    app.store.add("I like tea")
+
+    def full_disk(*args, **kwargs):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(app.store.catalog, "insert", full_disk)
+    t = run_repl(app, ["remember I like coffee", "memories"])
+    assert (
+        f"Error: Memora cannot save its data in {app.settings.data_dir}: disk I/O error. Check that the disk is not full "
+        "and the folder is writable (--data-dir / MEMORA_HOME). That change was not saved.\n"
+    ) in t.text
+    assert [r.content for r in app.store.list()] == ["I like tea"]
+    assert "1 memory" in t.text.split("You: memories", 1)[1]
+
+
+def test_the_reason_shown_is_the_failed_write_not_the_failed_rollback_after_it():
+    import sqlite3
+
+    import chatbot
+
+    try:
+        try:
+            raise sqlite3.OperationalError("disk I/O error")
+        except sqlite3.Error:
+            raise sqlite3.OperationalError("cannot rollback - no transaction is active")
+    except sqlite3.Error as error:
+        assert str(chatbot._first_cause(error)) == "disk I/O error"
