@@ -166,6 +166,7 @@ class Memora:
         self.deleted = False
         self._pending_jobs: list[PendingExtraction] = []
         self._due_notices: list[str] = []  # arrived while a reply streamed; shown after it
+        self._unsaved_notes: list[str] = []
         state = SessionState() if new_session else self.sessions.load()
         if new_session:  # a fresh conversation; memory and what undo can take back stay
             previous = self.sessions.load()
@@ -197,6 +198,38 @@ class Memora:
             self.save_session()
 
     # -- notices ----------------------------------------------------------------------
+    def set_notify(self, notify: Callable[[str], None]) -> None:
+        """Where notices go from now on (the REPL's console once it is ready)."""
+        self._notify = notify
+
+    def take_unsaved_notes(self) -> list[str]:
+        """Notices about messages whose memories could not be saved, once each.
+
+        The REPL prints them at the next prompt rather than when the worker
+        fails, so they never land in the middle of a streaming reply."""
+        with self._lock:
+            notes, self._unsaved_notes = self._unsaved_notes, []
+        return notes
+
+    def unsaved_messages(self) -> int:
+        """How many messages still wait to have their memories read (what ``exit`` waits for)."""
+        if self.worker is None or not self.worker.pending:
+            return 0
+        with self._lock:
+            return len(self._pending_jobs)
+
+    def retry_pending_extractions(self, timeout: float | None = 30.0) -> int:
+        """Queue again every message whose extraction failed (``reindex`` calls this
+        once the store matches the model again); returns how many."""
+        if self.worker is None or not self.model.configured:
+            return 0
+        self.worker.wait_idle(timeout)  # whatever is still pending now is not queued
+        with self._lock:
+            jobs = list(self._pending_jobs)
+        for pending in jobs:
+            self.worker.submit(ExtractionJob(pending.text, pending.said_at, pending.job_id))
+        return len(jobs)
+
     def notify(self, message: str) -> None:
         try:
             self._notify(message)
@@ -281,7 +314,7 @@ class Memora:
                 self.worker.submit_task(lambda: self.store.push_metadata(hint.memory_id))
             self.worker.submit(ExtractionJob(job.text, job.said_at, job.job_id, prepared=early))
         if reply.incomplete:
-            notes.append(f"(The reply stopped early: {reply.incomplete}. Raise MEMORA_MAX_OUTPUT_TOKENS for longer answers.)")
+            notes.append(f"(reply cut off: {reply.incomplete}) The reply was kept as far as it got; raise MEMORA_MAX_OUTPUT_TOKENS for longer answers.")
         return TurnResult(reply=reply, prepared=prepared, memories=list(prepared.background.memories), notes=notes)
 
     def _read_correction_early(self, text: str, now: datetime) -> PreparedExtraction | None:
@@ -422,10 +455,17 @@ class Memora:
                     break
         self.save_session()
         if gave_up:
-            self.notify(
-                f"Gave up reading memories from one message after {MAX_EXTRACTION_ATTEMPTS} failures ({reason}). "
-                "Use 'remember <text>' to keep something by hand."
+            note = (
+                f"Gave up reading memories from \u201c{shorten(job.text, 60)}\u201d after {MAX_EXTRACTION_ATTEMPTS} "
+                f"failures ({reason}). Use 'remember <text>' to keep something by hand."
             )
+        else:
+            note = (
+                f"Could not save memories from \u201c{shorten(job.text, 60)}\u201d yet ({reason}). "
+                "Memora will try again after 'reindex' or at the next start."
+            )
+        with self._lock:
+            self._unsaved_notes.append(note)
 
     def ask_next_proposal(self) -> ProfileProposal | None:
         proposal = self.proposals.first()

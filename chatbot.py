@@ -14,12 +14,13 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sqlite3
 import sys
 import threading
 from typing import Sequence
 
 from config import Settings
-from errors import ConfigError, MemoraError, StoreError
+from errors import ConfigError, MemoraError, OutputClosed, StoreError
 from terminal import Console, PlainConsole
 
 WELCOME = "Memora, your English tutor. Type 'help' for commands, 'exit' to leave."
@@ -53,24 +54,63 @@ def configure_logging() -> None:
         logger.addHandler(logging.NullHandler())
 
 
-def run(app, console: Console, *, raise_unexpected: bool = False, warm_up: bool = False) -> int:
-    """The read-eval loop. ``app`` is a ``Memora``; returns the exit status."""
+def run(
+    app, console: Console, *, raise_unexpected: bool = False, warm_up: bool = False, startup_notes: Sequence[str] = ()
+) -> int:
+    """The read-eval loop. ``app`` is a ``Memora``; returns the exit status.
+
+    When the reader of standard output goes away (``| head``) the loop stops
+    quietly, still saves what it must, and returns 1, as well-behaved CLIs do."""
+    warmer = None
+    stop_warming = threading.Event()
+    status = 0
+    try:
+        if warm_up:
+            warmer = threading.Thread(target=_warm_up, args=(app, stop_warming), name="memora-warm-up", daemon=True)
+            warmer.start()
+        _loop(app, console, raise_unexpected=raise_unexpected, startup_notes=startup_notes)
+    except OutputClosed:
+        status = 1
+    try:
+        _wait_for_warm_up(warmer, stop_warming, console)
+        code = _shutdown(app, console)
+    except OutputClosed:
+        code = 0
+    except (OSError, sqlite3.Error) as error:  # a disk that filled up during the session
+        if raise_unexpected:
+            raise
+        print(f"Error: {data_failure(error, app.settings.data_dir, 'save')}", file=sys.stderr)
+        code = 1
+    return status or code
+
+
+def _greet(app, console: Console, startup_notes: Sequence[str]) -> None:
+    console.say(WELCOME)
+    for note in startup_notes:  # after the welcome line, so it reads as part of this session
+        console.notice(note)
+    if not app.model.configured:
+        console.notice("No model configured yet: commands work; chat needs OPENAI_API_KEY or OPENAI_BASE_URL.")
+    if app.memory.messages:
+        turns = len(app.memory.messages) // 2
+        console.notice(f"Resumed your conversation ({_plural(turns, 'earlier turn')}). Type 'reset' for a fresh one.")
+    if app.proposals.first() is not None:
+        app.ask_next_proposal()
+
+
+def _loop(app, console: Console, *, raise_unexpected: bool, startup_notes: Sequence[str]) -> None:
     from assistant import TurnCancelled
     from commands import CommandRouter, ExitRequested, run_command
 
     router = CommandRouter(app, console)
-    console.say(WELCOME)
-    if not app.model.configured:
-        console.notice("No model configured yet: commands work; chat needs OPENAI_API_KEY or OPENAI_BASE_URL.")
-    if app.memory.messages:
-        console.notice(f"Resumed your conversation ({len(app.memory.messages) // 2} earlier turns). Type 'reset' for a fresh one.")
-    if app.proposals.first() is not None:
-        app.ask_next_proposal()
-    warmer = None
-    if warm_up:
-        warmer = threading.Thread(target=_warm_up, args=(app,), name="memora-warm-up", daemon=True)
-        warmer.start()
+    try:
+        _greet(app, console, startup_notes)
+    except MemoraError as error:
+        console.error(str(error))
+    except (OSError, sqlite3.Error) as error:  # e.g. an unreadable proposals file: say so, keep going
+        console.error(data_failure(error, app.settings.data_dir))
     while True:
+        for note in app.take_unsaved_notes():  # a message that could not be saved, told at the next prompt
+            console.notice(note)
         try:
             line = console.read()
         except (EOFError, KeyboardInterrupt):
@@ -97,7 +137,9 @@ def run(app, console: Console, *, raise_unexpected: bool = False, warm_up: bool 
                     console.notice(note)
             finally:
                 app.after_turn()
-        except ExitRequested:
+        except (ExitRequested, OutputClosed) as stop:
+            if isinstance(stop, OutputClosed):
+                raise
             break
         except TurnCancelled as error:
             console.notice(str(error))
@@ -105,34 +147,64 @@ def run(app, console: Console, *, raise_unexpected: bool = False, warm_up: bool 
             console.error(str(error))
         except KeyboardInterrupt:
             console.notice("Cancelled.")
+        except (OSError, sqlite3.Error) as error:  # the disk filled up or went read-only mid-session
+            logging.getLogger("memora").debug("write failed", exc_info=True)
+            console.error(data_failure(_first_cause(error), app.settings.data_dir, "save") + " That change was not saved.")
         except Exception as error:  # the REPL never dies with a traceback
             if raise_unexpected:
                 raise
             logging.getLogger("memora").exception("unexpected error")
             console.error(f"Unexpected {type(error).__name__}: {' '.join(str(error).split())[:200]} (nothing was lost; set MEMORA_DEBUG=1 for details)")
-    if warmer is not None:
-        warmer.join(timeout=60)  # native libraries must not be mid-call at interpreter exit
-    return _shutdown(app, console)
 
 
-def _warm_up(app) -> None:
-    """Load what the first turn needs while the learner types (never raises)."""
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _wait_for_warm_up(warmer: threading.Thread | None, stop: threading.Event, console: Console) -> None:
+    """Native libraries must not be mid-call at interpreter exit, so a warm-up
+    still loading the embedding model or indexing the knowledge notes is asked
+    to stop after its current step and waited for; the learner is told what
+    the pause is."""
+    if warmer is None:
+        return
     try:
-        app.counter.count("warm up")
+        if warmer.is_alive():
+            console.say("Finishing start-up first (loading the embedding model and knowledge notes)…")
+    finally:
+        stop.set()
+        warmer.join(timeout=60)
+
+
+def _warm_up(app, stop: threading.Event) -> None:
+    """Load what the first turn needs while the learner types (never raises).
+
+    Each step checks ``stop`` first, so leaving right after the start waits for
+    at most the step under way."""
+
+    def load_embedder() -> None:
         warm = getattr(app.embedder, "warm_up", None)
         if warm:
             warm()
-        app.knowledge.sync()
+
+    def load_openai() -> None:
         if app.model.configured:
             import openai  # noqa: F401
+
+    steps = (lambda: app.counter.count("warm up"), load_embedder, app.knowledge.sync, load_openai)
+    try:
+        for step in steps:
+            if stop.is_set():
+                return
+            step()
     except Exception:
         logging.getLogger("memora").debug("warm-up failed", exc_info=True)
 
 
 def _shutdown(app, console: Console) -> int:
-    pending = app.worker.pending if app.worker else 0
+    pending = app.unsaved_messages()
     if pending:
-        console.say(f"Saving memories from the last {pending} message{'s' if pending > 1 else ''}…")
+        console.say(f"Saving memories from the last {_plural(pending, 'message')}…")
     try:
         finished = app.close(timeout=15)
     except KeyboardInterrupt:
@@ -163,15 +235,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         console = PlainConsole()
     from assistant import Memora
 
+    early: list[str] = []  # notices raised while opening the stores, shown after the welcome line
     try:
-        app = Memora(settings, notify=console.notice, new_session=args.new)
+        app = Memora(settings, notify=early.append, new_session=args.new)
     except ConfigError as error:
         print(f"Error: {error}", file=sys.stderr)
         return 2
     except (StoreError, MemoraError) as error:
         print(f"Error: {error}", file=sys.stderr)
         return 1
-    return run(app, console, warm_up=True)
+    except Exception as error:  # a full disk, a read-only folder, an unreadable file: one line, never a traceback
+        logging.getLogger("memora").debug("start-up failed", exc_info=True)
+        print(f"Error: {data_failure(error, settings.data_dir)}", file=sys.stderr)
+        return 1
+    app.set_notify(console.notice)
+    return run(app, console, warm_up=True, startup_notes=early)
+
+
+def _first_cause(error: BaseException) -> BaseException:
+    """The error that started it: a failed rollback after a failed write says
+    "no transaction is active", while the reason is the write's "disk I/O error"."""
+    seen = {id(error)}
+    while True:
+        earlier = error.__cause__ or error.__context__
+        if earlier is None or id(earlier) in seen or not isinstance(earlier, (OSError, sqlite3.Error)):
+            return error
+        seen.add(id(earlier))
+        error = earlier
+
+
+def data_failure(error: BaseException, data_dir, action: str = "open") -> str:
+    """One line for an OS or database error while using the data folder."""
+    if isinstance(error, OSError):
+        where = f" ({error.filename})" if error.filename else ""
+        reason = f"{error.strerror or type(error).__name__}{where}"
+    else:
+        reason = " ".join(str(error).split())[:200] or type(error).__name__
+    return (
+        f"Memora cannot {action} its data in {data_dir}: {reason}. "
+        "Check that the disk is not full and the folder is writable (--data-dir / MEMORA_HOME)."
+    )
 
 
 if __name__ == "__main__":

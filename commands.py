@@ -21,20 +21,65 @@ from typing import Callable
 
 from errors import CommandError, MemoraError
 from records import CATEGORIES, MEMORY_TYPES
-from terminal import Console
-from text_utils import shorten
+from terminal import Console, render_table
+from text_utils import quoted, shorten
 from timeutil import time_ago
 from user_profile import CEFR_LEVELS
 
 # A line is a command only when it has the command's shape; otherwise it is
-# chat. "why is the present perfect so hard?" and "help me write an email" are
-# questions for the tutor, not the why and help commands.
-NO_ARGUMENTS = {"help", "why", "status", "reset", "users", "reindex", "undo", "exit", "quit"}
+# chat. The rules, in order (the README's "Commands" section lists them too):
+#   1. "/name ..." is always the command; "\\..." is always chat.
+#   2. A line that ends with "?" is a question for the tutor.
+#   3. The command word followed by a word that makes it a sentence is chat:
+#      "history is my favourite subject", "memories of my childhood",
+#      "remember when we...", "search for a better word...", "forget it".
+#   4. What is left is a command; if its arguments are malformed ("forget zzzz",
+#      "memory cap abc", "export my data") it prints its usage and nothing is sent.
+NO_ARGUMENTS = {"why", "status", "reset", "users", "reindex", "undo", "exit", "quit"}
 SUBCOMMANDS = {
     "profile": {"level", "goal", "preference", "remove", "clear", "confirm", "reject"},
     "memory": {"edit", "cap"},
 }
 _MEMORY_ID = re.compile(r"[0-9a-f]{4,64}|[0-9A-Za-z_-]*[0-9][0-9A-Za-z_-]*")
+# After any command word, these turn the line into a sentence ("search is broken").
+SENTENCE_WORDS = {
+    "is", "are", "was", "were", "isn't", "aren't", "wasn't", "be", "been", "am", "can", "could", "should",
+    "would", "will", "won't", "does", "do", "did", "doesn't", "don't", "has", "have", "had", "of", "and",
+    "or", "but", "so", "means", "mean", "meaning",
+}
+# Per command, openings that read as talking to the tutor rather than as arguments.
+CHAT_OPENINGS = {
+    "remember": {
+        "when", "that", "how", "what", "if", "whether", "why", "who", "where", "which", "me", "us", "you",
+        "it", "this", "those", "yesterday", "everything", "anything", "the time", "the day", "the first time",
+        "the last time", "last time", "our last", "our first",
+    },
+    "search": {"for", "about", "me", "up", "online", "through", "the web", "the internet", "google"},
+    "forget": {
+        "it", "that", "this", "them", "those", "me", "him", "her", "us", "you", "about", "everything",
+        "anything", "something", "nothing", "what", "how", "when", "yesterday", "today", "my", "the",
+        "all of", "all about", "i", "we", "to",
+    },
+    "memories": {"about", "from", "with", "that", "i", "we", "you", "my"},
+    "history": set(),
+}
+_SENTENCE_END = ".!…。！"
+
+
+def _opens_with(rest: str, openings: set[str]) -> bool:
+    lowered = " ".join(rest.lower().split())
+    return any(lowered == o or lowered.startswith(o + " ") for o in openings)
+
+
+def looks_like_path(rest: str) -> bool:
+    """A single path (quoted if it has spaces) or something with a folder or a .json name."""
+    text = rest.strip()
+    if not text:
+        return False
+    if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":
+        return True
+    return len(text.split()) == 1 or any(mark in text for mark in ("/", "\\", "~")) or text.lower().endswith(".json")
+
 
 YES = {"yes", "y", "yeah", "yep", "sure", "ok", "okay", "是", "好", "對", "对"}
 NO = {"no", "n", "nope", "不", "不要", "否"}
@@ -78,24 +123,29 @@ class CommandRouter:
         rest = parts[1].strip() if len(parts) > 1 else ""
         return name in self.specs and self._has_command_shape(name, rest, slashed=parts[0].startswith("/"))
 
-    @staticmethod
-    def _has_command_shape(name: str, rest: str, *, slashed: bool) -> bool:
+    def _has_command_shape(self, name: str, rest: str, *, slashed: bool) -> bool:
         if slashed:
             return True  # "/why ..." is always the command
+        if rest.rstrip().endswith(("?", "\uff1f")):
+            return False  # a question for the tutor
         words = rest.split()
+        if not words:
+            return True  # the bare word: the command, or its usage
+        if name == "help":
+            return len(words) == 1 and words[0].lower().lstrip("/") in self.specs
         if name in NO_ARGUMENTS:
-            return not rest
+            return False
+        if words[0].lower() in SENTENCE_WORDS or _opens_with(rest, CHAT_OPENINGS.get(name, set())):
+            return False
         if name in SUBCOMMANDS:
-            return not words or words[0].lower() in SUBCOMMANDS[name]
-        if name == "forget":
-            return (
-                rest.lower() == "all"
-                or (len(words) == 2 and words[0].lower() == "user")
-                or (len(words) == 1 and bool(_MEMORY_ID.fullmatch(words[0])))
-                or not rest
-            )
-        if name == "history":
-            return not rest or (len(words) == 1 and bool(_MEMORY_ID.fullmatch(words[0])))
+            return words[0].lower() in SUBCOMMANDS[name]
+        if name in ("forget", "history"):
+            if words[-1][-1] in _SENTENCE_END:
+                return False  # "forget yesterday." is said, not typed as a command
+            if name == "forget" and words[0].lower() in ("all", "user"):  # "forget all my memories": its usage
+                return True
+            # One word is a (perhaps mistyped) id; several words are a sentence unless all are ids.
+            return len(words) == 1 or all(_MEMORY_ID.fullmatch(w) for w in words)
         return True  # remember, search, memories, export, import take free text
 
     def answers_proposal(self, line: str) -> bool | None:
@@ -140,12 +190,23 @@ class CommandRouter:
 
     # -- general --------------------------------------------------------------------------
     def cmd_help(self, args: str) -> None:
-        """help -- Show this list."""
+        """help [command] -- Show this list, or one command's usage with an example."""
+        # Printed as plain text, not a rich table: usages hold brackets ("[path]")
+        # that a markup renderer would take for style tags and drop.
+        name = args.strip().lower().lstrip("/")
+        if name:
+            if name not in self.specs:
+                raise self.usage("help")
+            specs = self._all(name)
+            rows = [[spec.usage, spec.help] for spec in specs]
+            rows += [["e.g. " + example, ""] for example in EXAMPLES.get(specs[0].name, ())]
+            self.console.say(render_table(f"help {name}", ["usage", "what it does"], rows))
+            return
         rows = []
         for name in sorted(set(self.specs) - {"quit"}, key=_help_order):
             for spec in self._all(name):
                 rows.append([spec.usage, spec.help])
-        self.console.table("Commands (anything else is a chat message)", ["command", "what it does"], rows)
+        self.console.say(render_table("Commands (anything else is a chat message; 'help <command>' for examples)", ["command", "what it does"], rows))
 
     def cmd_exit(self, args: str) -> None:
         """exit -- Leave Memora (also quit, or Ctrl-D)."""
@@ -203,7 +264,7 @@ class CommandRouter:
             if kind not in ("goal", "preference") or not text.strip():
                 raise self.usage("profile")
             removed = profiles.remove(kind, text)
-            self.console.say(f"Removed the {kind}." if removed else f"No {kind} matching \u201c{shorten(text, 60)}\u201d.")
+            self.console.say(f"Removed the {kind}." if removed else f"No {kind} matching {quoted(text, 60)}")
             return
         if field not in ("level", "goal", "preference") or not value:
             raise self.usage("profile")
@@ -238,7 +299,7 @@ class CommandRouter:
             raise self.usage("remember")
         result = self.app.store.add(args, source="command")
         if result.duplicate:
-            self.console.say(f"Already remembered as {result.id}: \u201c{shorten(result.content, 80)}\u201d.")
+            self.console.say(f"Already remembered as {result.id}: {quoted(result.content, 80)}")
         else:
             self.app.record_changes("remember", [(None, result.id)])
             self.console.say(f"Remembered ({result.id}).")
@@ -306,9 +367,20 @@ class CommandRouter:
                 return
             if not value.isdecimal():  # "²".isdigit() is True, but int("²") fails
                 raise self.usage("memory")
-            self.app.store.set_memory_cap(int(value))
+            cap, current = int(value), self.app.store.count()
+            if 0 < cap < current:
+                # Accepting it would leave the learner over the cap, with every new memory
+                # refused and nothing saying why the number no longer adds up.
+                raise CommandError(
+                    f"You have {current} memories, more than a cap of {cap}; the cap was not changed. "
+                    f"Forget {current - cap} first ('forget <id>'), or choose {current} or more."
+                )
+            self.app.store.set_memory_cap(cap)
             self.app.memory_full_noticed = False
-            self.console.say(f"Memory cap set to {int(value)}.")
+            if cap == current:
+                self.console.say(f"Memory cap set to {cap}. Memory is now full: new memories are not saved until you forget some.")
+            else:
+                self.console.say(f"Memory cap set to {cap} ({current} in use).")
             return
         raise self.usage("memory")
 
@@ -345,6 +417,10 @@ class CommandRouter:
             from users import delete_user
 
             name = validate_user_name(words[1])
+            from users import has_data
+
+            if not has_data(self.app, name):
+                raise CommandError(f"There is no learner named '{name}' here (see 'users'); nothing was deleted.")
             if self._confirm(f"This deletes the profile, session and memories of '{name}'. Type the name to confirm: ", name):
                 exports = learner_exports(self.app, name)
                 remove = ask_about_exports(self.console, exports)
@@ -356,6 +432,7 @@ class CommandRouter:
             return
         if len(words) != 1:
             raise self.usage("forget")
+        self._require_id_shape("forget", words[0])
         chain = store.history(words[0])
         deleted = store.delete(words[0])
         texts = [r.content for r in chain if r.id in deleted]
@@ -371,6 +448,10 @@ class CommandRouter:
                 f"({names}); delete {'them' if len(holding) != 1 else 'it'} if you want it gone everywhere."
             )
 
+    def _require_id_shape(self, name: str, word: str) -> None:
+        if not _MEMORY_ID.fullmatch(word):
+            raise CommandError(f"'{shorten(word, 40)}' is not a memory id (see 'memories'). {self.usage(name)}")
+
     def _confirm(self, prompt: str, expected: str) -> bool:
         try:
             answer = self.console.read(prompt)
@@ -385,6 +466,7 @@ class CommandRouter:
         """history <id> -- Show every version of a memory, oldest first."""
         if not args or len(args.split()) != 1:
             raise self.usage("history")
+        self._require_id_shape("history", args)
         try:
             chain = self.app.store.history(args)
         except CommandError:
@@ -395,16 +477,19 @@ class CommandRouter:
             self.console.say(f"Memory {undone.id} was taken back by 'undo' on {when}; it is no longer stored.")
             return
         rows = []
-        for r in chain:
+        for index, r in enumerate(chain):
             until = r.valid_until.astimezone().strftime("%Y-%m-%d %H:%M") if r.valid_until else ""
-            change = r.change_reason or ""
-            if r.metadata.get("note"):
-                change += f" (you said: {shorten(r.metadata['note'], 50)})"
+            # A version's change_reason is overwritten with why it was replaced, so
+            # what made a later version is its predecessor's reason, and the first
+            # version was made by where it came from ('remember', chat, an import).
+            made = ORIGINS.get(r.source, r.source) if index == 0 else chain[index - 1].change_reason or ""
+            ended = "" if r.is_current else r.change_reason or ""
+            if ended and r.metadata.get("note"):
+                ended += f" (you said: {shorten(r.metadata['note'], 50)})"
             if r.metadata.get("undone"):
-                change = f"{change}; " if change else ""
-                change += f"current again by undo {r.metadata['undone']}"
-            rows.append([r.id, r.created_at.astimezone().strftime("%Y-%m-%d %H:%M"), until, r.status, change, r.content])
-        self.console.table(f"History of {args}", ["id", "from", "until", "status", "change", "text"], rows)
+                made += f"; current again by undo {r.metadata['undone']}"
+            rows.append([r.id, r.created_at.astimezone().strftime("%Y-%m-%d %H:%M"), until, r.status, made, ended, r.content])
+        self.console.table(f"History of {args}", ["id", "from", "until", "status", "made by", "ended by", "text"], rows)
 
     def cmd_undo(self, args: str) -> None:
         """undo -- Take back the last memory change: your last message's, a remember or a memory edit (not forget)."""
@@ -433,17 +518,21 @@ class CommandRouter:
         )
 
     def cmd_reindex(self, args: str) -> None:
-        """reindex -- Re-embed all memories with the configured embedding model."""
+        """reindex -- Re-embed all memories with the configured embedding model, then retry unsaved messages."""
         count = self.app.store.reindex()
         self.app.knowledge.sync()
-        self.console.say(f"Re-embedded {count} memories with {self.app.embedder.name}.")
+        self.console.say(f"Re-embedded {count} {'memory' if count == 1 else 'memories'} with {self.app.embedder.name}.")
+        retried = self.app.retry_pending_extractions()
+        if retried:  # messages that failed while the store did not match the model
+            self.console.say(f"Reading memories again from {retried} earlier message{'' if retried == 1 else 's'}.")
 
     # -- data -------------------------------------------------------------------------------
     def cmd_export(self, args: str) -> None:
         """export [path] -- Write your profile, memories (with history) and session to a JSON file."""
         from data_transfer import default_export_path, export_data
 
-        path = Path(args).expanduser() if args else default_export_path(self.app)
+        path = self._path_argument("export", args) if args else default_export_path(self.app)
+        _require_existing_folder(path)
         written = export_data(self.app, path)
         self.console.say(f"Exported to {written}.")
         self.console.notice("That file holds your personal data (profile, memories, conversation). Keep it private.")
@@ -454,7 +543,15 @@ class CommandRouter:
             raise self.usage("import")
         from data_transfer import import_data
 
-        self.console.say(import_data(self.app, Path(args).expanduser()))
+        self.console.say(import_data(self.app, self._path_argument("import", args)))
+
+    def _path_argument(self, name: str, args: str) -> Path:
+        if not looks_like_path(args):
+            raise CommandError(f"{name.capitalize()} takes one path; put quotes around a path with spaces. {self.usage(name)}")
+        text = args.strip()
+        if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":
+            text = text[1:-1]
+        return Path(text).expanduser()
 
     def cmd_users(self, args: str) -> None:
         """users -- List the learners with data here."""
@@ -463,6 +560,43 @@ class CommandRouter:
         rows = [[u.name + (" (you)" if u.name == self.app.settings.user else ""), str(u.memories), u.folder] for u in list_users(self.app)]
         self.console.table("Learners", ["name", "memories", "folder"], rows)
 
+
+def _require_existing_folder(path: Path) -> None:
+    """``export`` writes into a folder that exists: a typo in a folder name must
+    not silently create a tree of folders somewhere unexpected."""
+    try:
+        folder = path if path.is_dir() else path.parent
+        missing = not folder.is_dir()
+    except (OSError, ValueError):
+        return  # an unusable path: export_data reports it in one line
+    if missing:
+        raise CommandError(f"Cannot export to {shorten(str(path), 160)}: the folder {shorten(str(folder), 160)} does not exist. Nothing was exported.")
+
+
+# What the first version of a memory was made by, as 'history' shows it.
+ORIGINS = {"command": "remember", "extracted": "from chat", "import": "import"}
+
+# One or two lines a learner could type, shown by 'help <command>' (a test runs
+# each through the router, so an example can never drift into being chat).
+EXAMPLES = {
+    "help": ["help forget"],
+    "profile": ["profile level B1", "profile goal pass IELTS with 7.0", "profile remove preference short answers"],
+    "remember": ["remember I have a job interview on Friday"],
+    "memories": ["memories --type episodic", "memories --all coffee"],
+    "memory": ["memory edit 3fa9c2d1 I moved to Taipei in 2024", "memory cap 200"],
+    "search": ["search job interview"],
+    "forget": ["forget 3fa9c2d1", "forget all"],
+    "history": ["history 3fa9c2d1"],
+    "undo": ["undo"],
+    "why": ["why"],
+    "status": ["status"],
+    "reset": ["reset"],
+    "export": ["export ~/memora-backup.json"],
+    "import": ["import ~/memora-backup.json"],
+    "reindex": ["reindex"],
+    "users": ["users"],
+    "exit": ["exit"],
+}
 
 _ORDER = ["help", "profile", "remember", "memories", "memory", "search", "forget", "history", "undo", "why", "status",
           "reset", "export", "import", "reindex", "users", "exit"]

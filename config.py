@@ -153,7 +153,10 @@ class Settings:
             raise ConfigError("MEMORA_MAX_RETRIES and MEMORA_PROACTIVE_DAYS cannot be negative.")
         if not self.model:
             raise ConfigError("The model name (MEMORA_MODEL / --model) cannot be empty.")
-        return replace(self, user=user, data_dir=Path(self.data_dir).expanduser().resolve())
+        data_dir = Path(self.data_dir).expanduser().resolve()
+        if data_dir.exists() and not data_dir.is_dir():
+            raise ConfigError(f"The data folder {data_dir} is a file, not a folder (--data-dir / MEMORA_HOME).")
+        return replace(self, user=user, data_dir=data_dir)
 
     # -- paths -------------------------------------------------------------
     @property

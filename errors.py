@@ -58,3 +58,9 @@ class ContextBudgetError(MemoraError):
 
 class ImportFileError(MemoraError):
     """An import file is missing, too large or not a valid Memora export."""
+
+
+class OutputClosed(Exception):
+    """Standard output was closed by the reader (``| head``): stop quietly.
+
+    Not a ``MemoraError``: there is nobody left to show a line to."""

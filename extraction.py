@@ -56,7 +56,7 @@ from prompts import CORRECTION_PROMPT, EXTRACTION_PROMPT, RECONCILE_PROMPT
 from proposals import ProfileProposal, ProposalStore
 from records import MAX_MEMORY_CHARS, MemoryRecord
 from retrieval import rank
-from text_utils import clean_text, shorten
+from text_utils import clean_text, quoted, shorten
 from timeutil import now_anchor, parse_date, resolve_relative_date
 from tokens import TokenCounter
 from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
@@ -322,7 +322,7 @@ class Extractor:
         self.store.supersede(record.id, None, reason="correction", note=retraction.evidence)
         done.append(record.id)
         outcome.retracted.append(record.id)
-        outcome.notices.append(f"Got it, I've removed that from memory: \u201c{shorten(record.content, 120)}\u201d.")
+        outcome.notices.append(f"Got it, I've removed that from memory: {quoted(record.content, 120)}")
 
     def extract(self, job: ExtractionJob) -> ExtractionOutcome:
         """Read the message (unless already read) and apply everything it says, item by item."""
@@ -532,7 +532,7 @@ class Extractor:
         if added:
             label = "goals" if kind == "goal" else "preferences"
             outcome.notices.append(
-                f"Added to your {label}: \u201c{shorten(value, 80)}\u201d. Undo with 'profile remove {kind} {shorten(value, 80)}'."
+                f"Added to your {label}: {quoted(value, 80)} Undo with 'profile remove {kind} {shorten(value, 80)}'."
             )
 
     def _propose(self, proposal: ProfileProposal, outcome: ExtractionOutcome) -> None:

@@ -30,6 +30,12 @@ NOT_CONFIGURED = (
     "OpenAI-compatible server such as Ollama, vLLM or LM Studio. Commands keep working meanwhile."
 )
 LOCAL_SERVER_PLACEHOLDER_KEY = "memora-local"
+# A reply that stops before the server's ``response.completed`` is a failed turn,
+# rolled back like any other failure; only a reply the server itself ends as
+# ``response.incomplete`` (the output-token limit) is kept, with a notice.
+CUT_OFF_LEAD = "(reply cut off)"
+NOT_KEPT = "That message was not kept; send it again."
+CUT_OFF = f"{CUT_OFF_LEAD} The connection closed before the reply was complete. {NOT_KEPT}"
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,7 @@ class ModelClient:
         parts: list[str] = []
         usage = None
         incomplete = None
+        finished = False
         stream = None
         try:
             stream = client.responses.create(
@@ -136,16 +143,20 @@ class ModelClient:
                     on_delta(event.delta)
                 elif kind == "response.completed":
                     usage = getattr(event.response, "usage", None)
+                    finished = True
                 elif kind == "response.incomplete":
+                    finished = True
                     response = getattr(event, "response", None)
                     usage = getattr(response, "usage", None)
                     details = getattr(response, "incomplete_details", None)
                     incomplete = getattr(details, "reason", None) or "incomplete"
                 elif kind == "response.failed":
                     error = getattr(getattr(event, "response", None), "error", None)
-                    raise ModelCallError(self.redact(f"The model failed: {getattr(error, 'message', None) or 'unknown error'}."))
+                    detail = getattr(error, "message", None) or "unknown error"
+                    raise ModelCallError(self.redact(f"{CUT_OFF_LEAD} the model failed: {detail}. {NOT_KEPT}"))
                 elif kind == "error":
-                    raise ModelCallError(self.redact(f"The model reported an error: {getattr(event, 'message', None) or 'unknown'}."))
+                    detail = getattr(event, "message", None) or "unknown"
+                    raise ModelCallError(self.redact(f"{CUT_OFF_LEAD} the model reported an error: {detail}. {NOT_KEPT}"))
         except (ModelCallError, KeyboardInterrupt):
             raise
         except Exception as error:
@@ -157,6 +168,11 @@ class ModelClient:
                 except Exception:
                     pass
         text = "".join(parts)
+        if not finished:
+            # The stream ended without the server saying the response was over (the
+            # connection closed, a proxy gave up): what arrived is a fragment, and
+            # keeping it would let the next turns build on half an answer.
+            raise ModelCallError(CUT_OFF)
         if not text.strip() and incomplete is None:
             raise ModelCallError("The model returned an empty reply.")
         return ReplyResult(

@@ -16,7 +16,7 @@ from typing import Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from storage import atomic_write_model, file_lock, load_model_file
-from text_utils import normalized_key, shorten
+from text_utils import normalized_key, quoted, shorten
 from timeutil import system_clock
 from user_profile import UserProfileStore
 
@@ -77,7 +77,7 @@ class ProfileProposal(BaseModel):
             return "Profile updated: English level removed."
         kind = "goal" if self.field == "learning_goal" else "preference"
         profiles.remove(kind, self.value)
-        return f"Profile updated: removed the {kind} \u201c{shorten(self.value, 60)}\u201d."
+        return f"Profile updated: removed the {kind} {quoted(self.value, 60)}"
 
 
 class _ProposalFile(BaseModel):

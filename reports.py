@@ -56,14 +56,14 @@ def status_rows(app) -> list[Table]:
         ("Memora", ["setting", "value"], general),
         ("Token budget (last request)", ["section", "tokens", "limit"], budget_rows),
         ("Session token usage", ["spent on", "tokens"], usage_rows),
-        ("Memory extraction", ["", ""], extraction_rows),
+        ("Memory extraction", ["item", "value"], extraction_rows),
     ]
 
 
 def why_report(app) -> list[Table]:
     prepared = app.last_prepared
     if prepared is None:
-        return [("Why", ["", ""], [["No chat request has been made in this session yet.", ""]])]
+        return [("Why", ["note"], [["No chat request has been made in this session yet."]])]
     background = prepared.background
     now = background.now or app.now()
     tokens = background.section_tokens(app.counter)
@@ -72,7 +72,7 @@ def why_report(app) -> list[Table]:
     tables: list[Table] = [("Sections of the last background", ["section", "tokens"], section_rows)]
     if not background.has_data:
         sent = "only the current local time was sent" if background else "no background message was sent"
-        tables.append(("Background", ["", ""], [[f"({sent})", ""]]))
+        tables.append(("Background", ["note"], [[f"({sent})"]]))
         return tables
     profile_rows = [[line.removeprefix("- ")] for line in background.profile_lines()]
     if profile_rows:

@@ -24,6 +24,8 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from errors import OutputClosed
+
 PROMPT = "You: "
 REPLY_LABEL = "Memora: "
 
@@ -220,8 +222,9 @@ class PlainConsole(Console):
 
 
 def _stdin_reader(prompt: str) -> str:
-    sys.stdout.write(prompt)
-    sys.stdout.flush()
+    if _output.closed:
+        raise OutputClosed  # a notice from another thread found the reader gone: stop reading too
+    _stdout_writer(prompt)
     raw = sys.stdin.buffer.readline() if hasattr(sys.stdin, "buffer") else sys.stdin.readline().encode("utf-8", "replace")
     if not raw:
         raise EOFError
@@ -229,8 +232,31 @@ def _stdin_reader(prompt: str) -> str:
 
 
 def _stdout_writer(text: str) -> None:
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _output.closed = True
+        _stdout_to_devnull()
+        raise OutputClosed from None
+
+
+class _OutputState:
+    closed = False
+
+
+_output = _OutputState()
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null so later writes, and the flush at interpreter
+    exit, cannot raise again once the reader has gone (``| head``)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 class RichConsole(Console):
@@ -310,6 +336,11 @@ class RichConsole(Console):
 
     @contextlib.contextmanager
     def reply_stream(self) -> Iterator[Callable[[str], None]]:
+        with _no_echo(), self._live_reply() as emit:
+            yield emit
+
+    @contextlib.contextmanager
+    def _live_reply(self) -> Iterator[Callable[[str], None]]:
         from rich.live import Live
         from rich.text import Text
 
@@ -335,6 +366,39 @@ class RichConsole(Console):
             status.stop()
             if live is not None:
                 live.stop()
+
+
+@contextlib.contextmanager
+def _no_echo() -> Iterator[None]:
+    """Stop the terminal echoing keys (and "^C") while a reply streams.
+
+    The live view redraws by moving the cursor up as many lines as it last
+    drew. Its lines fill the whole width, so an echoed "^C" (or any key typed
+    meanwhile) lands on a line of its own that the view does not know about,
+    and the final redraw starts one line too low: the first line showed twice.
+    Ctrl-C still interrupts (ISIG stays on); typed keys wait for the prompt."""
+    try:
+        import termios
+
+        fd = sys.stdin.fileno()
+        saved = termios.tcgetattr(fd)
+    except (ImportError, OSError, ValueError, AttributeError):
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] &= ~(termios.ECHO | getattr(termios, "ECHOCTL", 0))
+    try:
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        try:
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
+        except OSError:
+            pass
 
 
 def _text(value):

@@ -31,3 +31,14 @@ def normalized_key(text: str) -> str:
 def shorten(text: str, limit: int) -> str:
     text = clean_text(text)
     return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
+
+
+_SENTENCE_END = (".", "!", "?", "…", "。", "！", "？")
+
+
+def quoted(text: str, limit: int, end: str = ".") -> str:
+    """``“text”`` shortened to ``limit``, followed by ``end`` unless the quoted
+    text already closes the sentence (no ``“I like tea.”.``)."""
+    inner = shorten(text, limit)
+    closes = end == "." and inner.endswith(_SENTENCE_END)
+    return f"\u201c{inner}\u201d{'' if closes else end}"

@@ -63,6 +63,22 @@ def list_users(app) -> list[LearnerInfo]:
     return infos
 
 
+def has_data(app, name: str) -> bool:
+    """Whether ``name`` is the current learner or has anything stored here."""
+    name = validate_user_name(name)
+    if name == app.settings.user:
+        return True
+    paths = app.settings.paths_for(name)
+    if any(path.exists() for path in (paths.profile, paths.session, paths.proposals, paths.input_history)):
+        return True
+    if name != DEFAULT_USER and paths.folder.is_dir():
+        return True
+    try:
+        return catalog_path(app.settings.db_dir, name).exists() or app.connection.has_collection(collection_name(name))
+    except Exception:
+        return True  # cannot tell: let the confirmation decide rather than claim there is nothing
+
+
 def delete_user(app, name: str, *, remove_exports: bool = True) -> str:
     """Delete the profile, session, proposals, input history and memories of ``name``,
     and their exports in the data folder unless ``remove_exports`` is False."""

@@ -50,9 +50,22 @@ class Disconnect:
 
 @dataclass
 class StreamThenFail:
-    """Stream some text, then a ``response.failed`` event."""
+    """Stream some text, then end without ``response.completed``.
+
+    ``end``: ``"failed"`` sends ``response.failed``; ``"error"`` an ``error``
+    event; ``"close"`` just closes the connection; ``"incomplete"`` sends
+    ``response.incomplete`` (the output-token limit)."""
 
     text: str
+    end: str = "failed"
+
+
+@dataclass
+class SlowStream:
+    """Stream ``text`` with a pause after each chunk (a reply to interrupt)."""
+
+    text: str
+    pause: float = 0.2
 
 
 @dataclass
@@ -192,7 +205,7 @@ def response_json(text: str, usage: dict | None = None) -> dict:
     }
 
 
-def sse_events(text: str, *, fail: bool = False) -> list[tuple[str, dict]]:
+def sse_events(text: str, *, end: str = "completed") -> list[tuple[str, dict]]:
     base = response_json("")
     base["status"] = "in_progress"
     events: list[tuple[str, dict]] = [("response.created", {"response": base})]
@@ -208,11 +221,19 @@ def sse_events(text: str, *, fail: bool = False) -> list[tuple[str, dict]]:
                 {"output_index": 0, "content_index": 0, "item_id": "msg_fake", "delta": chunk, "logprobs": []},
             )
         )
-    if fail:
-        failed = response_json(text)
-        failed["status"] = "failed"
-        failed["error"] = {"code": "server_error", "message": "stream broke"}
-        events.append(("response.failed", {"response": failed}))
+    if end == "close":
+        return events
+    if end == "error":
+        events.append(("error", {"code": "server_error", "message": "stream broke", "param": None}))
+        return events
+    if end in ("failed", "incomplete"):
+        final = response_json(text)
+        final["status"] = end
+        if end == "failed":
+            final["error"] = {"code": "server_error", "message": "stream broke"}
+        else:
+            final["incomplete_details"] = {"reason": "max_output_tokens"}
+        events.append((f"response.{end}", {"response": final}))
         return events
     events.append(("response.output_text.done", {"output_index": 0, "content_index": 0, "item_id": "msg_fake", "text": text, "logprobs": []}))
     events.append(("response.content_part.done", {"output_index": 0, "content_index": 0, "item_id": "msg_fake", "part": {**part, "text": text}}))
@@ -262,7 +283,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(item.status, {"error": {"message": item.message, "type": "server_error", "code": None}})
             return
         if isinstance(item, StreamThenFail):
-            self._sse(sse_events(item.text, fail=True))
+            self._sse(sse_events(item.text, end=item.end))
+            return
+        if isinstance(item, SlowStream):
+            self._sse(sse_events(item.text), pause=item.pause)
             return
         text = json.dumps(item) if isinstance(item, (dict, list)) else str(item)
         if body.get("stream"):
@@ -285,7 +309,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _sse(self, events: list[tuple[str, dict]]) -> None:
+    def _sse(self, events: list[tuple[str, dict]], pause: float = 0.0) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -297,6 +321,8 @@ class _Handler(BaseHTTPRequestHandler):
             try:
                 self.wfile.write(f"event: {kind}\ndata: {json.dumps(payload)}\n\n".encode())
                 self.wfile.flush()
+                if pause and kind == "response.output_text.delta":
+                    time.sleep(pause)
             except (BrokenPipeError, ConnectionResetError):
                 return
 

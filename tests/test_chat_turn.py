@@ -210,7 +210,7 @@ def test_a_message_whose_extraction_keeps_failing_is_given_up_after_three_starts
         again.wait_for_extraction(10)
         again.close()
     assert json.loads(again.paths.session.read_text())["pending_extractions"] == []
-    assert any("Gave up reading memories from one message after 3 failures" in n for n in again.notices)
+    assert any("Gave up reading memories from \u201cI have a dog called Biscuit.\u201d after 3 failures" in n for n in again.take_unsaved_notes())
     assert len(server.of_kind("extraction")) == 3
     final = make_app()
     final.wait_for_extraction(5)

@@ -137,7 +137,7 @@ def test_session_survives_a_restart_and_reset_starts_fresh(make_app, server, run
     app.close()
     again = make_app()
     t = run_repl(again, ["And tell me more"])
-    assert "Resumed your conversation (1 earlier turns)" in t.text
+    assert "Resumed your conversation (1 earlier turn). Type" in t.text
     assert [m["content"] for m in server.chats[-1].input if m["role"] != "developer"] == [
         "I want to practise job interviews", "Reply 1.", "And tell me more"]
     again.store.add("a memory that must survive reset")
@@ -184,7 +184,7 @@ def test_a_killed_process_loses_nothing_that_was_shown(tmp_path, server):
 
     result = subprocess.run([sys.executable, str(ROOT / "chatbot.py"), "--plain"], input="exit\n", capture_output=True,
                             text=True, env=env, cwd=ROOT, timeout=120)
-    assert "Resumed your conversation (1 earlier turns)" in result.stdout
+    assert "Resumed your conversation (1 earlier turn). Type" in result.stdout
     session = json.loads((home / "memora_session.json").read_text())
     assert [m["content"] for m in session["messages"]] == ["My dog is called Biscuit.", "Reply 1."]
     assert session["pending_extractions"] == []  # the interrupted extraction ran again at start

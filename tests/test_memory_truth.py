@@ -150,7 +150,7 @@ def test_the_cap_never_drops_anything_silently(make_app, server, run_repl):
 def test_the_cap_is_per_learner_and_can_be_changed(make_app, run_repl):
     app = make_app(memory_cap=2)
     t = run_repl(app, ["memory cap 5", "memory cap"])
-    assert "Memory cap set to 5." in t.text and "Memory cap: 5" in t.text
+    assert "Memory cap set to 5 (0 in use)." in t.text and "Memory cap: 5" in t.text
     assert app.store.memory_cap == 5
     other = LongTermMemoryStore(app.settings.db_dir, embedding_function=app.embedder, user_id="bob", connection=app.connection, memory_cap=2)
     assert other.memory_cap == 2

@@ -52,7 +52,7 @@ def test_a_store_built_with_another_model_is_refused_until_reindex(make_app, mak
     assert any("embedded with hash:v1-384" in n and "reindex" in n for n in notices)
     t = run_repl(switched, ["search choir", "reindex", "search choir"])
     assert "Error: The memory store was built with hash:v1-384" in t.text
-    assert "Re-embedded 1 memories with local:all-MiniLM-L6-v2." in t.text
+    assert "Re-embedded 1 memory with local:all-MiniLM-L6-v2." in t.text
     assert t.text.rsplit("You: search choir", 1)[1].count("The learner sings in a choir") == 1
 
 

@@ -379,7 +379,7 @@ def test_a_version_1_session_is_migrated_and_resumed(tmp_path):
 
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
-    assert "Resumed your conversation (1 earlier turns)" in result.stdout
+    assert "Resumed your conversation (1 earlier turn). Type" in result.stdout
     assert re.search(r"^chat\s+12$", result.stdout, re.M)  # the old token count survived
     assert "unreadable" not in output and not list(home.glob("*.corrupt-*"))
     saved = json.loads((home / "memora_session.json").read_text())

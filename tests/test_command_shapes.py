@@ -1,0 +1,178 @@
+"""Which lines are commands, which are chat, and which get a usage line.
+
+``chat``: the line reaches the (fake) model as the learner's message.
+``command``: it runs, nothing is sent to the model, no usage error.
+``usage``: nothing is sent; the command's usage line is printed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+CHAT, COMMAND, USAGE = "chat", "command", "usage"
+
+LINES = [
+    # questions and sentences that start with a command word
+    ("Remember when we practised idioms?", CHAT),
+    ("remember when we practised idioms", CHAT),
+    ("remember that time I got the tense wrong", CHAT),
+    ("Remember how to use 'whom'", CHAT),
+    ("remember what I told you about my job", CHAT),
+    ("remember if I said it right", CHAT),
+    ("remember the time we talked about Osaka", CHAT),
+    ("remember me", CHAT),
+    ("remember is a regular verb, right", CHAT),
+    ("search for a better word for happy", CHAT),
+    ("Search for synonyms of big", CHAT),
+    ("search about phrasal verbs", CHAT),
+    ("search is harder to spell than I thought", CHAT),
+    ("forget it", CHAT),
+    ("forget about it", CHAT),
+    ("forget what I said", CHAT),
+    ("Forget everything I said about my boss", CHAT),
+    ("forget yesterday.", CHAT),
+    ("forget 3fa9c2d1?", CHAT),
+    ("help me with my essay", CHAT),
+    ("help, I don't get conditionals", CHAT),
+    ("help?", CHAT),
+    ("history is my favourite subject", CHAT),
+    ("history of the English language", CHAT),
+    ("History lessons were boring at school, how do I say that better", CHAT),
+    ("profile of a good student?", CHAT),
+    ("profile picture is a noun phrase", CHAT),
+    ("memory is a funny thing", CHAT),
+    ("memories of my childhood", CHAT),
+    ("memories are important to me", CHAT),
+    ("why is the present perfect so hard?", CHAT),
+    ("why not", CHAT),
+    ("status symbols in English culture", CHAT),
+    ("reset means start again", CHAT),
+    ("export is a verb and a noun", CHAT),
+    ("import of goods, is that correct?", CHAT),
+    ("users of English around the world", CHAT),
+    ("exit the building — is that formal?", CHAT),
+    ("quit smoking is my goal", CHAT),
+    ("Can you remember my name?", CHAT),
+    ("I want to search for a new job", CHAT),
+    # commands
+    ("help", COMMAND),
+    ("help forget", COMMAND),
+    ("/help", COMMAND),
+    ("profile", COMMAND),
+    ("profile level b2", COMMAND),
+    ("profile goal pass IELTS", COMMAND),
+    ("remember I have a job interview on Friday", COMMAND),
+    ("remember my sister lives in Leeds", COMMAND),
+    ("memories", COMMAND),
+    ("memories --all", COMMAND),
+    ("memories interview", COMMAND),
+    ("memory cap", COMMAND),
+    ("search job interview", COMMAND),
+    ("status", COMMAND),
+    ("why", COMMAND),
+    ("users", COMMAND),
+    ("/why is this here", COMMAND),
+    # malformed commands: the usage line, never the tutor
+    ("forget zzzz", USAGE),
+    ("forget", USAGE),
+    ("forget user", USAGE),
+    ("forget 3fa9 5bc2", USAGE),
+    ("forget all my memories", USAGE),
+    ("forget all of it", CHAT),
+    ("/forget zzzz", USAGE),
+    ("history zzzz", USAGE),
+    ("history", USAGE),
+    ("memory cap abc", USAGE),
+    ("memory cap 2 3", USAGE),
+    ("memory edit", USAGE),
+    ("profile level X9", USAGE),
+    ("profile goal", USAGE),
+    ("profile remove hobby", USAGE),
+    ("remember", USAGE),
+    ("search", USAGE),
+    ("import", USAGE),
+    ("export my whole data please", USAGE),
+    ("/help zzzz", USAGE),
+]
+
+
+def test_the_table_has_enough_lines_of_every_kind():
+    kinds = [kind for _, kind in LINES]
+    assert len(LINES) >= 40 and min(kinds.count(k) for k in (CHAT, COMMAND, USAGE)) >= 10
+
+
+def _segments(transcript: str) -> dict[str, str]:
+    """What followed each typed line, up to the next prompt."""
+    out: dict[str, str] = {}
+    for segment in transcript.split("You: ")[1:]:
+        line, _, rest = segment.partition("\n")
+        out.setdefault(line, rest)
+    return out
+
+
+def test_each_line_is_chat_a_command_or_its_usage(make_app, server, run_repl):
+    app = make_app()
+    app.store.add("The learner has a job interview next week.")
+    lines = [line for line, _ in LINES]
+    t = run_repl(app, lines)
+    sent = [request.last_user for request in server.chats]
+    segments = _segments(t.text)
+    wrong = []
+    for line, expected in LINES:
+        output = segments[line]
+        reached_model = line in sent
+        first = output.splitlines()[0] if output else ""
+        # the usage line, or for a value outside a fixed set the list of valid ones
+        usage = first.startswith("Error: ") and ("Usage: " in first or "Valid levels: " in first)
+        actual = CHAT if reached_model else USAGE if usage else COMMAND
+        if expected == COMMAND and output.startswith("Error: "):
+            actual = f"error: {output.splitlines()[0]}"
+        if actual != expected:
+            wrong.append(f"{line!r}: expected {expected}, got {actual}")
+    assert not wrong, "\n".join(wrong)
+    # chat lines went out once each, in order, and only they did
+    assert sent == [line for line, kind in LINES if kind == CHAT]
+
+
+def test_a_mistyped_id_names_itself_and_gives_the_usage(make_app, run_repl):
+    app = make_app()
+    t = run_repl(app, ["forget zzzz"])
+    assert "Error: 'zzzz' is not a memory id (see 'memories'). Usage: forget <id> | forget all | forget user <name>\n" in t.text
+
+
+def test_malformed_commands_work_without_a_model(make_app, server, run_repl):
+    """With no model configured, 'forget zzzz' still gets its usage, not 'No model is configured'."""
+    app = make_app(base_url=None, api_key=None)
+    t = run_repl(app, ["forget zzzz", "memory cap abc"])
+    assert "No model" not in t.text.split("You: forget zzzz", 1)[1]
+    assert t.text.count("Usage: ") == 2
+
+
+@pytest.mark.parametrize("name", ["forget", "memory", "profile", "export", "help"])
+def test_help_for_one_command_shows_its_usage_and_an_example_literally(make_app, run_repl, name):
+    from commands import EXAMPLES, CommandRouter
+
+    app = make_app()
+    t = run_repl(app, [f"help {name}"])
+    router = CommandRouter(app, None)
+    for spec in router._all(name):
+        assert spec.usage in t.text  # brackets and all: "[path]", "[<n>|off]"
+    for example in EXAMPLES[name]:
+        assert f"e.g. {example}" in t.text
+        assert router.is_command(example), f"the example {example!r} would be chat"
+
+
+def test_every_example_in_help_is_a_command(make_app):
+    from commands import EXAMPLES, CommandRouter
+
+    router = CommandRouter(make_app(), None)
+    assert set(EXAMPLES) == set(router.specs) - {"quit"}
+    for examples in EXAMPLES.values():
+        for example in examples:
+            assert router.is_command(example), example
+
+
+def test_help_keeps_bracketed_arguments(make_app, run_repl):
+    t = run_repl(make_app(), ["help"])
+    assert "export [path]" in t.text
+    assert "[text]" in t.text and "memory cap [<n>|off]" in t.text
