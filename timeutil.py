@@ -84,7 +84,7 @@ def _plural(n: int, unit: str) -> str:
     return f"{n} {unit}{'' if n == 1 else 's'} ago"
 
 
-_MONTHS = {name: i + 1 for i, name in enumerate(
+_MONTH_NUMBERS = {name: i + 1 for i, name in enumerate(
     ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"]
 )}
 _MONTH_WORD = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
@@ -96,7 +96,7 @@ _RECENT_PAST_DAYS = 30
 
 
 def _month_number(word: str) -> int:
-    return next(number for name, number in _MONTHS.items() if name.startswith(word[:3]))
+    return next(number for name, number in _MONTH_NUMBERS.items() if name.startswith(word[:3]))
 
 
 def _zh_number(text: str) -> int | None:
