@@ -19,9 +19,9 @@ import sys
 import threading
 from typing import Sequence
 
-from config import Settings
-from errors import ConfigError, MemoraError, OutputClosed, StoreError
-from terminal import Console, PlainConsole
+from memora.engine.config import Settings
+from memora.engine.errors import ConfigError, MemoraError, OutputClosed, StoreError
+from memora.app.terminal import Console, PlainConsole
 
 WELCOME = "Memora, your English tutor. Type 'help' for commands, 'exit' to leave."
 
@@ -98,8 +98,8 @@ def _greet(app, console: Console, startup_notes: Sequence[str]) -> None:
 
 
 def _loop(app, console: Console, *, raise_unexpected: bool, startup_notes: Sequence[str]) -> None:
-    from assistant import TurnCancelled
-    from commands import CommandRouter, ExitRequested, run_command
+    from memora.app.assistant import TurnCancelled
+    from memora.app.commands import CommandRouter, ExitRequested, run_command
 
     router = CommandRouter(app, console)
     try:
@@ -228,12 +228,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Error: {error}", file=sys.stderr)
         return 2
     if interactive:
-        from terminal import RichConsole
+        from memora.app.terminal import RichConsole
 
         console: Console = RichConsole(history_path=settings.paths.input_history)
     else:
         console = PlainConsole()
-    from assistant import Memora
+    from memora.app.assistant import Memora
 
     early: list[str] = []  # notices raised while opening the stores, shown after the welcome line
     try:

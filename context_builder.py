@@ -29,9 +29,9 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Iterable, Iterator, Sequence
 
-from lookalikes import ANGLE_LOOKALIKES
-from records import CATEGORIES, MemoryRecord, MemorySearchResult
-from timeutil import local_date, now_anchor, on_day, relative_days, resolve_time_phrases, short_date, time_ago, to_aware
+from memora.engine.lookalikes import ANGLE_LOOKALIKES
+from memora.engine.records import CATEGORIES, MemoryRecord, MemorySearchResult
+from memora.engine.timeutil import local_date, now_anchor, on_day, relative_days, resolve_time_phrases, short_date, time_ago, to_aware
 from user_profile import UserProfile
 
 BACKGROUND_INTRO = (
@@ -318,7 +318,7 @@ class Background(Sequence[dict]):
 
     def _now(self) -> datetime:
         if self.now is None:
-            from timeutil import system_clock
+            from memora.engine.timeutil import system_clock
 
             return system_clock()
         return to_aware(self.now)

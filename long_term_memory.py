@@ -32,12 +32,13 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from catalog import MemoryCatalog
-from lexical import say_the_same
-from chroma_backend import ChromaConnection
-from embeddings import Embedder, as_embedder
-from errors import CommandError, EmbeddingModelMismatch, MemoryFullError, StoreError
-from records import (
+from memora.engine.catalog import MemoryCatalog
+from memora.engine.lexical import say_the_same
+from memora.engine.chroma_backend import ChromaConnection
+from memora.engine.embeddings import Embedder, as_embedder
+from memora.engine.errors import CommandError, EmbeddingModelMismatch, MemoryFullError, StoreError
+from memora.engine.retrieval import RETRIEVAL_MIN_SCORE, retrieve_relevant_memories
+from memora.engine.records import (
     CATEGORIES,
     MEMORY_TYPES,
     SOURCES,
@@ -47,20 +48,9 @@ from records import (
     MemorySearchResult,
     clean_memory_text,
 )
-from storage import atomic_write_text, ensure_private_dir, file_lock, quarantine
-from timeutil import Clock, parse_date, parse_iso, system_clock, to_aware
+from memora.engine.storage import atomic_write_text, ensure_private_dir, file_lock, quarantine
+from memora.engine.timeutil import Clock, parse_date, parse_iso, system_clock, to_aware
 
-# Minimum calibrated final score (retrieval.py) for a memory to enter the
-# context. It trades recall against prompt noise: a wrong memory costs tokens
-# every turn and can mislead the tutor ("you said you love coffee" in a chat
-# about tea); a missed one costs one personal touch, and the digest still
-# carries the learner's core facts. Measured with the local model on a tutor's
-# memories (tests/test_retrieval_local.py): messages that are about a memory
-# score 0.29-0.61 for it, small talk and unrelated exercises top out at 0.17.
-# 0.25 sits in that gap, closer to the unrelated side because a miss is the
-# cheaper error here. On LoCoMo, 100% of the evidence found in the top 10
-# scores above it (bench/locomo_recall.py prints the table).
-RETRIEVAL_MIN_SCORE = 0.25
 
 # The duplicate rule (``is_near_duplicate``). A false "duplicate" loses a fact
 # forever and keeps a stale one current ("finds grammar easy" merged into by
@@ -306,7 +296,7 @@ class LongTermMemoryStore:
         self.recency_half_life_days = recency_half_life_days
         self.last_embedding_tokens = 0
         if self.connection.url is None:
-            from chroma_backend import check_local_store
+            from memora.engine.chroma_backend import check_local_store
 
             check_local_store(self.path)
         ensure_private_dir(self.path)
@@ -919,8 +909,6 @@ class LongTermMemoryStore:
 
         ``min_score=None`` applies ``RETRIEVAL_MIN_SCORE``; pass ``0`` to rank only.
         """
-        from retrieval import retrieve_relevant_memories
-
         results, _ = retrieve_relevant_memories(self, query, n_results=n_results, min_score=min_score)
         return results
 

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Sequence
 
 from context_builder import Background
-from errors import ContextBudgetError, MemoraError
-from tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, TokenCounter, approximate_tokens
+from memora.engine.errors import ContextBudgetError, MemoraError
+from memora.engine.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, TokenCounter, approximate_tokens
 
 # (previous summary, messages to fold, max summary tokens) -> (new summary, tokens spent)
 Summarizer = Callable[[str, list[dict], int], "tuple[str, int]"]

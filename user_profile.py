@@ -15,9 +15,9 @@ from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from errors import InvalidLevelError, LimitError
-from storage import atomic_write_model, file_lock, load_model_file
-from text_utils import clean_text, normalized_key
+from memora.engine.errors import InvalidLevelError, LimitError
+from memora.engine.storage import atomic_write_model, file_lock, load_model_file
+from memora.engine.text_utils import clean_text, normalized_key
 
 CEFR_LEVELS = ("A1", "A2", "B1", "B2", "C1", "C2")
 MAX_PROFILE_VALUE_CHARS = 200

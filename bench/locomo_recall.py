@@ -28,10 +28,10 @@ from statistics import mean
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import lexical  # noqa: E402
-from embeddings import LocalEmbedder, local_model_available  # noqa: E402
+from memora.engine import lexical  # noqa: E402
+from memora.engine.embeddings import LocalEmbedder, local_model_available  # noqa: E402
 from long_term_memory import RETRIEVAL_MIN_SCORE, LongTermMemoryStore  # noqa: E402
-from retrieval import retrieve_relevant_memories  # noqa: E402
+from memora.engine.retrieval import retrieve_relevant_memories  # noqa: E402
 
 KS = (5, 10, 20)
 

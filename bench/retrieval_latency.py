@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from embeddings import HashEmbedder  # noqa: E402
+from memora.engine.embeddings import HashEmbedder  # noqa: E402
 from long_term_memory import LongTermMemoryStore  # noqa: E402
-from retrieval import retrieve_relevant_memories  # noqa: E402
+from memora.engine.retrieval import retrieve_relevant_memories  # noqa: E402
 from synthetic import Vocabulary, memories, queries  # noqa: E402
 
 def percentile(values: list[float], q: float) -> float:

@@ -60,11 +60,11 @@ def main() -> int:
     path = Path(args.data) / f"{args.conversation}.json"
     turns, speaker_a, speaker_b = load_turns(path)
 
-    from assistant import Memora
-    from config import Settings
-    from embeddings import LocalEmbedder, local_model_available
-    from prompts import SYSTEM_PROMPT
-    from tokens import TokenCounter
+    from memora.app.assistant import Memora
+    from memora.engine.config import Settings
+    from memora.engine.embeddings import LocalEmbedder, local_model_available
+    from memora.engine.prompts import SYSTEM_PROMPT
+    from memora.engine.tokens import TokenCounter
 
     if not local_model_available():
         print("the local all-MiniLM-L6-v2 model is missing: source ../shared/tools/offline-caches.sh", file=sys.stderr)

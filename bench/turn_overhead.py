@@ -43,7 +43,7 @@ class InstantModel:
         self.settings = settings
 
     def stream_reply(self, *, instructions, messages, on_delta):
-        from llm import ReplyResult
+        from memora.engine.llm import ReplyResult
 
         on_delta("OK.")
         return ReplyResult(text="Sure, let's practise that together.", total_tokens=100)
@@ -52,7 +52,7 @@ class InstantModel:
         return (previous + " " + " ".join(m["content"][:40] for m in messages))[-max_tokens:], 0
 
     def parse(self, *, instructions, input_text, text_format, what):
-        from extraction import ExtractionResult
+        from memora.app.extraction import ExtractionResult
 
         return ExtractionResult(facts=[], profile_changes=[], corrections=[]), 0
 
@@ -63,9 +63,9 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def measure(size: int, turns: int) -> dict:
-    from assistant import Memora
-    from config import Settings
-    from embeddings import HashEmbedder
+    from memora.app.assistant import Memora
+    from memora.engine.config import Settings
+    from memora.engine.embeddings import HashEmbedder
 
     rng = random.Random(size)
     vocabulary = Vocabulary()

@@ -98,7 +98,7 @@ def data_dir(isolated_env):
 
 @pytest.fixture
 def make_settings(data_dir, server):
-    from config import Settings
+    from memora.engine.config import Settings
 
     def build(**overrides):
         no_notes = data_dir.parent / "no-knowledge"
@@ -119,8 +119,8 @@ def make_settings(data_dir, server):
 
 @pytest.fixture
 def make_app(make_settings, clock):
-    from assistant import Memora
-    from embeddings import HashEmbedder
+    from memora.app.assistant import Memora
+    from memora.engine.embeddings import HashEmbedder
 
     apps = []
 
@@ -171,7 +171,7 @@ class Transcript:
 @pytest.fixture
 def run_repl():
     import chatbot
-    from terminal import PlainConsole
+    from memora.app.terminal import PlainConsole
 
     def run(app, lines, *, settle=True):
         transcript = Transcript(lines, app if settle else None)
@@ -185,7 +185,7 @@ def run_repl():
 
 
 def local_model_or_skip():
-    from embeddings import local_model_available
+    from memora.engine.embeddings import local_model_available
 
     if local_model_available():
         return
@@ -198,7 +198,7 @@ def local_model_or_skip():
 @pytest.fixture(scope="session")
 def local_embedder():
     local_model_or_skip()
-    from embeddings import LocalEmbedder
+    from memora.engine.embeddings import LocalEmbedder
 
     return LocalEmbedder()
 
@@ -255,7 +255,7 @@ def chroma_server(tmp_path_factory):
 @pytest.fixture(params=["embedded", "server"])
 def connection(request, tmp_path):
     """A Chroma connection of each kind: the embedded store and a real server."""
-    from chroma_backend import ChromaConnection
+    from memora.engine.chroma_backend import ChromaConnection
 
     if request.param == "server":
         return ChromaConnection(url=request.getfixturevalue("chroma_server"))

@@ -31,7 +31,7 @@ from importlib import resources
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULE = ROOT / "lookalikes.py"
+MODULE = ROOT / "memora" / "engine" / "lookalikes.py"
 BRACKETS = "<>"
 
 

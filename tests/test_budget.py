@@ -7,10 +7,10 @@ import random
 import pytest
 
 from context_builder import build_background_messages
-from errors import ContextBudgetError
+from memora.engine.errors import ContextBudgetError
 from fake_openai import Error
 from memory import ContextBudget, ConversationMemory
-from tokens import TokenCounter
+from memora.engine.tokens import TokenCounter
 from user_profile import UserProfile
 
 
@@ -66,7 +66,7 @@ def test_background_drops_memories_first_lowest_score_first_and_profile_last():
     memory = ConversationMemory(counter=counter, instructions="Tutor.", budget=ContextBudget(total=2000, recent=500, summary=100, background=230))
     from datetime import datetime
 
-    from records import MemorySearchResult
+    from memora.engine.records import MemorySearchResult
 
     now = datetime(2026, 11, 29, 10).astimezone()
     memories = [

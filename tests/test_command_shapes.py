@@ -150,7 +150,7 @@ def test_malformed_commands_work_without_a_model(make_app, server, run_repl):
 
 @pytest.mark.parametrize("name", ["forget", "memory", "profile", "export", "help"])
 def test_help_for_one_command_shows_its_usage_and_an_example_literally(make_app, run_repl, name):
-    from commands import EXAMPLES, CommandRouter
+    from memora.app.commands import EXAMPLES, CommandRouter
 
     app = make_app()
     t = run_repl(app, [f"help {name}"])
@@ -163,7 +163,7 @@ def test_help_for_one_command_shows_its_usage_and_an_example_literally(make_app,
 
 
 def test_every_example_in_help_is_a_command(make_app):
-    from commands import EXAMPLES, CommandRouter
+    from memora.app.commands import EXAMPLES, CommandRouter
 
     router = CommandRouter(make_app(), None)
     assert set(EXAMPLES) == set(router.specs) - {"quit"}

@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from extraction import DECISION_CANDIDATE_TOKENS
-from tokens import TokenCounter
+from memora.app.extraction import DECISION_CANDIDATE_TOKENS
+from memora.engine.tokens import TokenCounter
 
 TAIPEI = "The learner lives in Taipei."
 CROWD = [
@@ -161,7 +161,7 @@ def test_a_contradiction_near_an_old_fact_is_decided_not_merged_across_sessions(
 
 
 def test_same_category_memories_reach_the_decision_when_dense_neighbours_crowd_them_out(make_app, server, monkeypatch):
-    import extraction
+    from memora.app import extraction
 
     app = make_app()  # the hash embedding: every Tokyo memory is closer to the new fact than Taipei
     for i in range(40):

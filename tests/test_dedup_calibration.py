@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from embeddings import HashEmbedder
+from memora.engine.embeddings import HashEmbedder
 from long_term_memory import LongTermMemoryStore, is_near_duplicate
 
 FIXTURE = Path(__file__).parent / "fixtures" / "dedup_pairs.json"

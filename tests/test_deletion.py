@@ -67,7 +67,7 @@ def test_forget_id_leaves_no_byte_of_any_version_in_any_file(make_app, run_repl,
     ])
     [second] = app.store.list(text="Wyxtrell")
     # An extraction job that failed and waits for the next start would read the fact back in.
-    from session import PendingExtraction
+    from memora.app.session import PendingExtraction
 
     app._pending_jobs.append(PendingExtraction(job_id="j1", text="Remember: the learner keeps a pet axolotl named Wyxtrell!",
                                                said_at=app.now(), attempts=1))
@@ -196,7 +196,7 @@ def test_a_forget_that_another_process_blocks_is_finished_at_the_next_start(make
 def test_history_scrubbing_removes_whole_entries_and_keeps_the_file_readable(tmp_path):
     from prompt_toolkit.history import FileHistory
 
-    from erasure import TextFinder, scrub_input_history, scrub_text
+    from memora.app.erasure import TextFinder, scrub_input_history, scrub_text
 
     path = tmp_path / ".memora_history"
     history = FileHistory(str(path))

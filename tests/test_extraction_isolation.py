@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from fake_openai import Error
-from reports import status_rows
+from memora.app.reports import status_rows
 
 
 def fact(text, category="other", memory_type="semantic", event_phrase=None, event_date=None):
@@ -183,7 +183,7 @@ def test_a_failed_reading_is_still_retried_whole(make_app, server):
 
 
 def test_running_a_job_again_changes_nothing(make_app, server):
-    from extraction import ExtractionJob, ExtractionResult, PreparedExtraction
+    from memora.app.extraction import ExtractionJob, ExtractionResult, PreparedExtraction
 
     app = make_app()
     wrong = app.store.add("The learner wants to work abroad.", category="learning")

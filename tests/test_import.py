@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from errors import EmbeddingError
-from text_utils import clean_text
+from memora.engine.errors import EmbeddingError
+from memora.engine.text_utils import clean_text
 
 
 def memory(memory_id: str, content: str | None = None, **fields) -> dict:
@@ -168,7 +168,7 @@ def test_an_import_over_the_memory_cap_is_refused_whole(learner, run_repl, tmp_p
 
 
 def test_an_oversize_file_is_refused_before_it_is_read(learner, run_repl, tmp_path):
-    import data_transfer
+    from memora.app import data_transfer
 
     path = tmp_path / "backup.json"
     with open(path, "wb") as handle:  # sparse: the size is real, the disk is not used
@@ -277,10 +277,10 @@ def test_imported_text_is_cleaned_like_typed_text(make_app, run_repl, tmp_path):
 CRASHING_IMPORT = """
 import os, signal, sys
 from pathlib import Path
-from assistant import Memora
-from config import Settings
-from data_transfer import import_data
-from embeddings import HashEmbedder
+from memora.app.assistant import Memora
+from memora.engine.config import Settings
+from memora.app.data_transfer import import_data
+from memora.engine.embeddings import HashEmbedder
 
 data_dir, notes, backup, where = sys.argv[1:5]
 settings = Settings(data_dir=Path(data_dir), base_url="http://127.0.0.1:9", api_key="sk-test-not-real",
@@ -345,9 +345,9 @@ def test_restore_undoes_what_it_wrote_and_overwrote_on_either_backend(connection
 
     from chromadb.errors import InternalError
 
-    from embeddings import HashEmbedder
+    from memora.engine.embeddings import HashEmbedder
     from long_term_memory import LongTermMemoryStore
-    from records import MemoryRecord
+    from memora.engine.records import MemoryRecord
 
     store = LongTermMemoryStore(tmp_path / "memora_db", embedding_function=HashEmbedder(),
                                 user_id=f"undo{uuid.uuid4().hex[:6]}", connection=connection)

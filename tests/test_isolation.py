@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from conftest import ROOT, child_env
-from errors import ConfigError
+from memora.engine.errors import ConfigError
 
 ALICE_SECRETS = ["Alice", "violin", "Kaohsiung", "IELTS 8", "tea ceremony"]
 

@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from config import KNOWLEDGE_DIR
-from knowledge import KNOWLEDGE_MIN_SIMILARITY, KnowledgeBase, split_note
+from memora.engine.config import KNOWLEDGE_DIR
+from memora.app.knowledge import KNOWLEDGE_MIN_SIMILARITY, KnowledgeBase, split_note
 from long_term_memory import RETRIEVAL_MIN_SCORE
 
 ON_TOPIC = [
@@ -34,7 +34,7 @@ def test_knowledge_is_more_permissive_than_memories():
 
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory, local_embedder):
-    from chroma_backend import ChromaConnection
+    from memora.engine.chroma_backend import ChromaConnection
 
     base = KnowledgeBase(KNOWLEDGE_DIR, ChromaConnection(tmp_path_factory.mktemp("kb")), local_embedder)
     base.sync()
@@ -55,7 +55,7 @@ def test_small_talk_finds_no_note(shipped, local_embedder, message):
 
 
 def test_notes_are_reindexed_when_files_change(tmp_path, local_embedder):
-    from chroma_backend import ChromaConnection
+    from memora.engine.chroma_backend import ChromaConnection
 
     notes = tmp_path / "notes"
     shutil.copytree(KNOWLEDGE_DIR, notes)

@@ -303,7 +303,7 @@ def test_a_correction_in_a_failed_turn_changes_nothing(make_app, server):
     server.script("extraction", extraction(corrections=[{"statement": "The learner wants to work abroad.", "evidence": "No, I never said that"}]))
     server.script("correction", {"ids": [wrong.id]})
     server.script("chat", Error(500))
-    from errors import ModelCallError
+    from memora.engine.errors import ModelCallError
 
     with pytest.raises(ModelCallError):
         app.chat("No, I never said that", on_delta=lambda _: None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import lexical
+from memora.engine import lexical
 from long_term_memory import LongTermMemoryStore
 
 PORTER_EXAMPLES = {  # from Porter's 1980 paper
@@ -35,7 +35,7 @@ def test_chinese_becomes_character_bigrams_and_mixed_text_keeps_both():
 
 @pytest.fixture
 def store(tmp_path):
-    from embeddings import HashEmbedder
+    from memora.engine.embeddings import HashEmbedder
 
     store = LongTermMemoryStore(tmp_path / "db", embedding_function=HashEmbedder())
     for text in ["我每天早上都喝咖啡", "我下週二有英文考試", "我的貓叫麻糬", "I practised airport check-in", "I love painting landscapes"]:
@@ -58,7 +58,7 @@ def test_bm25_matches_stemmed_english_and_ignores_superseded(store):
 
 
 def test_same_meaning_keeps_every_word_that_can_change_a_fact():
-    from lexical import SAME_MEANING_FILLER, STOP_WORDS, say_the_same
+    from memora.engine.lexical import SAME_MEANING_FILLER, STOP_WORDS, say_the_same
 
     assert SAME_MEANING_FILLER <= STOP_WORDS  # only a few of retrieval's stop words may be ignored
     same = [

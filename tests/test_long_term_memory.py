@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from embeddings import HashEmbedder
-from errors import EmbeddingModelMismatch, MemoryFullError
+from memora.engine.embeddings import HashEmbedder
+from memora.engine.errors import EmbeddingModelMismatch, MemoryFullError
 from long_term_memory import LongTermMemoryStore, collection_name
 
 
@@ -142,7 +142,7 @@ def test_chatbot_runs_against_a_chroma_server(chroma_server, tmp_path):
 
 def test_two_machines_on_one_chroma_server_see_each_others_changes(chroma_server, tmp_path):
     """Each machine has its own local catalog; the revision stamp keeps them in step."""
-    from chroma_backend import ChromaConnection
+    from memora.engine.chroma_backend import ChromaConnection
 
     user = f"shared{uuid.uuid4().hex[:6]}"
 

@@ -149,8 +149,8 @@ def test_session_survives_a_restart_and_reset_starts_fresh(make_app, server, run
 
 
 def test_new_flag_starts_a_fresh_conversation(make_app, make_settings, server, clock):
-    from assistant import Memora
-    from embeddings import HashEmbedder
+    from memora.app.assistant import Memora
+    from memora.engine.embeddings import HashEmbedder
 
     app = make_app()
     app.chat("first conversation", on_delta=lambda _: None)
@@ -189,7 +189,7 @@ def test_a_killed_process_loses_nothing_that_was_shown(tmp_path, server):
     assert [m["content"] for m in session["messages"]] == ["My dog is called Biscuit.", "Reply 1."]
     assert session["pending_extractions"] == []  # the interrupted extraction ran again at start
 
-    from embeddings import HashEmbedder
+    from memora.engine.embeddings import HashEmbedder
     from long_term_memory import LongTermMemoryStore
 
     store = LongTermMemoryStore(home / "memora_db", embedding_function=HashEmbedder())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from errors import CommandError, MemoryFullError
+from memora.engine.errors import CommandError, MemoryFullError
 from long_term_memory import LongTermMemoryStore
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from config import Settings
-from embeddings import LocalEmbedder, OpenAIEmbedder, make_embedder
+from memora.engine.config import Settings
+from memora.engine.embeddings import LocalEmbedder, OpenAIEmbedder, make_embedder
 from fake_openai import Delay
-from tokens import TokenCounter, approximate_tokens
+from memora.engine.tokens import TokenCounter, approximate_tokens
 
 
 def test_with_an_api_key_memories_are_embedded_by_openai_through_the_base_url(make_settings, server, clock):
-    from assistant import Memora
+    from memora.app.assistant import Memora
 
     settings = make_settings()
     assert settings.effective_embedding_model == "text-embedding-3-small"

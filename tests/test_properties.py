@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from commands import CommandRouter, ExitRequested, run_command
+from memora.app.commands import CommandRouter, ExitRequested, run_command
 from context_builder import (
     DIGEST_SECTIONS,
     SECTION_TAGS,
@@ -35,13 +35,13 @@ from context_builder import (
     build_background_messages,
     neutralize,
 )
-from errors import ContextBudgetError, MemoraError, ModelCallError
-from lookalikes import ANGLE_LOOKALIKES
+from memora.engine.errors import ContextBudgetError, MemoraError, ModelCallError
+from memora.engine.lookalikes import ANGLE_LOOKALIKES
 from memory import ContextBudget, ConversationMemory, estimate_instruction_tokens
-from prompts import SYSTEM_PROMPT
-from records import CATEGORIES, MEMORY_TYPES, MemorySearchResult
-from terminal import PlainConsole
-from tokens import TokenCounter
+from memora.engine.prompts import SYSTEM_PROMPT
+from memora.engine.records import CATEGORIES, MEMORY_TYPES, MemorySearchResult
+from memora.app.terminal import PlainConsole
+from memora.engine.tokens import TokenCounter
 from user_profile import CEFR_LEVELS, UserProfile, UserProfileStore
 
 # -- settings -----------------------------------------------------------------------------
@@ -339,7 +339,7 @@ def test_profile_store_survives_any_sequence_and_round_trips(tmp_path_factory, o
     """Any sequence of profile changes: only MemoraErrors, valid JSON, exact round trip,
     invalid levels change nothing, and the store matches a model of what was asked."""
     EXAMPLES_RUN["test_profile_store_survives_any_sequence_and_round_trips"] += 1
-    from text_utils import clean_text, normalized_key
+    from memora.engine.text_utils import clean_text, normalized_key
 
     folder = tmp_path_factory.mktemp("profile")
     path = folder / "user_profile.json"

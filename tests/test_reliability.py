@@ -25,7 +25,7 @@ import pytest
 
 import conftest
 from conftest import ROOT, TESTS, child_env
-from errors import EmbeddingError, ModelCallError
+from memora.engine.errors import EmbeddingError, ModelCallError
 from fake_openai import Delay, Error
 
 HELPERS = TESTS / "helpers"
@@ -144,7 +144,7 @@ def error_lines(text: str) -> list[str]:
 def test_atomic_write_leaves_the_old_or_the_new_version_after_every_sigkill(tmp_path):
     folder = tmp_path / "data"
     target = folder / "state.json"
-    from storage import atomic_write_json
+    from memora.engine.storage import atomic_write_json
 
     atomic_write_json(target, {"version": 0, "payload": payload(0, PAYLOAD_CHARS)})
     rng = random.Random(20261129)
@@ -295,7 +295,7 @@ def test_two_processes_adding_learning_goals_lose_none(tmp_path):
 
 def test_two_processes_adding_memories_lose_none(tmp_path):
     from concurrent_writer import memory_text
-    from embeddings import HashEmbedder
+    from memora.engine.embeddings import HashEmbedder
     from long_term_memory import LongTermMemoryStore
 
     home = tmp_path / "home"
@@ -449,7 +449,7 @@ class QueryFailingEmbedder:
     """The hash embedding, until ``failing`` is set: then every embed() raises."""
 
     def __init__(self):
-        from embeddings import HashEmbedder
+        from memora.engine.embeddings import HashEmbedder
 
         self._inner = HashEmbedder()
         self.name = self._inner.name
@@ -567,7 +567,7 @@ def _with_some_data(app):
 
 
 def test_an_import_file_over_the_size_limit_is_refused_and_nothing_imported(make_app, run_repl, tmp_path):
-    import data_transfer
+    from memora.app import data_transfer
 
     app = make_app()
     profile, memories = _with_some_data(app)
@@ -740,8 +740,8 @@ def test_files_memora_writes_are_owner_only_even_under_a_permissive_umask(make_a
         app.store.add("The learner's sister lives in Lisbon")
         chat(app, "Hello!")
         app.wait_for_extraction(10)
-        from data_transfer import export_data
-        from proposals import ProfileProposal
+        from memora.app.data_transfer import export_data
+        from memora.app.proposals import ProfileProposal
 
         app.proposals.add(ProfileProposal.new("english_level", "set", "B2", "B1", "I passed B2"))
         written = export_data(app, tmp_path / "export.json")

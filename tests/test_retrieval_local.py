@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from long_term_memory import RETRIEVAL_MIN_SCORE, LongTermMemoryStore
-from retrieval import retrieve_relevant_memories
+from memora.engine.retrieval import retrieve_relevant_memories
 
 MEMORIES = [
     "The learner's name is Ming.",

@@ -67,7 +67,7 @@ def test_exit_counts_the_messages_it_saves_not_the_queued_writes(make_app):
     import threading
 
     import chatbot
-    from terminal import PlainConsole
+    from memora.app.terminal import PlainConsole
 
     app = make_app()
     gate = threading.Event()
@@ -126,7 +126,7 @@ def test_quoted_memories_end_with_one_full_stop(make_app, run_repl):
 
 
 def test_quoted_helper_never_doubles_sentence_punctuation():
-    from text_utils import quoted
+    from memora.engine.text_utils import quoted
 
     assert quoted("I like tea.", 80) == "\u201cI like tea.\u201d"
     assert quoted("Do I?", 80) == "\u201cDo I?\u201d"
@@ -136,7 +136,7 @@ def test_quoted_helper_never_doubles_sentence_punctuation():
 
 def test_exit_during_the_warm_up_says_what_it_waits_for_and_stops_it(make_app, run_repl, monkeypatch):
     import chatbot
-    from terminal import PlainConsole
+    from memora.app.terminal import PlainConsole
 
     asked: list[bool] = []
 

@@ -10,8 +10,8 @@ import pytest
 from context_builder import DigestItem, build_background_messages, memory_text
 from memory import ContextBudget, ConversationMemory
 from test_memory_truth import extraction, fact
-from timeutil import resolve_time_phrases
-from tokens import TokenCounter
+from memora.engine.timeutil import resolve_time_phrases
+from memora.engine.tokens import TokenCounter
 
 SAID = datetime(2026, 11, 29, 10, 0).astimezone()  # a Sunday
 LATER = datetime(2026, 12, 9, 10, 0).astimezone()  # ten days later, a Wednesday

@@ -6,7 +6,7 @@ from datetime import date, datetime
 
 import pytest
 
-from timeutil import resolve_relative_date
+from memora.engine.timeutil import resolve_relative_date
 
 SUNDAY = datetime(2026, 11, 29, 10, 0).astimezone()  # the tests' default clock
 WEDNESDAY = datetime(2026, 12, 2, 18, 30).astimezone()

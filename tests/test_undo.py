@@ -183,7 +183,7 @@ def test_revert_is_exact_in_chroma_too_embedded_and_server(connection, tmp_path,
     import uuid
     from pathlib import Path
 
-    from embeddings import HashEmbedder
+    from memora.engine.embeddings import HashEmbedder
     from long_term_memory import LongTermMemoryStore, catalog_path
 
     user = f"undo{uuid.uuid4().hex[:6]}"  # the server outlives one test

@@ -42,7 +42,7 @@ def wait_for(go_file: Path) -> None:
 
 
 def open_store(data_dir: Path):
-    from embeddings import HashEmbedder
+    from memora.engine.embeddings import HashEmbedder
     from long_term_memory import LongTermMemoryStore
 
     return LongTermMemoryStore(data_dir / "memora_db", embedding_function=HashEmbedder(), user_id="default")

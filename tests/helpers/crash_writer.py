@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-import storage  # noqa: E402
+from memora.engine import storage  # noqa: E402
 from user_profile import UserProfileStore  # noqa: E402
 
 

@@ -18,9 +18,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from chroma_backend import ChromaConnection
+from memora.engine.chroma_backend import ChromaConnection
 from context_builder import KnowledgeItem
-from embeddings import Embedder
+from memora.engine.embeddings import Embedder
 
 COLLECTION = "memora-knowledge"
 MAX_CHUNK_CHARS = 1200

@@ -49,16 +49,16 @@ from typing import Callable, Literal
 
 from pydantic import BaseModel, PrivateAttr, ValidationError, model_validator
 
-import lexical
-from errors import EmbeddingError, EmbeddingModelMismatch, LimitError, MemoraError, MemoryFullError, ModelCallError
+from memora.engine import lexical
+from memora.engine.errors import EmbeddingError, EmbeddingModelMismatch, LimitError, MemoraError, MemoryFullError, ModelCallError
 from long_term_memory import LongTermMemoryStore, is_near_duplicate
-from prompts import CORRECTION_PROMPT, EXTRACTION_PROMPT, RECONCILE_PROMPT
-from proposals import ProfileProposal, ProposalStore
-from records import MAX_MEMORY_CHARS, MemoryRecord
-from retrieval import rank
-from text_utils import clean_text, quoted, shorten
-from timeutil import now_anchor, parse_date, resolve_relative_date
-from tokens import TokenCounter
+from memora.engine.prompts import CORRECTION_PROMPT, EXTRACTION_PROMPT, RECONCILE_PROMPT
+from memora.app.proposals import ProfileProposal, ProposalStore
+from memora.engine.records import MAX_MEMORY_CHARS, MemoryRecord
+from memora.engine.retrieval import rank
+from memora.engine.text_utils import clean_text, quoted, shorten
+from memora.engine.timeutil import now_anchor, parse_date, resolve_relative_date
+from memora.engine.tokens import TokenCounter
 from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
 
 log = logging.getLogger("memora.extraction")

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any
 
-from errors import LimitError
-from text_utils import clean_text
+from memora.engine.errors import LimitError
+from memora.engine.text_utils import clean_text
 
 MEMORY_TYPES = ("semantic", "episodic")
 # Seed 001's fixed categories (name, identity, preference, hobby, habit,

@@ -27,11 +27,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-import lexical
-from records import STATUS_CURRENT, MemoryRecord
-from storage import FILE_MODE, ensure_private_dir, file_lock, quarantine
-from text_utils import normalized_key
-from timeutil import parse_date
+from memora.engine import lexical
+from memora.engine.records import STATUS_CURRENT, MemoryRecord
+from memora.engine.storage import FILE_MODE, ensure_private_dir, file_lock, quarantine
+from memora.engine.text_utils import normalized_key
+from memora.engine.timeutil import parse_date
 
 SCHEMA_VERSION = 5
 # BM25 constants of the lexical side (README, "Retrieval"): b=0.3 rather than the

@@ -18,8 +18,8 @@ from datetime import datetime, timedelta
 from typing import Iterable
 
 from context_builder import FollowUpHint
-from records import MemoryRecord
-from timeutil import to_aware
+from memora.engine.records import MemoryRecord
+from memora.engine.timeutil import to_aware
 
 MIN_AGE = timedelta(days=1)
 

@@ -36,13 +36,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from errors import ImportFileError, MemoraError
+from memora.engine.errors import ImportFileError, MemoraError
 from long_term_memory import PartialWriteError
-from proposals import MAX_PENDING, ProfileProposal
-from records import CATEGORIES, MAX_MEMORY_CHARS, SOURCES, MemoryRecord, clean_memory_text
-from session import ChatMessage
-from storage import atomic_write_text
-from text_utils import clean_text, normalized_key
+from memora.app.proposals import MAX_PENDING, ProfileProposal
+from memora.engine.records import CATEGORIES, MAX_MEMORY_CHARS, SOURCES, MemoryRecord, clean_memory_text
+from memora.app.session import ChatMessage
+from memora.engine.storage import atomic_write_text
+from memora.engine.text_utils import clean_text, normalized_key
 from user_profile import MAX_PROFILE_ITEMS, UserProfile, clean_profile_value, normalize_level
 
 EXPORT_FORMAT = "memora-export"

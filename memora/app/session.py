@@ -17,7 +17,7 @@ from typing import Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from storage import atomic_write_model, file_lock, load_model_file
+from memora.engine.storage import atomic_write_model, file_lock, load_model_file
 
 SESSION_VERSION = 2
 

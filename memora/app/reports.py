@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from context_builder import SECTION_TAGS, digest_item_text, hint_plan_text, retrieved_text
-from timeutil import time_ago
-from text_utils import shorten
+from memora.engine.timeutil import time_ago
+from memora.engine.text_utils import shorten
 
 Table = tuple[str, list[str], list[list[str]]]
 

@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 from typing import Iterable
 
-from storage import atomic_write_text
+from memora.engine.storage import atomic_write_text
 
 FORGOTTEN = "[forgotten]"
 # An export starts with its format key (data_transfer writes it first), so a
@@ -203,7 +203,7 @@ def exports_holding(paths: Iterable[Path], texts: Iterable[str]) -> list[Path]:
 
 def ask_about_exports(console, exports: list[Path]) -> list[Path]:
     """Ask whether to delete the learner's exports too; the ones to delete."""
-    from commands import YES
+    from memora.app.commands import YES
 
     if not exports:
         return []

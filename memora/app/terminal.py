@@ -24,8 +24,8 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from errors import OutputClosed
-from text_utils import TerminalFilter, for_terminal  # noqa: F401 (re-exported for the consoles' callers)
+from memora.engine.errors import OutputClosed
+from memora.engine.text_utils import TerminalFilter, for_terminal  # noqa: F401 (re-exported for the consoles' callers)
 
 PROMPT = "You: "
 REPLY_LABEL = "Memora: "

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
 
-from errors import ConfigError
+from memora.engine.errors import ConfigError
 
-BASE_DIR = Path(__file__).resolve().parent
+BASE_DIR = Path(__file__).resolve().parents[2]  # the folder of chatbot.py
 KNOWLEDGE_DIR = BASE_DIR / "knowledge"
 
 DEFAULT_USER = "default"

@@ -15,9 +15,9 @@ from typing import Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from storage import atomic_write_model, file_lock, load_model_file
-from text_utils import normalized_key, quoted, shorten
-from timeutil import system_clock
+from memora.engine.storage import atomic_write_model, file_lock, load_model_file
+from memora.engine.text_utils import normalized_key, quoted, shorten
+from memora.engine.timeutil import system_clock
 from user_profile import UserProfileStore
 
 MAX_PENDING = 20

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from errors import CommandError, MemoraError
-from records import CATEGORIES, MEMORY_TYPES
-from terminal import Console, render_table
-from text_utils import quoted, shorten
-from timeutil import time_ago
+from memora.engine.errors import CommandError, MemoraError
+from memora.engine.records import CATEGORIES, MEMORY_TYPES
+from memora.app.terminal import Console, render_table
+from memora.engine.text_utils import quoted, shorten
+from memora.engine.timeutil import time_ago
 from user_profile import CEFR_LEVELS
 
 # A line is a command only when it has the command's shape; otherwise it is
@@ -214,14 +214,14 @@ class CommandRouter:
 
     def cmd_status(self, args: str) -> None:
         """status -- Model, data locations, memory count, token budget and usage."""
-        from reports import status_rows
+        from memora.app.reports import status_rows
 
         for title, columns, rows in status_rows(self.app):
             self.console.table(title, columns, rows)
 
     def cmd_why(self, args: str) -> None:
         """why -- Show exactly what the last request's background held, with scores and tokens."""
-        from reports import why_report
+        from memora.app.reports import why_report
 
         for title, columns, rows in why_report(self.app):
             self.console.table(title, columns, rows)
@@ -388,7 +388,7 @@ class CommandRouter:
         """forget <id> -- Delete one memory (and its earlier versions).
         forget all -- Delete all your memories (asks you to type DELETE).
         forget user <name> -- Delete everything of one learner (asks you to type the name)."""
-        from erasure import ask_about_exports, erase_notice, exports_holding, forget_everywhere, learner_exports
+        from memora.app.erasure import ask_about_exports, erase_notice, exports_holding, forget_everywhere, learner_exports
 
         if not args:
             raise self.usage("forget")
@@ -413,11 +413,11 @@ class CommandRouter:
         if words[0].lower() == "user":
             if len(words) != 2:
                 raise self.usage("forget")
-            from config import validate_user_name
-            from users import delete_user
+            from memora.engine.config import validate_user_name
+            from memora.app.users import delete_user
 
             name = validate_user_name(words[1])
-            from users import has_data
+            from memora.app.users import has_data
 
             if not has_data(self.app, name):
                 raise CommandError(f"There is no learner named '{name}' here (see 'users'); nothing was deleted.")
@@ -501,7 +501,7 @@ class CommandRouter:
         if not args:
             raise self.usage("search")
         from long_term_memory import RETRIEVAL_MIN_SCORE
-        from retrieval import retrieve_relevant_memories
+        from memora.engine.retrieval import retrieve_relevant_memories
 
         results, tokens = retrieve_relevant_memories(
             self.app.store, args, n_results=10, include_below_threshold=True, now=self.app.now()
@@ -529,7 +529,7 @@ class CommandRouter:
     # -- data -------------------------------------------------------------------------------
     def cmd_export(self, args: str) -> None:
         """export [path] -- Write your profile, memories (with history) and session to a JSON file."""
-        from data_transfer import default_export_path, export_data
+        from memora.app.data_transfer import default_export_path, export_data
 
         path = self._path_argument("export", args) if args else default_export_path(self.app)
         _require_existing_folder(path)
@@ -541,7 +541,7 @@ class CommandRouter:
         """import <path> -- Restore an export (validated first; all or nothing)."""
         if not args:
             raise self.usage("import")
-        from data_transfer import import_data
+        from memora.app.data_transfer import import_data
 
         self.console.say(import_data(self.app, self._path_argument("import", args)))
 
@@ -555,7 +555,7 @@ class CommandRouter:
 
     def cmd_users(self, args: str) -> None:
         """users -- List the learners with data here."""
-        from users import list_users
+        from memora.app.users import list_users
 
         rows = [[u.name + (" (you)" if u.name == self.app.settings.user else ""), str(u.memories), u.folder] for u in list_users(self.app)]
         self.console.table("Learners", ["name", "memories", "folder"], rows)

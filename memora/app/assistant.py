@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable
 
-from chroma_backend import ChromaConnection
-from config import Settings
+from memora.engine.chroma_backend import ChromaConnection
+from memora.engine.config import Settings
 from context_builder import DIGEST_SECTIONS, Background, build_background_messages, build_user_digest
-from embeddings import Embedder, make_embedder
-from errors import ConfigError, EmbeddingError, LimitError, MemoraError, ModelNotConfigured
-from extraction import (
+from memora.engine.embeddings import Embedder, make_embedder
+from memora.engine.errors import ConfigError, EmbeddingError, LimitError, MemoraError, ModelNotConfigured
+from memora.app.extraction import (
     ExtractionJob,
     ExtractionOutcome,
     ExtractionResult,
@@ -44,20 +44,20 @@ from extraction import (
     Skipped,
     looks_like_correction,
 )
-from knowledge import KnowledgeBase
-from llm import ModelClient, ReplyResult
+from memora.app.knowledge import KnowledgeBase
+from memora.engine.llm import ModelClient, ReplyResult
 from long_term_memory import LongTermMemoryStore
 from memory import ContextBudget, ConversationMemory, PreparedContext
-from proactive import pick_follow_up
-from prompts import SYSTEM_PROMPT
-from proposals import ProfileProposal, ProposalStore
-from records import MemorySearchResult
-from retrieval import retrieve_relevant_memories
-from session import ChangeSet, PendingExtraction, SessionState, SessionStore, UndoneMemory
-from storage import ensure_private_dir
-from text_utils import shorten
-from timeutil import Clock, system_clock
-from tokens import TokenCounter
+from memora.app.proactive import pick_follow_up
+from memora.engine.prompts import SYSTEM_PROMPT
+from memora.app.proposals import ProfileProposal, ProposalStore
+from memora.engine.records import MemorySearchResult
+from memora.engine.retrieval import retrieve_relevant_memories
+from memora.app.session import ChangeSet, PendingExtraction, SessionState, SessionStore, UndoneMemory
+from memora.engine.storage import ensure_private_dir
+from memora.engine.text_utils import shorten
+from memora.engine.timeutil import Clock, system_clock
+from memora.engine.tokens import TokenCounter
 from user_profile import UserProfileStore
 
 log = logging.getLogger("memora")
@@ -130,7 +130,7 @@ class Memora:
             recency_half_life_days=settings.recency_half_life_days,
         )
         if self.store.interrupted_import is not None:  # a crash cut an import short: undo the rest of it
-            from data_transfer import finish_interrupted_import
+            from memora.app.data_transfer import finish_interrupted_import
 
             finish_interrupted_import(self)
         if self.store.mismatch:

@@ -19,9 +19,9 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Sequence, TypeVar
 
-from config import Settings
-from errors import ModelCallError, ModelNotConfigured
-from prompts import SUMMARY_PROMPT
+from memora.engine.config import Settings
+from memora.engine.errors import ModelCallError, ModelNotConfigured
+from memora.engine.prompts import SUMMARY_PROMPT
 
 T = TypeVar("T")
 

@@ -11,7 +11,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from config import DEFAULT_USER, validate_user_name
+from memora.engine.config import DEFAULT_USER, validate_user_name
 from long_term_memory import catalog_path, collection_name
 
 
@@ -45,7 +45,7 @@ def known_users(app) -> list[str]:
 
 
 def list_users(app) -> list[LearnerInfo]:
-    from catalog import MemoryCatalog
+    from memora.engine.catalog import MemoryCatalog
 
     infos = []
     for name in known_users(app):
@@ -82,7 +82,7 @@ def has_data(app, name: str) -> bool:
 def delete_user(app, name: str, *, remove_exports: bool = True) -> str:
     """Delete the profile, session, proposals, input history and memories of ``name``,
     and their exports in the data folder unless ``remove_exports`` is False."""
-    from erasure import learner_exports
+    from memora.app.erasure import learner_exports
     from long_term_memory import LongTermMemoryStore
 
     name = validate_user_name(name)

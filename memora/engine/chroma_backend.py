@@ -23,8 +23,8 @@ import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
-from errors import StoreError
-from storage import ensure_private_dir, file_lock
+from memora.engine.errors import StoreError
+from memora.engine.storage import ensure_private_dir, file_lock
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
-from errors import EmbeddingError, MemoraError
+from memora.engine.errors import EmbeddingError, MemoraError
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 

@@ -1,0 +1,1 @@
+"""Memora's package: ``engine`` (no Memora-specific state) and ``app`` (the tutor)."""

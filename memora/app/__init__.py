@@ -1,0 +1,1 @@
+"""The application: the ``Memora`` session, extraction, commands, the terminal, reports, learners, export/import."""
