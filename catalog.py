@@ -376,10 +376,16 @@ class MemoryCatalog:
         return self._stats[1], self._stats[2]
 
     def candidates(
-        self, query_terms: list[str], limit: int, dense_ids: Iterable[str] = ()
-    ) -> tuple[dict[str, tuple[float, float]], dict[str, bytes]]:
-        """The current memories to rank: ``{id: (created timestamp, BM25 score)}``,
-        and the stored vectors of those that only the lexical side found.
+        self,
+        query_terms: list[str],
+        limit: int,
+        dense_ids: Iterable[str] = (),
+        *,
+        windows: Sequence[tuple[float, float, str, str]] = (),
+        window_limit: int = 50,
+    ) -> tuple[dict[str, tuple[float, float, bool]], dict[str, bytes]]:
+        """The current memories to rank: ``{id: (created timestamp, BM25 score,
+        dated)}``, and the stored vectors of those that the dense side did not find.
 
         FTS5 finds up to ``limit`` candidates by its own bm25() using the query's
         selective terms; they and the current ones among ``dense_ids`` are then
@@ -388,6 +394,11 @@ class MemoryCatalog:
         log(1 + (N - n + .5) / (n + .5)), which stays positive (three memories
         still give a lexical signal), divided by its largest possible value so
         the scale does not grow with the store. Superseded memories never appear.
+
+        ``windows`` are the periods the query names, as (start timestamp, end
+        timestamp, first ISO day, last ISO day): ``dated`` says a candidate was
+        created, or is dated (``event_date``), inside one. Memories of those
+        periods join the candidates when at most ``window_limit`` of them exist.
         """
         unique = list(dict.fromkeys(t for t in query_terms if t))
         total, average = self._corpus_stats()
@@ -398,7 +409,8 @@ class MemoryCatalog:
         rows = []
         if selective:
             rows = self._query(
-                "SELECT m.id AS id, m.terms AS terms, m.n_terms AS n_terms, m.created_ts AS created_ts, v.vector AS vector "
+                "SELECT m.id AS id, m.terms AS terms, m.n_terms AS n_terms, m.created_ts AS created_ts, "
+                "m.event_date AS event_date, v.vector AS vector "
                 "FROM memories_fts JOIN memories AS m ON m.rid = memories_fts.rowid "
                 "LEFT JOIN memory_vectors AS v ON v.rid = m.rid "
                 "WHERE memories_fts MATCH ? AND +m.user_id = ? ORDER BY bm25(memories_fts) LIMIT ?",
@@ -406,13 +418,16 @@ class MemoryCatalog:
             )
         dense_ids = list(dict.fromkeys(dense_ids))
         from_dense = set(dense_ids)
-        vectors = {row["id"]: row["vector"] for row in rows if row["id"] not in from_dense and row["vector"] is not None}
         found = {row["id"] for row in rows}
+        if windows:
+            rows += [row for row in self._in_windows(windows, window_limit) if row["id"] not in found and row["id"] not in from_dense]
+            found = {row["id"] for row in rows}
+        vectors = {row["id"]: row["vector"] for row in rows if row["id"] not in from_dense and row["vector"] is not None}
         extra = [i for i in dense_ids if i not in found]
         for start in range(0, len(extra), 500):
             chunk = extra[start : start + 500]
             rows += self._query(
-                "SELECT id, terms, n_terms, created_ts FROM memories "
+                "SELECT id, terms, n_terms, created_ts, event_date FROM memories "
                 f"WHERE +user_id = ? AND +status = ? AND id IN ({', '.join('?' * len(chunk))})",
                 (self.user_id, STATUS_CURRENT, *chunk),
             )
@@ -423,7 +438,7 @@ class MemoryCatalog:
             if frequencies.get(t)
         }
         weights = Counter(t for t in query_terms if t)
-        scored: dict[str, tuple[float, float]] = {}
+        scored: dict[str, tuple[float, float, bool]] = {}
         for row in rows:
             score = 0.0
             if idf:
@@ -433,8 +448,28 @@ class MemoryCatalog:
                     tf = words.count(term)
                     if tf:
                         score += weights[term] * weight * tf * (BM25_K1 + 1) / (tf + norm)
-            scored[row["id"]] = (row["created_ts"], score)
+            dated = any(
+                start <= row["created_ts"] < end or (row["event_date"] is not None and first <= row["event_date"] <= last)
+                for start, end, first, last in windows
+            )
+            scored[row["id"]] = (row["created_ts"], score, dated)
         return scored, vectors
+
+    def _in_windows(self, windows: Sequence[tuple[float, float, str, str]], limit: int) -> list[sqlite3.Row]:
+        """The current memories created or dated in the periods, or none when more
+        than ``limit`` are: a period that broad says little about which to show."""
+        clauses, params = [], []
+        for start, end, first, last in windows:
+            clauses.append("(m.created_ts >= ? AND m.created_ts < ?) OR (m.event_date BETWEEN ? AND ?)")
+            params += [start, end, first, last]
+        rows = self._query(
+            "SELECT m.id AS id, m.terms AS terms, m.n_terms AS n_terms, m.created_ts AS created_ts, "
+            "m.event_date AS event_date, v.vector AS vector "
+            "FROM memories AS m LEFT JOIN memory_vectors AS v ON v.rid = m.rid "
+            f"WHERE m.status = ? AND +m.user_id = ? AND ({' OR '.join(clauses)}) LIMIT ?",
+            (STATUS_CURRENT, self.user_id, *params, limit + 1),
+        )
+        return rows if len(rows) <= limit else []
 
     def _document_frequencies(self, terms: list[str]) -> dict[str, int]:
         """How many current memories hold each term (cached until the next write)."""
@@ -455,7 +490,7 @@ class MemoryCatalog:
     def lexical_search(self, query_terms: list[str], limit: int) -> list[tuple[str, float]]:
         """The lexical side alone: ``[(id, BM25)]``, best first (see ``candidates``)."""
         found, _ = self.candidates(query_terms, limit)
-        return sorted(((i, s) for i, (_, s) in found.items() if s > 0), key=lambda item: -item[1])
+        return sorted(((i, s) for i, (_, s, _) in found.items() if s > 0), key=lambda item: -item[1])
 
     def follow_up_candidates(self, now: datetime, proactive_days: int, limit: int = 20) -> list[MemoryRecord]:
         """Current schedule memories that may be followed up now, oldest first.
