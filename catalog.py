@@ -388,7 +388,7 @@ class MemoryCatalog:
         window_limit: int = 50,
     ) -> tuple[dict[str, tuple[float, float, bool]], dict[str, bytes]]:
         """The current memories to rank: ``{id: (created timestamp, BM25 score,
-        dated)}``, and the stored vectors of those that the dense side did not find.
+        dated)}``, and their stored vectors (the ranking's feedback step reads them).
 
         FTS5 finds up to ``limit`` candidates by its own bm25() using the query's
         selective terms; they and the current ones among ``dense_ids`` are then
@@ -428,15 +428,17 @@ class MemoryCatalog:
         if windows:
             rows += [row for row in self._in_windows(windows, window_limit) if row["id"] not in found and row["id"] not in from_dense]
             found = {row["id"] for row in rows}
-        vectors = {row["id"]: row["vector"] for row in rows if row["id"] not in from_dense and row["vector"] is not None}
         extra = [i for i in dense_ids if i not in found]
         for start in range(0, len(extra), 500):
             chunk = extra[start : start + 500]
             rows += self._query(
-                "SELECT id, terms, n_terms, created_ts, event_date FROM memories "
-                f"WHERE +user_id = ? AND +status = ? AND id IN ({', '.join('?' * len(chunk))})",
+                "SELECT m.id AS id, m.terms AS terms, m.n_terms AS n_terms, m.created_ts AS created_ts, "
+                "m.event_date AS event_date, v.vector AS vector FROM memories AS m "
+                "LEFT JOIN memory_vectors AS v ON v.rid = m.rid "
+                f"WHERE +m.user_id = ? AND +m.status = ? AND m.id IN ({', '.join('?' * len(chunk))})",
                 (self.user_id, STATUS_CURRENT, *chunk),
             )
+        vectors = {row["id"]: row["vector"] for row in rows if row["vector"] is not None}
         ceiling = math.log(1 + (total + 0.5) / 0.5)
         idf = {
             t: math.log(1 + (total - frequencies.get(t, 0) + 0.5) / (frequencies.get(t, 0) + 0.5)) / ceiling

@@ -18,12 +18,16 @@
    recent memories win near-ties, an old memory loses at most 10%, so a
    strongly relevant old memory is never pushed out by weak new ones;
 5. the **threshold** ``RETRIEVAL_MIN_SCORE`` on that final score;
-6. the **order**: the calibrated score, plus ``date_boost`` (0.25) for
-   memories said or dated in a period the query names ("what did I tell you
-   on 3 June?", "in May 2023", "昨天"). A named date says *when* to look, not
-   *what* is relevant, so it only reorders what is shown: it never lets a
-   memory past the threshold. Memories of that period join the candidates
-   when it holds few enough.
+6. the **order** of what passes: the same fusion, with two additions that
+   only reorder and never let a memory past the threshold:
+   - ``date_boost`` (0.25) for memories said or dated in a period the query
+     names ("what did I tell you on 3 June?", "in May 2023", "昨天"): a date
+     says *when* to look, not *what* is relevant. Memories of that period
+     join the candidates when it holds few enough;
+   - one step of pseudo-relevance feedback: the candidates' cosines are taken
+     again with the query moved towards the first result's vector (weight
+     0.25, from the vectors the catalog holds; no second Chroma query), so
+     memories that say the same thing in other words move up.
 
 Superseded memories never enter: the FTS index holds current memories only,
 and dense hits are checked against the catalog's status.
@@ -61,6 +65,11 @@ class RankingParams:
     # many: "on 3 June" then finds the day's records even when neither side does;
     # a whole busy year would only crowd the pool.
     date_candidates: int = 50
+    # Order only: how far the query moves towards the first result's vector
+    # before the candidates are re-ordered (Rocchio-style feedback, one result).
+    # LoCoMo recall@10 by weight: 0 -> 0.709, 0.1 -> 0.710, 0.25 -> 0.718,
+    # 0.5 -> 0.714; every conversation gains at 0.25 and at 0.5.
+    feedback_weight: float = 0.25
 
 
 DEFAULT_PARAMS = RankingParams()
@@ -72,18 +81,24 @@ def recency_factor(created_at: datetime, now: datetime, params: RankingParams) -
     return 1.0 - params.recency_weight + params.recency_weight * decay
 
 
-def cosines(query: list[float], stored: dict[str, bytes]) -> dict[str, float]:
-    """Cosine similarity of the query with each stored float32 vector."""
-    if not stored:
-        return {}
+def _unit(query: list[float], stored: dict[str, bytes]):
+    """The query and the stored float32 vectors, each scaled to length 1."""
     import numpy as np
 
     q = np.asarray(query, dtype=np.float32)
-    ids = list(stored)
-    matrix = np.stack([np.frombuffer(stored[i], dtype=np.float32) for i in ids])
-    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(q) or 1.0)
+    q = q / (np.linalg.norm(q) or 1.0)
+    if not stored:
+        return q, np.zeros((0, len(q)), dtype=np.float32)
+    matrix = np.stack([np.frombuffer(vector, dtype=np.float32) for vector in stored.values()])
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return dict(zip(ids, (matrix @ q / norms).tolist()))
+    return q, matrix / norms
+
+
+def cosines(query: list[float], stored: dict[str, bytes]) -> dict[str, float]:
+    """Cosine similarity of the query with each stored float32 vector."""
+    q, matrix = _unit(query, stored)
+    return dict(zip(stored, (matrix @ q).tolist()))
 
 
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
@@ -207,32 +222,56 @@ class Ranked:
 def rank(
     query_vector: list[float],
     dense: list[tuple[str, float]],
-    candidates: dict[str, tuple[float, float]],
+    candidates: dict[str, tuple[float, float, bool]],
     vectors: dict[str, bytes],
     *,
     now: datetime,
     params: RankingParams = DEFAULT_PARAMS,
 ) -> list[Ranked]:
-    """Fuse both sides into calibrated, recency-weighted scores, best first.
+    """Fuse both sides into calibrated, recency-weighted scores, in result order.
 
     ``dense`` holds (id, cosine distance) from Chroma; ``candidates`` every
     current candidate with its (created timestamp, BM25 score, whether it falls
-    in a period the query names); ``vectors`` the stored vectors of candidates
-    Chroma did not return.
+    in a period the query names); ``vectors`` the stored vectors of the
+    candidates (any may be missing).
     """
+    q, matrix = _unit(query_vector, vectors)
+    row = {memory_id: index for index, memory_id in enumerate(vectors)}
+    stored_cosine = matrix @ q
     similarity = {memory_id: 1.0 - distance for memory_id, distance in dense}
-    similarity.update({i: s for i, s in cosines(query_vector, vectors).items() if i not in similarity})
     now_ts = to_aware(now).timestamp()
-    ranked = []
+
+    def fuse(cosine: float, lexical_score: float, factor: float) -> float:
+        dense_score = min(1.0, max(0.0, cosine))
+        return (params.dense_weight * dense_score + params.lexical_weight * lexical_score) * factor
+
+    parts = []
     for memory_id, (created_ts, raw, dated) in candidates.items():
-        dense_score = min(1.0, max(0.0, similarity.get(memory_id, 0.0)))
+        cosine = similarity.get(memory_id)
+        if cosine is None:
+            cosine = float(stored_cosine[row[memory_id]]) if memory_id in row else 0.0
         lexical_score = raw / (raw + params.lexical_saturation) if raw > 0 else 0.0
-        relevance = params.dense_weight * dense_score + params.lexical_weight * lexical_score
         age_days = max(0.0, (now_ts - created_ts) / 86400)
         factor = 1.0 - params.recency_weight + params.recency_weight * 0.5 ** (age_days / params.half_life_days)
-        score = relevance * factor
-        order = score + params.date_boost if dated else score
-        ranked.append(Ranked(memory_id, score, dense_score, lexical_score, factor, order))
+        parts.append((memory_id, cosine, lexical_score, factor, params.date_boost if dated else 0.0))
+    scores = [fuse(cosine, lexical_score, factor) for _, cosine, lexical_score, factor, _ in parts]
+    orders = [score + boost for score, (*_, boost) in zip(scores, parts)]
+    if params.feedback_weight > 0 and parts:
+        # Pseudo-relevance feedback: the query moves a little towards the first
+        # result, so memories that say the same thing in other words move up.
+        # The shown score keeps the query's own cosine.
+        first = parts[max(range(len(parts)), key=lambda index: (orders[index], scores[index]))][0]
+        if first in row:
+            moved = q + params.feedback_weight * matrix[row[first]]
+            moved_cosine = matrix @ (moved / (float((moved @ moved) ** 0.5) or 1.0))
+            orders = [
+                fuse(float(moved_cosine[row[memory_id]]) if memory_id in row else cosine, lexical_score, factor) + boost
+                for memory_id, cosine, lexical_score, factor, boost in parts
+            ]
+    ranked = [
+        Ranked(memory_id, score, min(1.0, max(0.0, cosine)), lexical_score, factor, order)
+        for (memory_id, cosine, lexical_score, factor, _), score, order in zip(parts, scores, orders)
+    ]
     ranked.sort(key=lambda r: (-r.order, -r.score, candidates[r.id][0], r.id))
     return ranked
 

@@ -12,12 +12,13 @@ them, averaged over questions. Two baselines use the same store: dense-only
 (Chroma's own top k) and lexical-only (Memora's BM25 side alone). "Now" is the
 end of each conversation.
 
-The one constant tuned on LoCoMo, ``date_boost`` (how far a memory from a date
-the query names moves up), is checked leave-one-conversation-out: for each
-conversation, the value of ``DATE_BOOSTS`` with the best recall@10 on the other
-four is chosen and scored on it; each fold and the mean are printed. Each store
-is built once and every setting is scored on it. The last line is
-``recall@10=<value>`` (the shipped defaults).
+The two constants tuned on LoCoMo, ``date_boost`` (how far a memory from a
+period the query names moves up) and ``feedback_weight`` (how far the query
+moves towards its first result before re-ordering), are checked
+leave-one-conversation-out: for each conversation, the pair of ``GRID`` with
+the best recall@10 on the other four is chosen and scored on it; each fold and
+the mean are printed. Each store is built once and every setting is scored on
+it. The last line is ``recall@10=<value>`` (the shipped defaults).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from long_term_memory import RETRIEVAL_MIN_SCORE, LongTermMemoryStore  # noqa: E
 from retrieval import DEFAULT_PARAMS, retrieve_relevant_memories  # noqa: E402
 
 KS = (5, 10, 20)
-DATE_BOOSTS = (0.0, 0.1, 0.25, 0.5, 1.0)
+GRID = [(boost, feedback) for boost in (0.0, 0.1, 0.25, 0.5, 1.0) for feedback in (0.0, 0.1, 0.25, 0.5)]
 
 
 def load_conversation(path: Path) -> tuple[list[dict], list[dict]]:
@@ -84,8 +85,8 @@ def main() -> int:
     scores: dict[str, dict[int, list[float]]] = {m: {k: [] for k in KS} for m in ("memora", "dense", "lexical")}
     by_category: dict[int, list[float]] = {}
     passing = {"evidence": [], "other": []}
-    # fold[conversation][date_boost] = recall@10 of each of its questions
-    folds: dict[str, dict[float, list[float]]] = {}
+    # folds[conversation][(date_boost, feedback_weight)] = recall@10 of each of its questions
+    folds: dict[str, dict[tuple[float, float], list[float]]] = {}
     skipped = 0
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -101,7 +102,7 @@ def main() -> int:
             )
             dia_of = {r.id: r.metadata.get("dia_id") for r in store.list()}
             collection = store._coll()
-            fold = folds.setdefault(path.stem, {boost: [] for boost in DATE_BOOSTS})
+            fold = folds.setdefault(path.stem, {setting: [] for setting in GRID})
             for question in questions:
                 evidence = [e for e in question.get("evidence", []) if e]
                 if not evidence:
@@ -111,12 +112,12 @@ def main() -> int:
                 vector = store.embed([text])[0]
                 results, _ = retrieve_relevant_memories(store, text, n_results=max(KS), min_score=0, now=now, vector=vector)
                 ranked = [r.metadata.get("dia_id") for r in results]
-                for boost in DATE_BOOSTS:
+                for boost, feedback in GRID:
                     variant, _ = retrieve_relevant_memories(
                         store, text, n_results=10, min_score=0, now=now, vector=vector,
-                        params=replace(DEFAULT_PARAMS, date_boost=boost),
+                        params=replace(DEFAULT_PARAMS, date_boost=boost, feedback_weight=feedback),
                     )
-                    fold[boost].append(recall(evidence, [r.metadata.get("dia_id") for r in variant], 10))
+                    fold[boost, feedback].append(recall(evidence, [r.metadata.get("dia_id") for r in variant], 10))
                 dense = collection.query(query_embeddings=[vector], n_results=max(KS), include=["metadatas"])
                 dense_ranked = [m.get("dia_id") for m in dense["metadatas"][0]]
                 lexical_ranked = [dia_of[i] for i, _ in store.catalog.lexical_search(lexical.query_terms(text), max(KS))]
@@ -147,10 +148,13 @@ def main() -> int:
         print(f"threshold {threshold:.2f}: {ev:.0%} of evidence hits in the top 10 pass, {ot:.0%} of other top-10 results pass")
     held_out = []
     for name, fold in folds.items():
-        train = {b: [v for other, f in folds.items() if other != name for v in f[b]] for b in DATE_BOOSTS}
-        chosen = max(DATE_BOOSTS, key=lambda b: (mean(train[b]), -b))
+        train = {g: [v for other, f in folds.items() if other != name for v in f[g]] for g in GRID}
+        chosen = max(GRID, key=lambda g: (mean(train[g]), -sum(g)))
         held_out.append(mean(fold[chosen]))
-        print(f"leave-one-out fold {name}: date_boost {chosen:g} chosen on the other four (R@10 {mean(train[chosen]):.3f}), held-out R@10 {held_out[-1]:.3f}")
+        print(
+            f"leave-one-out fold {name}: date_boost {chosen[0]:g}, feedback_weight {chosen[1]:g} chosen on the other four "
+            f"(R@10 {mean(train[chosen]):.3f}), held-out R@10 {held_out[-1]:.3f}"
+        )
     print(f"leave-one-conversation-out mean R@10: {mean(held_out):.3f} over {len(held_out)} folds")
     print(f"recall@10={mean(scores['memora'][10]):.3f}")
     return 0

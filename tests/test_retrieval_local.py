@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date, datetime, timedelta
 
 import pytest
@@ -162,3 +163,23 @@ def test_a_named_date_reorders_but_never_lets_a_memory_past_the_threshold(dated_
         shown, _ = retrieve_relevant_memories(dated_store, query, n_results=6)
         assert all(r.score >= RETRIEVAL_MIN_SCORE for r in shown), query
     assert "The learner's cat knocked over a plant." not in _contents(dated_store, "What did I practise on 3 June?")
+
+
+def test_feedback_reorders_towards_the_first_result_but_keeps_each_score():
+    from array import array
+
+    from retrieval import DEFAULT_PARAMS, rank
+
+    def blob(*values):
+        return array("f", values).tobytes()
+
+    now = NOW.astimezone()
+    ts = now.timestamp()
+    vectors = {"first": blob(0.8, 0.6, 0.0), "kin": blob(0.3, 0.7, 0.0), "other": blob(0.42, 0.0, 0.9)}
+    candidates = {memory_id: (ts, 0.0, False) for memory_id in vectors}
+    plain = rank([1.0, 0.0, 0.0], [], candidates, vectors, now=now, params=replace(DEFAULT_PARAMS, feedback_weight=0))
+    moved = rank([1.0, 0.0, 0.0], [], candidates, vectors, now=now)
+    # "kin" says what the first result says; "other" is as close to the query alone.
+    assert [r.id for r in plain] == ["first", "other", "kin"]
+    assert [r.id for r in moved] == ["first", "kin", "other"]
+    assert {r.id: r.score for r in moved} == {r.id: r.score for r in plain}
