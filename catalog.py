@@ -81,6 +81,7 @@ CREATE INDEX IF NOT EXISTS memories_followups ON memories (category, status, fol
 CREATE INDEX IF NOT EXISTS memories_status ON memories (status, memory_type, category, created_ts);
 CREATE INDEX IF NOT EXISTS memories_norm ON memories (norm_key);
 CREATE INDEX IF NOT EXISTS memories_created ON memories (created_ts);
+CREATE INDEX IF NOT EXISTS memories_event ON memories (event_date) WHERE event_date IS NOT NULL;
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(terms, tokenize = 'unicode61 remove_diacritics 0');
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_vocab USING fts5vocab(memories_fts, row);
 """
@@ -483,19 +484,30 @@ class MemoryCatalog:
 
     def _in_windows(self, windows: Sequence[tuple[float, float, str, str]], limit: int) -> list[sqlite3.Row]:
         """The current memories created or dated in the periods, or none when more
-        than ``limit`` are: a period that broad says little about which to show."""
-        clauses, params = [], []
-        for start, end, first, last in windows:
-            clauses.append("(m.created_ts >= ? AND m.created_ts < ?) OR (m.event_date BETWEEN ? AND ?)")
-            params += [start, end, first, last]
-        rows = self._query(
+        than ``limit`` are: a period that broad says little about which to show.
+
+        One indexed range read per period and column (``memories_created``,
+        ``memories_event``), each stopped after ``limit + 1`` rows: with an OR
+        of both, SQLite scanned every memory (40 ms at 50k)."""
+        select = (
             "SELECT m.id AS id, m.terms AS terms, m.n_terms AS n_terms, m.created_ts AS created_ts, "
             "m.event_date AS event_date, v.vector AS vector "
             "FROM memories AS m LEFT JOIN memory_vectors AS v ON v.rid = m.rid "
-            f"WHERE m.status = ? AND +m.user_id = ? AND ({' OR '.join(clauses)}) LIMIT ?",
-            (STATUS_CURRENT, self.user_id, *params, limit + 1),
         )
-        return rows if len(rows) <= limit else []
+        found: dict[str, sqlite3.Row] = {}
+        for start, end, first, last in windows:
+            for where, bounds in (
+                ("m.created_ts >= ? AND m.created_ts < ?", (start, end)),
+                ("m.event_date BETWEEN ? AND ?", (first, last)),
+            ):
+                rows = self._query(
+                    select + f"WHERE {where} AND +m.status = ? AND +m.user_id = ? LIMIT ?",
+                    (*bounds, STATUS_CURRENT, self.user_id, limit + 1),
+                )
+                found.update((row["id"], row) for row in rows)
+                if len(found) > limit:
+                    return []
+        return list(found.values())
 
     def _document_frequencies(self, terms: list[str]) -> dict[str, int]:
         """How many current memories hold each term (cached until the next write)."""

@@ -183,3 +183,26 @@ def test_feedback_reorders_towards_the_first_result_but_keeps_each_score():
     assert [r.id for r in plain] == ["first", "other", "kin"]
     assert [r.id for r in moved] == ["first", "kin", "other"]
     assert {r.id: r.score for r in moved} == {r.id: r.score for r in plain}
+
+
+def test_a_named_period_adds_its_memories_as_candidates_only_while_it_holds_few(tmp_path):
+    from embeddings import HashEmbedder
+    from retrieval import window_bounds
+
+    now = NOW.astimezone()
+    store = LongTermMemoryStore(tmp_path / "db", embedding_function=HashEmbedder(), clock=lambda: now)
+    june_3 = datetime(2026, 6, 3, 12).astimezone()
+    store.add_many(
+        [{"content": f"The learner practised dialogue {n}.", "created_at": june_3, "memory_type": "episodic"} for n in range(3)]
+        + [
+            {"content": "The learner has a speaking test.", "created_at": datetime(2026, 5, 1).astimezone(), "event_date": date(2026, 6, 3)},
+            {"content": "The learner practised another dialogue.", "created_at": datetime(2026, 6, 4, 12).astimezone()},
+        ]
+    )
+    windows = window_bounds(date_windows("What happened on 3 June?", now), now)
+    found, _ = store.catalog.candidates([], 30, [], windows=windows, window_limit=4)
+    contents = {store.get(i).content for i in found}
+    assert contents == {"The learner practised dialogue 0.", "The learner practised dialogue 1.",
+                        "The learner practised dialogue 2.", "The learner has a speaking test."}
+    assert all(dated for _, _, dated in found.values())
+    assert store.catalog.candidates([], 30, [], windows=windows, window_limit=3)[0] == {}
