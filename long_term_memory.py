@@ -56,7 +56,7 @@ from timeutil import Clock, parse_date, parse_iso, system_clock, to_aware
 # memories (tests/test_retrieval_local.py): messages that are about a memory
 # score 0.29-0.61 for it, small talk and unrelated exercises top out at 0.17.
 # 0.25 sits in that gap, closer to the unrelated side because a miss is the
-# cheaper error here. On LoCoMo, 100% of the evidence found in the top 10
+# cheaper error here. On LoCoMo, 98% of the evidence found in the top 10
 # scores above it (bench/locomo_recall.py prints the table).
 RETRIEVAL_MIN_SCORE = 0.25
 

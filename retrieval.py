@@ -191,7 +191,8 @@ def date_windows(query: str, now: datetime) -> list[tuple[date, date]]:
                 spans += _near_years(today, lambda year: (date(year, month, day),) * 2)
     if re.search(r"\byesterday\b", text) or "昨天" in query:
         spans.append((today - timedelta(days=1),) * 2)
-    return list(dict.fromkeys(spans))
+    # Years far outside a life's records are not dates anyone means (and would overflow timestamps).
+    return list(dict.fromkeys(span for span in spans if 1900 <= span[0].year and span[1].year <= 2200))
 
 
 def window_bounds(spans: list[tuple[date, date]], now: datetime) -> list[tuple[float, float, str, str]]:
