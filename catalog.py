@@ -25,7 +25,7 @@ from array import array
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, NamedTuple, Sequence
 
 import lexical
 from records import STATUS_CURRENT, MemoryRecord
@@ -157,6 +157,18 @@ def _record(row: sqlite3.Row) -> MemoryRecord:
         followed_up_at=_dt(row["followed_up_ts"]),
         metadata=json.loads(row["extra"] or "{}"),
     )
+
+
+class LexicalSearch(NamedTuple):
+    """The dense-independent half of ``MemoryCatalog.candidates``."""
+
+    query_terms: list[str]
+    unique: list[str]
+    total: int
+    average: float
+    frequencies: dict[str, int]
+    windows: tuple
+    rows: list[sqlite3.Row]
 
 
 class MemoryCatalog:
@@ -403,7 +415,22 @@ class MemoryCatalog:
         timestamp, first ISO day, last ISO day): ``dated`` says a candidate was
         created, or is dated (``event_date``), inside one. Memories of those
         periods join the candidates when at most ``window_limit`` of them exist.
+
+        The two halves, ``search`` and ``score``, can be called apart, so that
+        the search runs while Chroma answers the dense query.
         """
+        return self.score(self.search(query_terms, limit, windows=windows, window_limit=window_limit), dense_ids)
+
+    def search(
+        self,
+        query_terms: list[str],
+        limit: int,
+        *,
+        windows: Sequence[tuple[float, float, str, str]] = (),
+        window_limit: int = 50,
+    ) -> "LexicalSearch":
+        """What ``candidates`` finds without the dense side: FTS5's top rows and
+        the memories of the named periods."""
         unique = list(dict.fromkeys(t for t in query_terms if t))
         total, average = self._corpus_stats()
         frequencies = self._document_frequencies(unique)
@@ -423,13 +450,19 @@ class MemoryCatalog:
                 "WHERE +m.user_id = ? ORDER BY f.rank",
                 (lexical.fts_query(selective), limit, self.user_id),
             )
-        dense_ids = list(dict.fromkeys(dense_ids))
-        from_dense = set(dense_ids)
-        found = {row["id"] for row in rows}
         if windows:
-            rows += [row for row in self._in_windows(windows, window_limit) if row["id"] not in found and row["id"] not in from_dense]
             found = {row["id"] for row in rows}
-        extra = [i for i in dense_ids if i not in found]
+            rows += [row for row in self._in_windows(windows, window_limit) if row["id"] not in found]
+        return LexicalSearch(list(query_terms), unique, total, average, frequencies, tuple(windows), rows)
+
+    def score(
+        self, found: "LexicalSearch", dense_ids: Iterable[str] = ()
+    ) -> tuple[dict[str, tuple[float, float, bool]], dict[str, bytes]]:
+        """``candidates``' result from a ``search`` and the dense side's ids."""
+        query_terms, unique, total, average, frequencies, windows, rows = found
+        rows = list(rows)
+        seen = {row["id"] for row in rows}
+        extra = [i for i in dict.fromkeys(dense_ids) if i not in seen]
         for start in range(0, len(extra), 500):
             chunk = extra[start : start + 500]
             rows += self._query(

@@ -36,6 +36,8 @@ and dense hits are checked against the catalog's status.
 from __future__ import annotations
 
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
 
@@ -89,7 +91,8 @@ def _unit(query: list[float], stored: dict[str, bytes]):
     q = q / (np.linalg.norm(q) or 1.0)
     if not stored:
         return q, np.zeros((0, len(q)), dtype=np.float32)
-    matrix = np.stack([np.frombuffer(vector, dtype=np.float32) for vector in stored.values()])
+    # One buffer for all rows: building them one by one cost more than the product.
+    matrix = np.frombuffer(b"".join(stored.values()), dtype=np.float32).reshape(len(stored), -1)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return q, matrix / norms
@@ -236,45 +239,60 @@ def rank(
     in a period the query names); ``vectors`` the stored vectors of the
     candidates (any may be missing).
     """
+    import numpy as np
+
+    size = len(query_vector) * 4
+    vectors = {memory_id: vector for memory_id, vector in vectors.items() if len(vector) == size}
     q, matrix = _unit(query_vector, vectors)
     row = {memory_id: index for index, memory_id in enumerate(vectors)}
-    stored_cosine = matrix @ q
+    ids = list(candidates)
+    known = np.array([memory_id in row for memory_id in ids], dtype=bool)
+    rows = np.array([row.get(memory_id, 0) for memory_id in ids], dtype=np.intp)
+    created, raw, dated = (np.array(column, dtype=float) for column in zip(*candidates.values())) if ids else (np.zeros(0),) * 3
     similarity = {memory_id: 1.0 - distance for memory_id, distance in dense}
-    now_ts = to_aware(now).timestamp()
+    stored_cosine = matrix @ q if len(row) else np.zeros(0, dtype=np.float32)
+    cosine = np.array(
+        [similarity[i] if i in similarity else (float(stored_cosine[row[i]]) if i in row else 0.0) for i in ids], dtype=float
+    )
+    lexical_score = np.where(raw > 0, raw / (raw + params.lexical_saturation), 0.0)
+    age_days = np.maximum(0.0, (to_aware(now).timestamp() - created) / 86400)
+    factor = 1.0 - params.recency_weight + params.recency_weight * 0.5 ** (age_days / params.half_life_days)
+    boost = np.where(dated > 0, params.date_boost, 0.0)
 
-    def fuse(cosine: float, lexical_score: float, factor: float) -> float:
-        dense_score = min(1.0, max(0.0, cosine))
-        return (params.dense_weight * dense_score + params.lexical_weight * lexical_score) * factor
+    def fuse(cosines):
+        return (params.dense_weight * np.clip(cosines, 0.0, 1.0) + params.lexical_weight * lexical_score) * factor
 
-    parts = []
-    for memory_id, (created_ts, raw, dated) in candidates.items():
-        cosine = similarity.get(memory_id)
-        if cosine is None:
-            cosine = float(stored_cosine[row[memory_id]]) if memory_id in row else 0.0
-        lexical_score = raw / (raw + params.lexical_saturation) if raw > 0 else 0.0
-        age_days = max(0.0, (now_ts - created_ts) / 86400)
-        factor = 1.0 - params.recency_weight + params.recency_weight * 0.5 ** (age_days / params.half_life_days)
-        parts.append((memory_id, cosine, lexical_score, factor, params.date_boost if dated else 0.0))
-    scores = [fuse(cosine, lexical_score, factor) for _, cosine, lexical_score, factor, _ in parts]
-    orders = [score + boost for score, (*_, boost) in zip(scores, parts)]
-    if params.feedback_weight > 0 and parts:
+    scores = fuse(cosine)
+    orders = scores + boost
+    if params.feedback_weight > 0 and ids:
         # Pseudo-relevance feedback: the query moves a little towards the first
         # result, so memories that say the same thing in other words move up.
         # The shown score keeps the query's own cosine.
-        first = parts[max(range(len(parts)), key=lambda index: (orders[index], scores[index]))][0]
+        first = ids[int(np.lexsort((-scores, -orders))[0])]
         if first in row:
             moved = q + params.feedback_weight * matrix[row[first]]
-            moved_cosine = matrix @ (moved / (float((moved @ moved) ** 0.5) or 1.0))
-            orders = [
-                fuse(float(moved_cosine[row[memory_id]]) if memory_id in row else cosine, lexical_score, factor) + boost
-                for memory_id, cosine, lexical_score, factor, boost in parts
-            ]
+            moved_cosine = matrix @ (moved / (np.linalg.norm(moved) or 1.0))
+            orders = fuse(np.where(known, moved_cosine[rows] if len(row) else 0.0, cosine)) + boost
     ranked = [
-        Ranked(memory_id, score, min(1.0, max(0.0, cosine)), lexical_score, factor, order)
-        for (memory_id, cosine, lexical_score, factor, _), score, order in zip(parts, scores, orders)
+        Ranked(memory_id, float(score), float(min(1.0, max(0.0, c))), float(lex), float(f), float(order))
+        for memory_id, score, c, lex, f, order in zip(ids, scores, cosine, lexical_score, factor, orders)
     ]
     ranked.sort(key=lambda r: (-r.order, -r.score, candidates[r.id][0], r.id))
     return ranked
+
+
+_worker: ThreadPoolExecutor | None = None
+_worker_lock = threading.Lock()
+
+
+def _dense_worker() -> ThreadPoolExecutor:
+    """One long-lived thread for dense queries (starting a thread per query would
+    cost more than the overlap saves)."""
+    global _worker
+    with _worker_lock:
+        if _worker is None:
+            _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memora-dense")
+        return _worker
 
 
 def retrieve_relevant_memories(
@@ -309,12 +327,17 @@ def retrieve_relevant_memories(
         vector = store.embed([query])[0]
         tokens = store.last_embedding_tokens
     now = now or getattr(store, "clock", system_clock)()
-    windows = window_bounds(date_windows(query, now), now) if params.date_boost > 0 else []
-    dense = store.dense_candidates(vector, params.dense_candidates)
-    candidates, vectors = store.catalog.candidates(
-        lexical.query_terms(query), params.lexical_candidates, [i for i, _ in dense],
-        windows=windows, window_limit=params.date_candidates,
-    )
+    # Chroma answers the dense query in Rust without the GIL, so the lexical
+    # search (terms, dates, FTS5) runs meanwhile; only the scoring needs both.
+    pending = _dense_worker().submit(store.dense_candidates, vector, params.dense_candidates)
+    try:
+        windows = window_bounds(date_windows(query, now), now) if params.date_boost > 0 else []
+        found = store.catalog.search(
+            lexical.query_terms(query), params.lexical_candidates, windows=windows, window_limit=params.date_candidates
+        )
+    finally:
+        dense = pending.result()
+    candidates, vectors = store.catalog.score(found, [i for i, _ in dense])
     ranked = rank(vector, dense, candidates, vectors, now=now, params=params)
     if not include_below_threshold:
         ranked = [r for r in ranked if r.score >= threshold]
