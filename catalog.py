@@ -98,6 +98,8 @@ _COLUMNS = (
     "valid_until_ts, superseded_by, supersedes, change_reason, event_date, followed_up_ts, extra"
 )
 _WRITE_COLUMNS = _COLUMNS + ", n_terms, terms"
+# A candidate row carries its whole record, so the results need no second read.
+_CANDIDATE_COLUMNS = ", ".join(f"m.{c} AS {c}" for c in _COLUMNS.split(", ")) + ", m.terms AS terms, m.n_terms AS n_terms, v.vector AS vector"
 _N_WRITE = 19
 
 
@@ -443,8 +445,8 @@ class MemoryCatalog:
             # joined: joined first, SQLite read every match's row and vector before
             # sorting (p95 of this query at 50k memories: 2.6 ms joined, 0.8 ms so).
             rows = self._query(
-                "SELECT m.id AS id, m.terms AS terms, m.n_terms AS n_terms, m.created_ts AS created_ts, "
-                "m.event_date AS event_date, v.vector AS vector "
+                f"SELECT {_CANDIDATE_COLUMNS} "
+                ""
                 "FROM (SELECT rowid AS rid, rank FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) AS f "
                 "JOIN memories AS m ON m.rid = f.rid LEFT JOIN memory_vectors AS v ON v.rid = m.rid "
                 "WHERE +m.user_id = ? ORDER BY f.rank",
@@ -456,9 +458,10 @@ class MemoryCatalog:
         return LexicalSearch(list(query_terms), unique, total, average, frequencies, tuple(windows), rows)
 
     def score(
-        self, found: "LexicalSearch", dense_ids: Iterable[str] = ()
+        self, found: "LexicalSearch", dense_ids: Iterable[str] = (), *, records: dict | None = None
     ) -> tuple[dict[str, tuple[float, float, bool]], dict[str, bytes]]:
-        """``candidates``' result from a ``search`` and the dense side's ids."""
+        """``candidates``' result from a ``search`` and the dense side's ids.
+        ``records``, when given, receives each candidate's row for ``record``."""
         query_terms, unique, total, average, frequencies, windows, rows = found
         rows = list(rows)
         seen = {row["id"] for row in rows}
@@ -466,8 +469,8 @@ class MemoryCatalog:
         for start in range(0, len(extra), 500):
             chunk = extra[start : start + 500]
             rows += self._query(
-                "SELECT m.id AS id, m.terms AS terms, m.n_terms AS n_terms, m.created_ts AS created_ts, "
-                "m.event_date AS event_date, v.vector AS vector FROM memories AS m "
+                f"SELECT {_CANDIDATE_COLUMNS} "
+                "FROM memories AS m "
                 "LEFT JOIN memory_vectors AS v ON v.rid = m.rid "
                 f"WHERE +m.user_id = ? AND +m.status = ? AND m.id IN ({', '.join('?' * len(chunk))})",
                 (self.user_id, STATUS_CURRENT, *chunk),
@@ -495,7 +498,14 @@ class MemoryCatalog:
                 for start, end, first, last in windows
             )
             scored[row["id"]] = (row["created_ts"], score, dated)
+        if records is not None:
+            records.update((row["id"], row) for row in rows)
         return scored, vectors
+
+    @staticmethod
+    def record(row: sqlite3.Row) -> MemoryRecord:
+        """The record of a candidate row (see ``score``)."""
+        return _record(row)
 
     @staticmethod
     def _finding_terms(terms: list[str], frequencies: dict[str, int], total: int) -> list[str]:
@@ -523,8 +533,8 @@ class MemoryCatalog:
         ``memories_event``), each stopped after ``limit + 1`` rows: with an OR
         of both, SQLite scanned every memory (40 ms at 50k)."""
         select = (
-            "SELECT m.id AS id, m.terms AS terms, m.n_terms AS n_terms, m.created_ts AS created_ts, "
-            "m.event_date AS event_date, v.vector AS vector "
+            f"SELECT {_CANDIDATE_COLUMNS} "
+            ""
             "FROM memories AS m LEFT JOIN memory_vectors AS v ON v.rid = m.rid "
         )
         found: dict[str, sqlite3.Row] = {}

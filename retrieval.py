@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import re
 import threading
+from time import sleep
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
@@ -256,7 +257,8 @@ def rank(
     )
     lexical_score = np.where(raw > 0, raw / (raw + params.lexical_saturation), 0.0)
     age_days = np.maximum(0.0, (to_aware(now).timestamp() - created) / 86400)
-    factor = 1.0 - params.recency_weight + params.recency_weight * 0.5 ** (age_days / params.half_life_days)
+    decay = 0.5 ** (age_days / params.half_life_days) if params.half_life_days > 0 else np.ones_like(age_days)
+    factor = 1.0 - params.recency_weight + params.recency_weight * decay
     boost = np.where(dated > 0, params.date_boost, 0.0)
 
     def fuse(cosines):
@@ -330,6 +332,7 @@ def retrieve_relevant_memories(
     # Chroma answers the dense query in Rust without the GIL, so the lexical
     # search (terms, dates, FTS5) runs meanwhile; only the scoring needs both.
     pending = _dense_worker().submit(store.dense_candidates, vector, params.dense_candidates)
+    sleep(0)  # hand the GIL over, so the dense query reaches Rust before the search starts
     try:
         windows = window_bounds(date_windows(query, now), now) if params.date_boost > 0 else []
         found = store.catalog.search(
@@ -337,12 +340,13 @@ def retrieve_relevant_memories(
         )
     finally:
         dense = pending.result()
-    candidates, vectors = store.catalog.score(found, [i for i, _ in dense])
+    rows: dict = {}
+    candidates, vectors = store.catalog.score(found, [i for i, _ in dense], records=rows)
     ranked = rank(vector, dense, candidates, vectors, now=now, params=params)
     if not include_below_threshold:
         ranked = [r for r in ranked if r.score >= threshold]
     ranked = ranked[:n_results]
-    records = store.catalog.get_many([r.id for r in ranked])
+    records = {r.id: store.catalog.record(rows[r.id]) for r in ranked}
     results = [
         MemorySearchResult.from_record(
             records[r.id],
