@@ -446,7 +446,6 @@ class MemoryCatalog:
             # sorting (p95 of this query at 50k memories: 2.6 ms joined, 0.8 ms so).
             rows = self._query(
                 f"SELECT {_CANDIDATE_COLUMNS} "
-                ""
                 "FROM (SELECT rowid AS rid, rank FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) AS f "
                 "JOIN memories AS m ON m.rid = f.rid LEFT JOIN memory_vectors AS v ON v.rid = m.rid "
                 "WHERE +m.user_id = ? ORDER BY f.rank",
@@ -532,11 +531,7 @@ class MemoryCatalog:
         One indexed range read per period and column (``memories_created``,
         ``memories_event``), each stopped after ``limit + 1`` rows: with an OR
         of both, SQLite scanned every memory (40 ms at 50k)."""
-        select = (
-            f"SELECT {_CANDIDATE_COLUMNS} "
-            ""
-            "FROM memories AS m LEFT JOIN memory_vectors AS v ON v.rid = m.rid "
-        )
+        select = f"SELECT {_CANDIDATE_COLUMNS} FROM memories AS m LEFT JOIN memory_vectors AS v ON v.rid = m.rid "
         found: dict[str, sqlite3.Row] = {}
         for start, end, first, last in windows:
             for where, bounds in (
