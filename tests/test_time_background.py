@@ -48,9 +48,10 @@ LATER = datetime(2026, 12, 9, 10, 0).astimezone()  # ten days later, a Wednesday
         ("下個月搬家", "in Dec 2026 (this month) 搬家"),
         ("週末去爬山", "on the weekend of Sat 28 Nov (11 days ago) 去爬山"),
         ("三天後面試", "on Wed 2 Dec (7 days ago) 面試"),
-        # no relative phrase: unchanged
+        # a calendar date is placed relative to now too: the model should not do date arithmetic
+        ("has an exam on 2026-12-01", "has an exam on Tue 1 Dec (8 days ago)"),
+        # no time phrase: unchanged
         ("goes swimming on Mondays", "goes swimming on Mondays"),
-        ("has an exam on 2026-12-01", "has an exam on 2026-12-01"),
         ("will be famous in 99999 years or in 100000000000 days", "will be famous in 99999 years or in 100000000000 days"),
     ],
 )
@@ -75,8 +76,12 @@ def test_a_dated_plan_always_shows_its_day_and_the_event_date_wins():
     # the stored date (resolved when the learner spoke) is the authority for the phrase
     assert resolve_time_phrases("exam next week", SAID, LATER, event_date=date(2026, 12, 3)) == "exam on Thu 3 Dec (6 days ago)"
     # no phrase to replace: the date is added
+    assert resolve_time_phrases("The learner has an exam soon.", SAID, LATER, event_date=date(2026, 12, 11)) == (
+        "The learner has an exam soon \u2014 on Fri 11 Dec (in 2 days)"
+    )
+    # a calendar date is the phrase itself: placed, not repeated
     assert resolve_time_phrases("The learner has an exam on December 11.", SAID, LATER, event_date=date(2026, 12, 11)) == (
-        "The learner has an exam on December 11 \u2014 on Fri 11 Dec (in 2 days)"
+        "The learner has an exam on Fri 11 Dec (in 2 days)."
     )
     # upcoming and past read differently
     assert "(in 4 days)" in resolve_time_phrases("test next Sunday", LATER, LATER, event_date=date(2026, 12, 13))
