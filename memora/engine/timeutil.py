@@ -130,7 +130,7 @@ _GRAMMAR = re.compile(
         [
             r"(?:\bon\s+)?\b(?P<iso>\d{4}-\d{1,2}-\d{1,2})\b",
             r"(?:\bon\s+)?\b(?P<md_m>" + _MONTH + r")\.?\s+(?P<md_d>\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(?P<md_y>\d{4})\b)?",
-            r"(?:\bon\s+)?(?:\bthe\s+)?\b(?P<dm_d>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<dm_m>" + _MONTH + r")\b\.?(?:,?\s+(?P<dm_y>\d{4})\b)?",
+            r"(?:\bon\s+)?(?:\bthe\s+)?\b(?P<dm_d>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<dm_m>" + _MONTH + r")\b(?:,?\s+(?P<dm_y>\d{4})\b)?",
             r"(?:(?P<zd_y>\d{4})年)?(?P<zd_m>[0-9一二三四五六七八九十]{1,3})月(?P<zd_d>[0-9一二三四五六七八九十]{1,3})[日號号]",
             r"\b(?P<dat>(?:the\s+)?day\s+after\s+" + _TOMORROW + r")\b",
             r"\b(?P<dby>(?:the\s+)?day\s+before\s+yesterday)\b",
@@ -647,7 +647,8 @@ def resolve_time_phrases(
             granularity, day = "day", event_date
         before, after = text[last : mention.start], text[mention.end : mention.end + 1]
         label = _label(granularity, day, today, part)
-        if _PREPOSITION_BEFORE.search(before):
+        possessive = text[mention.end : mention.end + 2] in ("'s", "\u2019s")  # "next week's lesson"
+        if possessive or _PREPOSITION_BEFORE.search(before):
             label = label.removeprefix("on ").removeprefix("in ")  # "by Fri 4 Dec", "since Oct 2026"
         if before and not before[-1].isspace() and before[-1] not in "([\"'\u201c":
             label = " " + label  # Chinese has no spaces around words: "下週二有考試"
