@@ -109,7 +109,7 @@ _SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}  # f
 _ZH_SEASONS = {"春天": "spring", "夏天": "summer", "秋天": "autumn", "冬天": "winter"}
 
 _NUM = r"(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a couple of|a few|several)"
-_UNIT = r"(?:day|week|fortnight|month|year)"
+_UNIT = r"(?:day|week|wk|fortnight|month|year|yr)"
 # Full names first so "Monday" is never read as "Mon"; an abbreviation's full
 # stop is taken only mid-sentence ("next Mon. at 5"), never a sentence's own.
 _WD = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tues?|weds?|thu(?:rs?)?|fri|sat|sun)\b(?:\.(?=\s+[a-z0-9]))?"
@@ -129,7 +129,7 @@ _GRAMMAR = re.compile(
     "|".join(
         [
             r"(?:\bon\s+)?\b(?P<iso>\d{4}-\d{1,2}-\d{1,2})\b",
-            r"(?:\bon\s+)?\b(?P<md_m>" + _MONTH + r")\.?\s+(?P<md_d>\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(?P<md_y>\d{4})\b)?",
+            r"(?:\bon\s+)?\b(?P<md_m>" + _MONTH + r")\.?\s+(?:the\s+)?(?P<md_d>\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(?P<md_y>\d{4})\b)?",
             r"(?:\bon\s+)?(?:\bthe\s+)?\b(?P<dm_d>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<dm_m>" + _MONTH + r")\b(?:,?\s+(?P<dm_y>\d{4})\b)?",
             r"(?:(?P<zd_y>\d{4})年)?(?P<zd_m>[0-9一二三四五六七八九十]{1,3})月(?P<zd_d>[0-9一二三四五六七八九十]{1,3})[日號号]",
             r"\b(?P<dat>(?:the\s+)?day\s+after\s+" + _TOMORROW + r")\b",
@@ -139,6 +139,7 @@ _GRAMMAR = re.compile(
             r"\b(?P<last_night>last night)\b",
             r"\b(?P<today>(?:later )?today|tonight|tonite|this (?:morning|afternoon|evening))\b",
             r"(?:\bon\s+)?(?:\bthe\s+)?\b(?P<wan>" + _WD + r")\s+after\s+next\b",
+            r"(?:\bon\s+)?\b(?P<wiw>" + _WD + r")\s+(?P<wiw_rel>next|this|last)\s+week\b",
             r"(?:\bon\s+)?\b(?P<wd_rel>" + _REL + r")\s+(?P<wd>" + _WD + r")",
             r"\bin\s+(?P<in_n>" + _NUM + r")\s+(?P<in_unit>" + _UNIT + r")s?\b(?:['\u2019]s?(?:\s+time\b)?|\s+time\b)?",
             r"\b(?P<fn_n>" + _NUM + r")\s+(?P<fn_unit>" + _UNIT + r")s?\s+from\s+(?P<fn_from>now|today|" + _TOMORROW + r")\b",
@@ -310,6 +311,7 @@ def _zh_step(prefix: str) -> int:
 
 def _offset(unit: str, n: int, base: date) -> tuple[str, date, str]:
     """``n`` days, weeks, fortnights, months or years from ``base`` (negative: before it)."""
+    unit = {"wk": "week", "yr": "year"}.get(unit, unit)
     if unit == "day":
         return "day", base + timedelta(days=n), ""
     if unit in ("week", "fortnight"):
@@ -347,6 +349,9 @@ def _resolve(match: re.Match, base: date, past: bool) -> tuple[str, date, str] |
         return "day", base, part
     if "wan" in g:
         return "day", _weekday_on(_weekday_index(g["wan"]), base, "next") + timedelta(days=7), ""
+    if "wiw" in g:  # "Tuesday next week": that week's Tuesday
+        _, monday, _ = _span("week", {"next": 1, "last": -1}.get(g["wiw_rel"].lower(), 0), base)
+        return "day", monday + timedelta(days=_weekday_index(g["wiw"])), ""
     if "wd" in g:
         relation = _relation(g["wd_rel"])
         if past and relation == "this":
@@ -650,6 +655,8 @@ def resolve_time_phrases(
         possessive = text[mention.end : mention.end + 2] in ("'s", "\u2019s")  # "next week's lesson"
         if possessive or _PREPOSITION_BEFORE.search(before):
             label = label.removeprefix("on ").removeprefix("in ")  # "by Fri 4 Dec", "since Oct 2026"
+        if text[mention.start].isupper():
+            label = label[0].upper() + label[1:]  # "On Friday, ..." opens a sentence
         if before and not before[-1].isspace() and before[-1] not in "([\"'\u201c":
             label = " " + label  # Chinese has no spaces around words: "下週二有考試"
         if after and not after.isspace() and after not in ".,;:!?)]\"'\u201d\u3002\uff0c\uff1b\uff1a\uff01\uff1f":
