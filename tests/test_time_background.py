@@ -80,6 +80,10 @@ CLOCKS = [
     (SAID, LATER, "visits Japan next summer", "visits Japan in summer 2027 (in 5 months)"),
     (SAID, MONDAY, "goes skiing this winter", "goes skiing in winter 2026/27 (tomorrow)"),
     (SAID, LATER, "must finish by next Friday", "must finish by Fri 4 Dec (5 days ago)"),
+    (SAID, LATER, "has a test on Tuesday next week", "has a test on Tue 1 Dec (8 days ago)"),
+    (SAID, LATER, "On Friday, the learner has a test.", "On Fri 4 Dec (5 days ago), the learner has a test."),
+    (SAID, LATER, "sat on the sofa on Sat", "sat on the sofa on Sat 28 Nov (11 days ago)"),
+    (SAID, LATER, "has an exam on December the 3rd", "has an exam on Thu 3 Dec (6 days ago)"),
     (SAID, LATER, "has studied since last month", "has studied since Oct 2026 (2 months ago)"),
     (SAID, LATER, "prepares for next week's test", "prepares for the week of Mon 30 Nov (last week)'s test"),
     # past forms: the day gone, never the coming one

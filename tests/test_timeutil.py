@@ -151,6 +151,8 @@ EVENT_DATES = [
     (None, "in 3000000 months", "The learner will travel in 3000000 months.", None),
     (None, None, "The learner has a test tomorrow.", date(2026, 11, 30)),  # no phrase given: the text's
     (None, None, "The learner has a test.", None),
+    (None, None, "The learner sat the exam and has another on Friday.", date(2026, 12, 4)),  # "sat" is the verb
+    (None, "when the sun sets", "The learner jogs when the sun sets.", None),
 ]
 
 

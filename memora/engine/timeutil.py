@@ -90,6 +90,7 @@ def _plural(n: int, unit: str) -> str:
 WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 _WEEKDAY_ABBR = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "weds": 2, "thu": 3, "thur": 3, "thurs": 3,
                  "fri": 4, "sat": 5, "sun": 6}
+_WORD_ABBR = ("sun", "sat", "wed")
 _ZH_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 _NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
                  "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a few": 3,
@@ -171,7 +172,8 @@ _GRAMMAR = re.compile(
 _CLAUSE_BREAK = re.compile(r"[.!?;\u3002\uff01\uff1f\uff1b\uff0c](?:\s|$)|\b(?:and|but|while|whereas)\b|[\uff0c\u4f46]", re.IGNORECASE)
 _PAST_VERB = re.compile(
     r"\b(?:was|were|had|did|went|came|got|took|made|met|saw|gave|left|began|wrote|ate|drank|flew|spoke|told|felt|"
-    r"found|lost|won|thought|bought|brought|caught|taught|ran|swam|sang|forgot|sent|spent|paid|\w{3,}ed)\b|[了過过]|剛|刚|已經|已经",
+    r"found|lost|won|thought|bought|brought|caught|taught|ran|swam|sang|forgot|sent|spent|paid|sat|wore|rode|drove|"
+    r"broke|chose|fell|heard|kept|slept|stood|understood|woke|became|knew|\w{3,}ed)\b|[了過过]|剛|刚|已經|已经",
     re.IGNORECASE,
 )
 _NOT_PAST_ED = {"need", "speed", "proceed", "exceed", "succeed", "indeed", "breed", "embed", "interested", "excited",
@@ -447,10 +449,13 @@ def _mentions(text: str, base: date, *, phrase: bool = False, past: bool | None 
     found = []
     for match in _GRAMMAR.finditer(text):
         g = match.groupdict()
-        if g.get("bare_wd") and not phrase:
+        if g.get("bare_wd"):
             word = g["bare_wd"].rstrip(".")
-            # "on Friday", "on Thurs": never a bare "sun" or "sat", which are words too
-            if not g.get("bare_on") or (word.lower() not in WEEKDAYS and not word[0].isupper()):
+            # "sun", "sat" and "wed" are words too: a weekday only when capitalised
+            if word.lower() in _WORD_ABBR and not word[0].isupper():
+                continue
+            # in running text only "on Friday", "on Thurs" name a day
+            if not phrase and (not g.get("bare_on") or (word.lower() not in WEEKDAYS and not word[0].isupper())):
                 continue
         if g.get("we_bare") and not phrase:
             continue
@@ -491,9 +496,12 @@ def resolve_relative_date(phrase: str | None, now: datetime, *, sentence: str | 
     """
     if not phrase or not phrase.strip():
         return None
-    base = now.date()
-    text = phrase.strip()
-    for mention in _mentions(text, base, phrase=True, past=_is_past(sentence) if sentence else None):
+    return _first_day(phrase.strip(), now.date(), phrase=True, past=_is_past(sentence) if sentence else None)
+
+
+def _first_day(text: str, base: date, *, phrase: bool, past: bool | None = None) -> date | None:
+    """The plan day of the first time phrase in ``text`` (see ``resolve_relative_date``)."""
+    for mention in _mentions(text, base, phrase=phrase, past=past):
         day = mention.day
         first, last = _span_of(mention.granularity, day)
         if mention.granularity not in ("day", "about") and first <= base <= last:
@@ -512,10 +520,11 @@ def resolve_event_date(stated: str | None, phrase: str | None, said_at: datetime
     day = parse_date(stated)
     if day is not None and _plausible(day, base):
         return day
-    try:
-        return resolve_relative_date(phrase or sentence, said_at, sentence=sentence)
-    except (ValueError, OverflowError):  # pragma: no cover - the grammar already skips them
-        return None
+    if phrase and phrase.strip():
+        return resolve_relative_date(phrase, said_at, sentence=sentence)
+    # No phrase given: the sentence is read as running text, where "sat" is a verb
+    # and only "on Friday" names a day.
+    return _first_day(sentence, base, phrase=False) if sentence else None
 
 
 # -- dates as the model should read them ------------------------------------------------
