@@ -141,8 +141,11 @@ _GRAMMAR = re.compile(
             r"\b(?P<today>(?:later )?today|tonight|tonite|this (?:morning|afternoon|evening))\b",
             r"(?:\bon\s+)?(?:\bthe\s+)?\b(?P<wan>" + _WD + r")\s+after\s+next\b",
             r"(?:\bon\s+)?\b(?P<wiw>" + _WD + r")\s+(?P<wiw_rel>next|this|last)\s+week\b",
-            r"(?:\bon\s+)?\b(?P<wd_rel>" + _REL + r")\s+(?P<wd>" + _WD + r")",
-            r"\bin\s+(?P<in_n>" + _NUM + r")\s+(?P<in_unit>" + _UNIT + r")s?\b(?:['\u2019]s?(?:\s+time\b)?|\s+time\b)?",
+            r"(?:\bon\s+)?\b(?P<wd_rel>" + _REL + r")\s+(?P<wd>" + _WD + r")" + _PART.format("wpart") + r"(?!\w)",
+            r"(?:\bon\s+)?\b(?P<wdom>" + _WD + r"),?\s+(?:the\s+)?(?P<wdom_d>\d{1,2})(?:st|nd|rd|th)\b(?!\s+of\b)",
+            r"(?:\bon\s+)?\bthe\s+(?P<domm>\d{1,2})(?:st|nd|rd|th)\s+of\s+(?P<domm_rel>next|this|last)\s+month\b",
+            r"(?:\bon\s+)?\bthe\s+(?P<dom>\d{1,2})(?:st|nd|rd|th)\b(?!\s+of\b)",
+            r"\b(?P<in_word>in|within)\s+(?P<in_n>" + _NUM + r")\s+(?P<in_unit>" + _UNIT + r")s?\b(?:['\u2019]s?(?:\s+time\b)?|\s+time\b)?",
             r"\b(?P<fn_n>" + _NUM + r")\s+(?P<fn_unit>" + _UNIT + r")s?\s+from\s+(?P<fn_from>now|today|" + _TOMORROW + r")\b",
             r"\b(?P<ago_n>" + _NUM + r")\s+(?P<ago_unit>" + _UNIT + r")s?\s+ago\b",
             r"\b(?:the\s+)?(?P<an_span>week|weekend|month|year)\s+after\s+next\b",
@@ -159,7 +162,7 @@ _GRAMMAR = re.compile(
             r"(?P<zh_n>" + _ZH_N + r")(?:個|个)?(?P<zh_unit>天|週|周|星期|禮拜|礼拜|月|年)(?:以|之)?(?P<zh_dir>後|后|前)",
             # Only a plan or an event names a day with a bare weekday ("on Friday"):
             # in a habit it recurs; see ``_Mention.bare``.
-            r"(?P<bare_on>\bon\s+)?\b(?P<bare_wd>" + _WD + r")",
+            r"(?P<bare_on>\bon\s+)?\b(?P<bare_wd>" + _WD + r")" + _PART.format("bpart") + r"(?!\w)",
             r"\b(?:the\s+)?(?P<we_bare>weekend)\b",
         ]
     ),
@@ -250,6 +253,22 @@ def _month_day(month: int, day: int, base: date, year: int | None, past: bool) -
         if (past and candidate <= base) or (not past and (base - candidate).days <= _RECENT_PAST_DAYS):
             return candidate
     raise ValueError("no such day")  # pragma: no cover - one of the two years always fits
+
+
+def _day_of_month(number: int, base: date, past: bool, weekday: int | None) -> date:
+    """"the 3rd" ("Monday the 7th"): the nearest such day ahead, or just gone in a
+    sentence about the past; with a weekday, the nearest month where the two agree."""
+    step = -1 if past else 1
+    for months in range(0, 12 * step, step):
+        month_start = _add_months(base.replace(day=1), months)
+        try:
+            candidate = month_start.replace(day=number)
+        except ValueError:
+            continue
+        if (candidate < base if past else candidate >= base) or candidate == base:
+            if weekday is None or candidate.weekday() == weekday:
+                return candidate
+    raise ValueError("no such day")
 
 
 def _weekday_on(target: int, base: date, relation: str) -> date:
@@ -358,7 +377,13 @@ def _resolve(match: re.Match, base: date, past: bool) -> tuple[str, date, str] |
         relation = _relation(g["wd_rel"])
         if past and relation == "this":
             relation = "last" if _weekday_index(g["wd"]) != base.weekday() else "this"
-        return "day", _weekday_on(_weekday_index(g["wd"]), base, relation), ""
+        return "day", _weekday_on(_weekday_index(g["wd"]), base, relation), g.get("wpart", "").lower()
+    if "domm" in g:  # "the 3rd of next month"
+        _, first, _ = _span("month", {"next": 1, "last": -1}.get(g["domm_rel"].lower(), 0), base)
+        return "day", first.replace(day=int(g["domm"])), ""
+    if "wdom" in g or "dom" in g:
+        return "day", _day_of_month(int(g.get("wdom_d") or g["dom"]), base, past,
+                                    _weekday_index(g["wdom"]) if "wdom" in g else None), ""
     for key, sign in (("in", 1), ("fn", 1), ("ago", -1)):
         if f"{key}_n" in g:
             start = base + timedelta(days=1) if g.get("fn_from", "now").lower() not in ("now", "today") else base
@@ -409,7 +434,7 @@ def _resolve(match: re.Match, base: date, past: bool) -> tuple[str, date, str] |
         unit = {"天": "day", "月": "month", "年": "year"}.get(g["zh_unit"], "week")
         return _offset(unit, -n if g["zh_dir"] == "前" else n, base)
     if "bare_wd" in g:
-        return "day", _weekday_on(_weekday_index(g["bare_wd"]), base, "last" if past else "on"), ""
+        return "day", _weekday_on(_weekday_index(g["bare_wd"]), base, "last" if past else "on"), g.get("bpart", "").lower()
     return None  # pragma: no cover - every alternative is handled above
 
 
@@ -437,6 +462,7 @@ class _Mention:
     bare: bool  # a bare weekday or weekend: a day only in a plan or an event
     absolute: bool  # a calendar date ("Dec 3", "12月3日")
     backward: bool  # worded as past ("last", "ago", "上")
+    within: bool = False  # "within 3 days": by that day, not on it
 
 
 def _mentions(text: str, base: date, *, phrase: bool = False, past: bool | None = None) -> list[_Mention]:
@@ -471,7 +497,7 @@ def _mentions(text: str, base: date, *, phrase: bool = False, past: bool | None 
                     or (g.get("zh_wd") and not g.get("zh_rel")) or (g.get("zh_we") and not g.get("zh_we_rel")))
         absolute = bool(g.get("iso") or g.get("md_m") or g.get("dm_m") or g.get("zd_m"))
         found.append(_Mention(match.start(), match.end(), granularity, day, part, bare, absolute,
-                              bool(_PAST_POINTING.search(match.group(0)))))
+                              bool(_PAST_POINTING.search(match.group(0))), (g.get("in_word") or "").lower() == "within"))
     return found
 
 
@@ -662,9 +688,11 @@ def resolve_time_phrases(
         before, after = text[last : mention.start], text[mention.end : mention.end + 1]
         label = _label(granularity, day, today, part)
         possessive = text[mention.end : mention.end + 2] in ("'s", "\u2019s")  # "next week's lesson"
-        if possessive or _PREPOSITION_BEFORE.search(before):
+        if possessive or mention.within or _PREPOSITION_BEFORE.search(before):
             label = label.removeprefix("on ").removeprefix("in ")  # "by Fri 4 Dec", "since Oct 2026"
-        if text[mention.start].isupper():
+        if mention.within:
+            label = "by " + label  # "within 3 days": by the day it names
+        if text[mention.start].isupper() and (not before.strip() or before.rstrip()[-1] in ".!?"):
             label = label[0].upper() + label[1:]  # "On Friday, ..." opens a sentence
         if before and not before[-1].isspace() and before[-1] not in "([\"'\u201c":
             label = " " + label  # Chinese has no spaces around words: "下週二有考試"
