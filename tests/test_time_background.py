@@ -126,8 +126,11 @@ CLOCKS = [
     ("zh", LATER, "十二月三日考試", "on Thu 3 Dec (6 days ago) 考試"),
     ("zh", MONDAY, "週五考了試", "on Fri 27 Nov (3 days ago) 考了試"),
     ("zh", MONDAY, "週五要考試", "on Fri 4 Dec (in 4 days) 要考試"),
-    # past the calendar: left as said, never garbled
+    # not a day: left as said, never garbled
     (SAID, LATER, "will travel in 100000000 days", "will travel in 100000000 days"),
+    (SAID, LATER, "lives on the 3rd floor", "lives on the 3rd floor"),
+    (SAID, LATER, "runs on the last Friday of the month", "runs on the last Friday of the month"),
+    (SAID, LATER, "jogs when the sun sets on the weekend", "jogs when the sun sets on the weekend of Sat 28 Nov (11 days ago)"),
 ]
 
 

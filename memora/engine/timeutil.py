@@ -141,10 +141,11 @@ _GRAMMAR = re.compile(
             r"\b(?P<today>(?:later )?today|tonight|tonite|this (?:morning|afternoon|evening))\b",
             r"(?:\bon\s+)?(?:\bthe\s+)?\b(?P<wan>" + _WD + r")\s+after\s+next\b",
             r"(?:\bon\s+)?\b(?P<wiw>" + _WD + r")\s+(?P<wiw_rel>next|this|last)\s+week\b",
-            r"(?:\bon\s+)?\b(?P<wd_rel>" + _REL + r")\s+(?P<wd>" + _WD + r")" + _PART.format("wpart") + r"(?!\w)",
+            r"(?:\bon\s+)?\b(?<!the )(?<!The )(?P<wd_rel>" + _REL + r")\s+(?P<wd>" + _WD + r")" + _PART.format("wpart") + r"(?!\w)",
             r"(?:\bon\s+)?\b(?P<wdom>" + _WD + r"),?\s+(?:the\s+)?(?P<wdom_d>\d{1,2})(?:st|nd|rd|th)\b(?!\s+of\b)",
             r"(?:\bon\s+)?\bthe\s+(?P<domm>\d{1,2})(?:st|nd|rd|th)\s+of\s+(?P<domm_rel>next|this|last)\s+month\b",
-            r"(?:\bon\s+)?\bthe\s+(?P<dom>\d{1,2})(?:st|nd|rd|th)\b(?!\s+of\b)",
+            # "on the 3rd", not "the 3rd floor": a bare ordinal is a day only before a pause or "at 5"
+            r"(?P<dom_on>\bon\s+)?\bthe\s+(?P<dom>\d{1,2})(?:st|nd|rd|th)\b(?!\s+of\b)(?!\s+(?!(?:at|and|or|to|until|till|before|after|in|for)\b)[a-z])",
             r"\b(?P<in_word>in|within)\s+(?P<in_n>" + _NUM + r")\s+(?P<in_unit>" + _UNIT + r")s?\b(?:['\u2019]s?(?:\s+time\b)?|\s+time\b)?",
             r"\b(?P<fn_n>" + _NUM + r")\s+(?P<fn_unit>" + _UNIT + r")s?\s+from\s+(?P<fn_from>now|today|" + _TOMORROW + r")\b",
             r"\b(?P<ago_n>" + _NUM + r")\s+(?P<ago_unit>" + _UNIT + r")s?\s+ago\b",
@@ -483,7 +484,7 @@ def _mentions(text: str, base: date, *, phrase: bool = False, past: bool | None 
             # in running text only "on Friday", "on Thurs" name a day
             if not phrase and (not g.get("bare_on") or (word.lower() not in WEEKDAYS and not word[0].isupper())):
                 continue
-        if g.get("we_bare") and not phrase:
+        if (g.get("we_bare") or (g.get("dom") and not g.get("dom_on"))) and not phrase:
             continue
         try:
             tense = _is_past(_clause(text, match.start(), match.end())) if past is None else past
