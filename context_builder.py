@@ -128,9 +128,15 @@ class DigestItem:
     event_date: date | None = None
 
 
-# "I", "my", "我": text the learner typed themselves (``remember``, ``memory edit``).
-# Shown bare, "I drink green tea" could be read as the tutor speaking.
-_FIRST_PERSON = re.compile(r"(?<![\w'\u2019])i(?:['\u2019](?:m|ve|d|ll))?(?![\w'\u2019])|\b(?:my|me|mine|myself)\b|我", re.IGNORECASE)
+# "I", "my", "we", "our", "我", "我們", "咱們": text the learner typed themselves
+# (``remember``, ``memory edit``). Shown bare, "I drink green tea" or "we moved
+# to Osaka" could be read as the tutor speaking. "US" in capitals is the
+# country, not "us".
+_FIRST_PERSON = re.compile(
+    r"(?<![\w'\u2019])(?:i|we)(?:['\u2019](?:m|ve|d|ll|re))?(?![\w'\u2019])"
+    r"|\b(?:my|me|mine|myself|our|ours|ourselves|ourself)\b|\b(?-i:[Uu]s)\b|我|咱",
+    re.IGNORECASE,
+)
 
 
 def memory_text(

@@ -57,7 +57,7 @@ from memora.app.proposals import ProfileProposal, ProposalStore
 from memora.engine.records import MAX_MEMORY_CHARS, MemoryRecord
 from memora.engine.retrieval import rank
 from memora.engine.text_utils import clean_text, quoted, shorten
-from memora.engine.timeutil import now_anchor, parse_date, resolve_relative_date
+from memora.engine.timeutil import now_anchor, resolve_event_date
 from memora.engine.tokens import TokenCounter
 from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
 
@@ -378,7 +378,7 @@ class Extractor:
     def _event_date(self, fact: ExtractedFact, said_at: datetime) -> date | None:
         if fact.category != "schedule":
             return None
-        return resolve_relative_date(fact.event_phrase, said_at) or parse_date(fact.event_date)
+        return resolve_event_date(fact.event_date, fact.event_phrase, said_at, sentence=fact.text)
 
     def _apply_fact(self, fact: ExtractedFact, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
         store = self.store
