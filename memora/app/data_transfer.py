@@ -34,12 +34,19 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from memora.engine.errors import ImportFileError, MemoraError
 from long_term_memory import PartialWriteError
 from memora.app.proposals import MAX_PENDING, ProfileProposal
-from memora.engine.records import CATEGORIES, MAX_MEMORY_CHARS, SOURCES, MemoryRecord, clean_memory_text
+from memora.engine.records import (
+    MAX_MEMORY_CHARS,
+    MemoryRecord,
+    StoredField,
+    clean_memory_text,
+    reserved_metadata_keys,
+    stored_fields,
+)
 from memora.app.session import ChatMessage
 from memora.engine.storage import atomic_write_text
 from memora.engine.text_utils import clean_text, normalized_key
@@ -65,12 +72,7 @@ _FIRST_YEAR, _LAST_YEAR = 1970, 2999
 # a hex id, or one holding a digit, in lower case.
 _ID = re.compile(r"[0-9a-f]{4,64}|(?=[0-9a-z_-]*[0-9])[0-9a-z_-]{4,64}")
 _METADATA_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
-# Keys Memora itself derives from a record's fields (long_term_memory._RESERVED_KEYS).
-_RESERVED_METADATA = {
-    "user_id", "created_at", "created_at_ts", "memory_type", "category", "source", "status",
-    "last_seen", "last_seen_ts", "valid_until", "valid_until_ts", "superseded_by", "supersedes",
-    "change_reason", "event_date", "followed_up_at", "followed_up_ts",
-}
+_RESERVED_METADATA = reserved_metadata_keys()
 
 
 def _clean_block(text: str, limit: int, what: str) -> str:
@@ -103,55 +105,60 @@ def _checked(function, *args):
         raise ValueError(str(error).rstrip(".")) from None
 
 
-class ExportedMemory(BaseModel):
+def _export_annotation(spec: StoredField):
+    """A stored field's type in an export file, from its persistence schema."""
+    kind = spec.kind
+    if kind == "choice":
+        annotation = Literal[spec.how.choices]  # type: ignore[valid-type]
+    else:
+        annotation = {"datetime": datetime, "date": date}.get(kind, str)
+    if spec.required or spec.default is not None:
+        return (annotation, ... if spec.required or kind == "choice" else spec.default)
+    field_info = Field(default=None, max_length=spec.how.max_chars) if spec.how.max_chars else None
+    return (annotation | None, field_info)
+
+
+_EXPORTED = tuple(spec for spec in stored_fields() if spec.how.exported)
+_ID_FIELDS = tuple(spec.name for spec in _EXPORTED if spec.kind == "id")
+_DATE_FIELDS = tuple(spec.name for spec in _EXPORTED if spec.kind in ("datetime", "date"))
+_TEXT_FIELDS = tuple(spec.name for spec in _EXPORTED if spec.kind == "text" and spec.name != "content")
+
+
+class _ExportedMemoryChecks(BaseModel):
+    """The checks of an exported memory; its fields come from ``MemoryRecord``'s schema."""
+
     model_config = ConfigDict(extra="forbid")
 
-    id: str
-    content: str
-    created_at: datetime
-    memory_type: Literal["semantic", "episodic"]
-    category: Literal[CATEGORIES]  # type: ignore[valid-type]
-    source: Literal[SOURCES]  # type: ignore[valid-type]
-    status: Literal["current", "superseded"]
-    last_seen: datetime | None = None
-    valid_until: datetime | None = None
-    superseded_by: str | None = None
-    supersedes: str | None = None
-    change_reason: str | None = Field(default=None, max_length=100)
-    event_date: date | None = None
-    followed_up_at: datetime | None = None
-    metadata: dict[str, str | bool | int | float] = Field(default_factory=dict)
-
-    @field_validator("id", "superseded_by", "supersedes")
+    @field_validator(*_ID_FIELDS, check_fields=False)
     @classmethod
     def _ids(cls, value: str | None) -> str | None:
         if value is not None and not _ID.fullmatch(value):
             raise ValueError(f"{clean_text(value)[:70]!r} is not a memory id (4-64 lower-case letters, digits, '_' or '-')")
         return value
 
-    @field_validator("content", mode="before")
+    @field_validator("content", mode="before", check_fields=False)
     @classmethod
     def _content(cls, value):
         if not isinstance(value, str):
             raise ValueError("the text must be a string")
         return _checked(clean_memory_text, value)
 
-    @field_validator("created_at", "last_seen", "valid_until", "followed_up_at", "event_date", mode="before")
+    @field_validator(*_DATE_FIELDS, mode="before", check_fields=False)
     @classmethod
     def _dates_are_text(cls, value):
         return _iso_text(value)
 
-    @field_validator("created_at", "last_seen", "valid_until", "followed_up_at", "event_date")
+    @field_validator(*_DATE_FIELDS, check_fields=False)
     @classmethod
     def _dates_in_range(cls, value):
         return _in_range(value)
 
-    @field_validator("change_reason")
+    @field_validator(*_TEXT_FIELDS, check_fields=False)
     @classmethod
-    def _reason(cls, value: str | None) -> str | None:
+    def _text(cls, value: str | None) -> str | None:
         return clean_text(value) or None if value is not None else None
 
-    @field_validator("metadata")
+    @field_validator("metadata", check_fields=False)
     @classmethod
     def _metadata(cls, values: dict) -> dict:
         if len(values) > MAX_METADATA_KEYS:
@@ -170,7 +177,7 @@ class ExportedMemory(BaseModel):
         return cleaned
 
     @model_validator(mode="after")
-    def _status_agrees(self) -> "ExportedMemory":
+    def _status_agrees(self):
         if self.status == "current" and (self.superseded_by or self.valid_until):
             raise ValueError(f"memory {self.id} is current but has a successor or an end date")
         if self.id in (self.superseded_by, self.supersedes):
@@ -181,10 +188,19 @@ class ExportedMemory(BaseModel):
         return MemoryRecord(user_id=user_id, **self.model_dump())
 
     @classmethod
-    def from_record(cls, record: MemoryRecord) -> "ExportedMemory":
+    def from_record(cls, record: MemoryRecord):
         fields = {name: getattr(record, name) for name in cls.model_fields if name != "metadata"}
         metadata = {k: v for k, v in record.metadata.items() if isinstance(v, (str, int, float, bool))}
         return cls.model_construct(**fields, metadata=metadata)
+
+
+# One field per exported record field, in the record's order, then the extras.
+ExportedMemory = create_model(
+    "ExportedMemory",
+    __base__=_ExportedMemoryChecks,
+    **{spec.name: _export_annotation(spec) for spec in _EXPORTED},
+    metadata=(dict[str, str | bool | int | float], Field(default_factory=dict)),
+)
 
 
 class ExportedSession(BaseModel):
