@@ -1,6 +1,6 @@
 """Short-term memory: the conversation, its running summary and the token budget.
 
-Seed 000, section 九 names the turn lifecycle this class serves::
+The turn lifecycle this class serves::
 
     memory.add_user_message(text)
     memory.add_token_usage(embedding_tokens, "embeddings")
@@ -95,9 +95,6 @@ class PreparedContext:
     folded_messages: int = 0
     summary_failed: str | None = None
 
-    def __getitem__(self, key: str):  # seed-style access: stats["context_messages"]
-        return getattr(self, key)
-
 
 @dataclass
 class _FoldPlan:
@@ -143,10 +140,6 @@ class ConversationMemory:
 
     def add_token_usage(self, tokens: int | None, kind: str = "embeddings") -> None:
         self.usage.add(kind, tokens)
-
-    @property
-    def pending_message(self) -> str | None:
-        return self._pending
 
     def prepare_context(self, background_messages: Sequence[dict] | Background = ()) -> PreparedContext:
         """Fit the request into the budget and return the messages to send.

@@ -1,6 +1,7 @@
 """The learner's profile: current state, read directly on every turn.
 
-Seed 000, section 五: the profile is not searched, it is read. It holds the
+The profile is not searched, it is read: what the learner is now must reach
+every turn, even one where retrieval finds nothing. It holds the
 three fields that change how Memora teaches: the CEFR level, the learning goals
 and the preferences. It is stored as JSON (``user_profile.json``), written
 atomically, and every change is a locked read-modify-write so two terminals on
@@ -45,7 +46,7 @@ def clean_profile_value(text: str, what: str = "value") -> str:
 
 
 class UserProfile(BaseModel):
-    """Seed 000's UserProfile, with the level validated as CEFR."""
+    """The learner's level, goals and preferences, with the level validated as CEFR."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -118,11 +119,6 @@ class UserProfileStore:
             self.profile = updated
             self._stamp = self._file_stamp()
             return True
-
-    def save(self) -> None:
-        with file_lock(self.path):
-            atomic_write_model(self.path, self.profile)
-            self._stamp = self._file_stamp()
 
     def set_english_level(self, level: str) -> bool:
         level = normalize_level(level)

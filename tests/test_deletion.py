@@ -1,5 +1,5 @@
 """Deletion is real: after every kind of forget, no file under the data folder
-holds a byte of the deleted text (issue 10, section 4).
+holds a byte of the deleted text.
 
 Every test walks the whole data folder, reads each file's raw bytes and looks
 for unique markers, with the embedded Chroma store on disk.

@@ -1,5 +1,4 @@
-"""Import is all or nothing, truly (issue 10, section 3), and imported text is
-cleaned like typed text (section 1).
+"""Import is all or nothing, truly, and imported text is cleaned like typed text.
 
 Each failed import is compared with the state before it: every record read
 through the store, Chroma's own records, the catalog's rows, the profile, the

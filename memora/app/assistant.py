@@ -1,6 +1,6 @@
 """The Memora application: one learner's stores, the model and the turn lifecycle.
 
-``Memora.chat`` runs seed 000's turn (section 九), extended by seeds 001/003::
+``Memora.chat`` runs one turn, in this order::
 
     memory.add_user_message(text)
     retrieve_relevant_memories(query)          # hybrid, time-aware (retrieval.py)
@@ -31,7 +31,7 @@ from typing import Callable
 
 from memora.engine.chroma_backend import ChromaConnection
 from memora.engine.config import Settings
-from context_builder import DIGEST_SECTIONS, Background, build_background_messages, build_user_digest
+from context_builder import DIGEST_SECTIONS, build_background_messages, build_user_digest
 from memora.engine.embeddings import Embedder, make_embedder
 from memora.engine.errors import ConfigError, EmbeddingError, LimitError, MemoraError, ModelNotConfigured
 from memora.app.extraction import (
@@ -154,7 +154,6 @@ class Memora:
         except ValueError as error:  # checked up front, before any work
             raise ConfigError(f"Token budget settings do not fit together: {error} (see README, 'Configuration').") from None
         self.last_prepared: PreparedContext | None = None
-        self.last_memories: list[MemorySearchResult] = []
         self.extraction_error: str | None = None
         self.extraction_failures = 0
         self.extraction_skipped: list[Skipped] = []  # items of extraction results that could not be applied
@@ -296,7 +295,6 @@ class Memora:
                 "at": now.isoformat(),
             }
             self.last_prepared = prepared
-            self.last_memories = list(prepared.background.memories)
             job = PendingExtraction(job_id=uuid.uuid4().hex[:8], text=text, said_at=now)
             self._pending_jobs.append(job)
         self.save_session()
@@ -594,9 +592,5 @@ class Memora:
         return finished
 
     # -- reports ------------------------------------------------------------------------
-    @property
-    def last_background(self) -> Background | None:
-        return self.last_prepared.background if self.last_prepared else None
-
     def now(self) -> datetime:
         return self.clock()

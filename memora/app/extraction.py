@@ -1,7 +1,7 @@
 """Memory extraction, off the response path.
 
-After each reply the learner's message (never the assistant's reply, seed 003)
-goes to a background worker, which makes one structured-output call
+After each reply the learner's message (never the assistant's reply: what the
+tutor said is not a fact about the learner) goes to a background worker, which makes one structured-output call
 (``ExtractionResult``) and then, for each result:
 
 * **facts**: an exact repeat, or one that says the same thing in words
@@ -13,10 +13,11 @@ goes to a background worker, which makes one structured-output call
   learner spoke.
 * **profile changes**: a new goal or preference is applied with a visible
   notice; setting a level when none is set likewise; changing an existing
-  level or removing anything becomes a *proposal* that the learner confirms
-  (seed 003, P1 option C).
+  level or removing anything becomes a *proposal* that the learner confirms,
+  because a misread message must not silently overwrite what was true.
 * **corrections** ("No, I never said ..."): the matching memories are
-  superseded and the learner is told what changed (seed 003, P3 A). When a
+  superseded (kept in the history, not deleted) and the learner is told what
+  changed, so a wrong correction can be seen and undone. When a
   message looks like a correction (``looks_like_correction``), it is read
   *before* the reply: the wrong memory is left out of that turn's context, the
   reply is asked to confirm the change, and it is superseded as soon as the

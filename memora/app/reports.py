@@ -71,7 +71,7 @@ def why_report(app) -> list[Table]:
     section_rows.append(["(whole request)", f"{prepared.total_tokens} of {prepared.budget}"])
     tables: list[Table] = [("Sections of the last background", ["section", "tokens"], section_rows)]
     if not background.has_data:
-        sent = "only the current local time was sent" if background else "no background message was sent"
+        sent = "only the current local time was sent" if background.clock else "no background message was sent"
         tables.append(("Background", ["note"], [[f"({sent})"]]))
         return tables
     profile_rows = [[line.removeprefix("- ")] for line in background.profile_lines()]

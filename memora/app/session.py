@@ -1,4 +1,5 @@
-"""The conversation state that survives a restart (seed 003, P4).
+"""The conversation state that survives a restart, so closing the terminal
+does not end the conversation.
 
 After every turn Memora saves the recent messages, the running summary, token
 usage, the last request's token breakdown, any extraction jobs that have
@@ -117,7 +118,3 @@ class SessionStore:
     def save(self, state: SessionState) -> None:
         with file_lock(self.path):
             atomic_write_model(self.path, state)
-
-    def delete(self) -> None:
-        with file_lock(self.path):
-            self.path.unlink(missing_ok=True)

@@ -49,9 +49,6 @@ class Console:
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
         self.say(render_table(title, columns, rows))
 
-    def markdown(self, text: str) -> None:
-        self.say(text)
-
     @contextlib.contextmanager
     def reply_stream(self) -> Iterator[Callable[[str], None]]:
         raise NotImplementedError
@@ -224,9 +221,6 @@ class RichConsole(Console):
         for row in rows:
             table.add_row(*[_text(v) for v in row])
         self.out.print(table)
-
-    def markdown(self, text: str) -> None:
-        self.out.print(_markdown(for_terminal(text)))
 
     @contextlib.contextmanager
     def reply_stream(self) -> Iterator[Callable[[str], None]]:

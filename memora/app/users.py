@@ -1,7 +1,7 @@
 """Learners: listing them and deleting everything of one.
 
 Each learner's files live in their own folder (the default learner's at the
-top of the data folder, as the design card has it) and their memories in
+top of the data folder, so a single learner's files are where they always were) and their memories in
 their own Chroma collection and catalog; nothing is shared between learners.
 """
 

@@ -118,14 +118,10 @@ class MemoryCatalog:
     """SQLite catalog of one learner's memories (thread-safe within a process)."""
 
     def __init__(self, path: Path | str, user_id: str):
-        self.path = Path(path) if str(path) != ":memory:" else path
+        self.path = Path(path)
         self.user_id = user_id
-        if isinstance(self.path, Path):
-            ensure_private_dir(self.path.parent)
+        ensure_private_dir(self.path.parent)
         self._lock = threading.RLock()
-        if not isinstance(self.path, Path):
-            self._open()
-            return
         # Opened under the catalog's lock: two processes creating or migrating it at
         # once get SQLITE_BUSY, which must never be mistaken for corruption.
         with file_lock(self.path):
@@ -143,7 +139,7 @@ class MemoryCatalog:
                 self._open()
 
     def _open(self) -> None:
-        if isinstance(self.path, Path) and not self.path.exists():
+        if not self.path.exists():
             os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE))  # owner-only, like every data file
         self._db = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row

@@ -1,8 +1,9 @@
 """Settings and every path Memora reads or writes, from one place.
 
 All data lives under one data folder: beside ``chatbot.py`` by default, moved by
-``MEMORA_HOME`` or ``--data-dir``. The default learner keeps the design card's
-file names at the top of that folder; other learners (``--user NAME``) get a
+``MEMORA_HOME`` or ``--data-dir``. The default learner keeps the original
+file names at the top of that folder (a data folder from before learners
+existed opens as it is); other learners (``--user NAME``) get a
 folder of their own under ``users/``. Long-term memories of every learner live
 in ``memora_db/``, one Chroma collection and one catalog file per learner.
 """

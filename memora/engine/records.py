@@ -14,8 +14,8 @@ from memora.engine.text_utils import clean_text
 from memora.engine.timeutil import parse_date, parse_iso, system_clock, to_aware
 
 MEMORY_TYPES = ("semantic", "episodic")
-# Seed 001's fixed categories (name, identity, preference, hobby, habit,
-# schedule), adapted to a tutor: "learning" holds what the learner finds hard
+# Fixed categories, so the digest can group memories and the follow-ups can
+# find plans ("schedule"); "learning" holds what the learner finds hard
 # or has mastered, "other" catches the rest.
 CATEGORIES = ("name", "identity", "learning", "preference", "hobby", "habit", "schedule", "other")
 SOURCES = ("command", "extracted", "import")
