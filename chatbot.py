@@ -42,10 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def configure_logging() -> None:
+def configure_logging(debug: bool) -> None:
     logger = logging.getLogger("memora")
     logger.propagate = False
-    if os.environ.get("MEMORA_DEBUG"):
+    if debug:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
         logger.addHandler(handler)
@@ -217,7 +217,6 @@ def _shutdown(app, console: Console) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    configure_logging()
     os.umask(0o077)  # every file Memora (and Chroma) creates is owner-only
     interactive = sys.stdin.isatty() and sys.stdout.isatty() and not args.plain
     try:
@@ -227,6 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as error:
         print(f"Error: {error}", file=sys.stderr)
         return 2
+    configure_logging(settings.debug)
     if interactive:
         from memora.app.terminal import RichConsole
 

@@ -21,6 +21,12 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Sequence
 
 from context_builder import Background
+from memora.engine.config import (
+    DEFAULT_BACKGROUND_TOKENS,
+    DEFAULT_RECENT_TOKENS,
+    DEFAULT_SUMMARY_TOKENS,
+    DEFAULT_TOKEN_BUDGET,
+)
 from memora.engine.errors import ContextBudgetError, MemoraError
 from memora.engine.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, TokenCounter, approximate_tokens
 
@@ -59,10 +65,10 @@ class ContextBudget:
     summary, ``background`` caps the profile/digest/hint/notes/memories.
     """
 
-    total: int = 4000
-    recent: int = 1200
-    summary: int = 400
-    background: int = 1200
+    total: int = DEFAULT_TOKEN_BUDGET
+    recent: int = DEFAULT_RECENT_TOKENS
+    summary: int = DEFAULT_SUMMARY_TOKENS
+    background: int = DEFAULT_BACKGROUND_TOKENS
 
     def check(self, instructions_tokens: int = 0) -> None:
         if min(self.total, self.recent, self.summary, self.background) <= 0:

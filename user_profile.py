@@ -10,19 +10,19 @@ the same data never lose each other's updates.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from memora.engine.config import DEFAULT_MAX_PROFILE_ITEMS
 from memora.engine.errors import InvalidLevelError, LimitError
 from memora.engine.storage import atomic_write_model, file_lock, load_model_file
 from memora.engine.text_utils import clean_text, normalized_key
 
 CEFR_LEVELS = ("A1", "A2", "B1", "B2", "C1", "C2")
 MAX_PROFILE_VALUE_CHARS = 200
-MAX_PROFILE_ITEMS = 100
+MAX_PROFILE_ITEMS = DEFAULT_MAX_PROFILE_ITEMS
 
 PROFILE_FIELDS = {"goal": "learning_goals", "preference": "preferences"}
 
@@ -79,7 +79,7 @@ class UserProfileStore:
         notify: Callable[[str], None] | None = None,
     ):
         self.path = Path(path)
-        self.max_items = max_items or int(os.environ.get("MEMORA_MAX_PROFILE_ITEMS", MAX_PROFILE_ITEMS))
+        self.max_items = max_items or MAX_PROFILE_ITEMS
         self._notify = notify
         self._stamp: tuple | None = None
         self.profile = self._load()

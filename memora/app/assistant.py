@@ -107,7 +107,7 @@ class Memora:
         ensure_private_dir(self.paths.folder)
         self.counter = TokenCounter(settings.model, warn=self.notify)
         self.model = ModelClient(settings, http_client=http_client)
-        self.profiles = UserProfileStore(self.paths.profile, notify=self.notify)
+        self.profiles = UserProfileStore(self.paths.profile, max_items=settings.max_profile_items, notify=self.notify)
         self.proposals = ProposalStore(self.paths.proposals, notify=self.notify)
         self.sessions = SessionStore(self.paths.session, notify=self.notify)
         self.embedder = embedder or make_embedder(

@@ -18,6 +18,7 @@ from typing import Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory import TokenUsage
 from memora.engine.storage import atomic_write_model, file_lock, load_model_file
 
 SESSION_VERSION = 2
@@ -28,13 +29,6 @@ class ChatMessage(BaseModel):
 
     role: Literal["user", "assistant"]
     content: str
-
-
-class UsageCounts(BaseModel):
-    chat: int = 0
-    embeddings: int = 0
-    summaries: int = 0
-    extraction: int = 0
 
 
 class PendingExtraction(BaseModel):
@@ -74,7 +68,7 @@ class SessionState(BaseModel):
     saved_at: datetime | None = None
     messages: list[ChatMessage] = Field(default_factory=list)
     summary: str = ""
-    usage: UsageCounts = Field(default_factory=UsageCounts)
+    usage: TokenUsage = Field(default_factory=TokenUsage)
     last_request: dict | None = None
     pending_extractions: list[PendingExtraction] = Field(default_factory=list)
     changes: list[ChangeSet] = Field(default_factory=list)  # oldest first; 'undo' takes the last

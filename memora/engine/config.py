@@ -41,6 +41,9 @@ DEFAULT_MAX_RETRIES = 2
 DEFAULT_MEMORY_CAP = 2000
 DEFAULT_RECENCY_HALF_LIFE_DAYS = 180.0
 DEFAULT_PROACTIVE_DAYS = 3
+# Items per profile list (goals, preferences): enough for anyone, and it keeps
+# the profile, which is sent every turn, from growing without end.
+DEFAULT_MAX_PROFILE_ITEMS = 100
 
 _USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 
@@ -90,6 +93,8 @@ class Settings:
     memory_cap: int = DEFAULT_MEMORY_CAP
     recency_half_life_days: float = DEFAULT_RECENCY_HALF_LIFE_DAYS
     proactive_days: int = DEFAULT_PROACTIVE_DAYS
+    max_profile_items: int = DEFAULT_MAX_PROFILE_ITEMS
+    debug: bool = False  # the debug log on stderr (MEMORA_DEBUG)
     chroma_url: str | None = None
     knowledge_dir: Path = KNOWLEDGE_DIR
 
@@ -118,6 +123,7 @@ class Settings:
             "max_retries": "MEMORA_MAX_RETRIES",
             "memory_cap": "MEMORA_MEMORY_CAP",
             "proactive_days": "MEMORA_PROACTIVE_DAYS",
+            "max_profile_items": "MEMORA_MAX_PROFILE_ITEMS",
         }
         for key, var in ints.items():
             if env.get(var):
@@ -128,6 +134,7 @@ class Settings:
                 values[key] = _parse_number(var, env[var], float)
         if env.get("MEMORA_KNOWLEDGE_DIR"):
             values["knowledge_dir"] = Path(env["MEMORA_KNOWLEDGE_DIR"]).expanduser()
+        values["debug"] = bool(env.get("MEMORA_DEBUG"))
         chroma_url = chroma_url_from_env(env)
         if chroma_url:
             values["chroma_url"] = chroma_url
@@ -144,6 +151,7 @@ class Settings:
             "background tokens (MEMORA_BACKGROUND_TOKENS)": self.background_tokens,
             "max output tokens (MEMORA_MAX_OUTPUT_TOKENS)": self.max_output_tokens,
             "memory cap (MEMORA_MEMORY_CAP)": self.memory_cap,
+            "profile list limit (MEMORA_MAX_PROFILE_ITEMS)": self.max_profile_items,
             "timeout (MEMORA_TIMEOUT)": self.timeout,
             "recency half-life (MEMORA_RECENCY_HALF_LIFE_DAYS)": self.recency_half_life_days,
         }

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
 from memora.engine.errors import EmbeddingError, MemoraError
+from memora.engine.text_utils import CJK_RANGES
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 
@@ -166,7 +167,7 @@ class OpenAIEmbedder:
             raise EmbeddingError(f"The embedding request failed ({type(error).__name__}).") from None
 
 
-_TOKEN = re.compile(r"[a-z0-9]+|[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+_TOKEN = re.compile(rf"[a-z0-9]+|[{CJK_RANGES}]")
 
 
 class HashEmbedder:

@@ -22,6 +22,7 @@ from typing import Callable, Sequence, TypeVar
 from memora.engine.config import Settings
 from memora.engine.errors import ModelCallError, ModelNotConfigured
 from memora.engine.prompts import SUMMARY_PROMPT
+from memora.engine.text_utils import shorten
 
 T = TypeVar("T")
 
@@ -103,9 +104,9 @@ class ModelClient:
             detail = _error_detail(error)
             message = f"{what} failed with HTTP {error.status_code}{': ' + detail if detail else ''}."
         elif isinstance(error, openai.APIError):
-            message = f"{what} failed: {_one_line(str(error))}"
+            message = f"{what} failed: {shorten(str(error), 160)}"
         else:
-            message = f"{what} failed: {type(error).__name__}: {_one_line(str(error))}"
+            message = f"{what} failed: {type(error).__name__}: {shorten(str(error), 160)}"
         return ModelCallError(self.redact(message))
 
     # -- calls ------------------------------------------------------------------------
@@ -226,10 +227,5 @@ def _error_detail(error) -> str:
     if isinstance(body, dict):
         message = body.get("message") or (body.get("error") or {}).get("message") if isinstance(body.get("error"), dict) else body.get("message")
         if message:
-            return _one_line(str(message))
+            return shorten(str(message), 160)
     return ""
-
-
-def _one_line(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
