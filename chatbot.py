@@ -17,11 +17,14 @@ import os
 import sqlite3
 import sys
 import threading
-from typing import Sequence
+from typing import Sequence, TYPE_CHECKING
 
 from memora.engine.config import Settings
 from memora.engine.errors import ConfigError, MemoraError, OutputClosed, StoreError
 from memora.app.terminal import Console, PlainConsole
+
+if TYPE_CHECKING:
+    from memora.app.assistant import Memora
 
 WELCOME = "Memora, your English tutor. Type 'help' for commands, 'exit' to leave."
 
@@ -84,7 +87,7 @@ def run(
     return status or code
 
 
-def _greet(app, console: Console, startup_notes: Sequence[str]) -> None:
+def _greet(app: Memora, console: Console, startup_notes: Sequence[str]) -> None:
     console.say(WELCOME)
     for note in startup_notes:  # after the welcome line, so it reads as part of this session
         console.notice(note)
@@ -97,7 +100,7 @@ def _greet(app, console: Console, startup_notes: Sequence[str]) -> None:
         app.ask_next_proposal()
 
 
-def _loop(app, console: Console, *, raise_unexpected: bool, startup_notes: Sequence[str]) -> None:
+def _loop(app: Memora, console: Console, *, raise_unexpected: bool, startup_notes: Sequence[str]) -> None:
     from memora.app.assistant import TurnCancelled
     from memora.app.commands import CommandRouter, ExitRequested, run_command
 
@@ -176,7 +179,7 @@ def _wait_for_warm_up(warmer: threading.Thread | None, stop: threading.Event, co
         warmer.join(timeout=60)
 
 
-def _warm_up(app, stop: threading.Event) -> None:
+def _warm_up(app: Memora, stop: threading.Event) -> None:
     """Load what the first turn needs while the learner types (never raises).
 
     Each step checks ``stop`` first, so leaving right after the start waits for
@@ -201,7 +204,7 @@ def _warm_up(app, stop: threading.Event) -> None:
         logging.getLogger("memora").debug("warm-up failed", exc_info=True)
 
 
-def _shutdown(app, console: Console) -> int:
+def _shutdown(app: Memora, console: Console) -> int:
     pending = app.unsaved_messages()
     if pending:
         console.say(f"Saving memories from the last {_plural(pending, 'message')}…")
@@ -237,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     early: list[str] = []  # notices raised while opening the stores, shown after the welcome line
     try:
-        app = Memora(settings, notify=early.append, new_session=args.new)
+        app = Memora.from_settings(settings, notify=early.append, new_session=args.new)
     except ConfigError as error:
         print(f"Error: {error}", file=sys.stderr)
         return 2

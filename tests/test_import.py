@@ -284,7 +284,7 @@ from memora.engine.embeddings import HashEmbedder
 data_dir, notes, backup, where = sys.argv[1:5]
 settings = Settings(data_dir=Path(data_dir), base_url="http://127.0.0.1:9", api_key="sk-test-not-real",
                     knowledge_dir=Path(notes)).validated()
-app = Memora(settings, embedder=HashEmbedder())
+app = Memora.from_settings(settings, embedder=HashEmbedder())
 
 def die(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)

@@ -32,7 +32,7 @@ import math
 import re
 from datetime import date, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
@@ -51,6 +51,9 @@ from memora.app.session import ChatMessage
 from memora.engine.storage import atomic_write_text
 from memora.engine.text_utils import clean_text, normalized_key
 from user_profile import MAX_PROFILE_ITEMS, UserProfile, clean_profile_value, normalize_level
+
+if TYPE_CHECKING:
+    from memora.app.assistant import Memora
 
 EXPORT_FORMAT = "memora-export"
 EXPORT_VERSION = 1
@@ -308,12 +311,12 @@ def _shown(path) -> str:
     return clean_text(str(path)) or repr(str(path))
 
 
-def default_export_path(app) -> Path:
+def default_export_path(app: Memora) -> Path:
     stamp = app.now().strftime("%Y%m%d-%H%M%S")
     return app.paths.folder / f"memora-export-{app.settings.user}-{stamp}.json"
 
 
-def build_export(app) -> ExportFile:
+def build_export(app: Memora) -> ExportFile:
     """The export, as stored: built without the import checks, so that an export
     always succeeds (the importer names whatever it cannot take back)."""
     records = app.store.all_records()
@@ -333,7 +336,7 @@ def build_export(app) -> ExportFile:
     )
 
 
-def export_data(app, path: Path) -> Path:
+def export_data(app: Memora, path: Path) -> Path:
     path = Path(path)
     try:
         if path.is_dir():  # inside the try: stat() raises for a too-long name (ENAMETOOLONG)
@@ -441,7 +444,7 @@ def read_export(path: Path) -> ExportFile:
         raise _refuse(path, f"is not a valid Memora export ({_first_problem(error)})") from None
 
 
-def _plan_profile(app, path: Path, export: ExportFile) -> UserProfile:
+def _plan_profile(app: Memora, path: Path, export: ExportFile) -> UserProfile:
     """The merged profile (existing values win; lists united), within the profile's limits."""
     current = app.profiles.get()
 
@@ -464,7 +467,7 @@ def _plan_profile(app, path: Path, export: ExportFile) -> UserProfile:
     )
 
 
-def import_data(app, path: Path) -> str:
+def import_data(app: Memora, path: Path) -> str:
     """Restore an export, all or nothing, without destroying anything already here
     (see the module docstring)."""
     path = Path(path)
@@ -554,11 +557,11 @@ def import_data(app, path: Path) -> str:
     )
 
 
-def _import_files(app) -> dict[str, Path]:
+def _import_files(app: Memora) -> dict[str, Path]:
     return {"profile": app.paths.profile, "proposals": app.paths.proposals, "session": app.paths.session}
 
 
-def _snapshot_files(app) -> dict[str, str | None]:
+def _snapshot_files(app: Memora) -> dict[str, str | None]:
     """The files an import changes besides the memories, as they are now (None: absent)."""
     snapshot = {}
     for key, path in _import_files(app).items():
@@ -569,7 +572,7 @@ def _snapshot_files(app) -> dict[str, str | None]:
     return snapshot
 
 
-def _put_files_back(app, snapshot: dict) -> None:
+def _put_files_back(app: Memora, snapshot: dict) -> None:
     for key, path in _import_files(app).items():
         if key not in snapshot:
             continue
@@ -579,7 +582,7 @@ def _put_files_back(app, snapshot: dict) -> None:
             atomic_write_text(Path(path), snapshot[key])
 
 
-def finish_interrupted_import(app) -> None:
+def finish_interrupted_import(app: Memora) -> None:
     """At start: finish undoing an import that a crash cut short (the store put
     its memories back when it opened; the other files are put back here)."""
     interrupted = app.store.interrupted_import

@@ -169,10 +169,14 @@ def resolve_relative_date(phrase: str | None, now: datetime) -> date | None:
         return _month_day(month, day, today) if month and day else None
     if re.search(r"\b(today|tonight|this (morning|afternoon|evening))\b", text) or "今天" in text or "今晚" in text:
         return today
+    if "大後天" in text or "大后天" in text:  # three days on; it contains 後天, so it is read first
+        return today + timedelta(days=3)
     if "day after tomorrow" in text or "後天" in text or "后天" in text:
         return today + timedelta(days=2)
     if re.search(r"\btomorrow\b", text) or "明天" in text:
         return today + timedelta(days=1)
+    if "day before yesterday" in text or "前天" in text:  # before "yesterday", which it contains
+        return today - timedelta(days=3 if "大前天" in text else 2)
     if re.search(r"\byesterday\b", text) or "昨天" in text:
         return today - timedelta(days=1)
     match = re.search(r"\bin (\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|a few) (day|week|month)s?\b", text)
