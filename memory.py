@@ -175,22 +175,7 @@ class ConversationMemory:
         recent = history[drop:]
         recent_tokens = sum(count(m) for m in recent)
 
-        # The summary travels inside the one developer message, with the background.
-        # It and the current-time line are outside the background cap: with no
-        # summary, ``summary_only`` is the time line alone. Only ``room`` can drop it.
-        room = self.budget.total - fixed - recent_tokens
-        summary_only = self._developer_tokens(Background(now=background.now, summary=summary))
-        limit = min(room, self.budget.background + summary_only)
-        shaped = background.with_summary(summary)
-        while self._developer_tokens(shaped) > limit:
-            smaller = shaped.drop_one()
-            if smaller is None:
-                break
-            shaped = smaller
-        if shaped.summary and fixed + recent_tokens + self._developer_tokens(shaped) > self.budget.total:
-            # A long message leaves no room even for the summary: send the message without
-            # it this turn (the fold plan still keeps it) rather than refuse a message that fits.
-            shaped = shaped.without_summary()
+        shaped = self._fit_background(background, summary, fixed + recent_tokens)
         developer_tokens = self._developer_tokens(shaped)
         if fixed + recent_tokens + developer_tokens > self.budget.total:
             raise ContextBudgetError(
@@ -219,6 +204,26 @@ class ConversationMemory:
             folded_messages=drop,
             summary_failed=failure,
         )
+
+    def _fit_background(self, background: Background, summary: str, used: int) -> Background:
+        """The background with the summary, shrunk item by item to what ``used`` tokens leave."""
+        # The summary travels inside the one developer message, with the background.
+        # It and the current-time line are outside the background cap: with no
+        # summary, ``summary_only`` is the time line alone. Only ``room`` can drop it.
+        room = self.budget.total - used
+        summary_only = self._developer_tokens(Background(now=background.now, summary=summary))
+        limit = min(room, self.budget.background + summary_only)
+        shaped = background.with_summary(summary)
+        while self._developer_tokens(shaped) > limit:
+            smaller = shaped.drop_one()
+            if smaller is None:
+                break
+            shaped = smaller
+        if shaped.summary and used + self._developer_tokens(shaped) > self.budget.total:
+            # A long message leaves no room even for the summary: send the message without
+            # it this turn (the fold plan still keeps it) rather than refuse a message that fits.
+            shaped = shaped.without_summary()
+        return shaped
 
     def finish_turn(self, assistant_reply: str, context_messages: Sequence[dict], usage=None) -> None:
         """Commit the turn: the fold plan, the user message and the reply."""
