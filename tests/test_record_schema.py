@@ -11,7 +11,7 @@ from datetime import date, datetime, timedelta, timezone
 import pytest
 
 from long_term_memory import LongTermMemoryStore, catalog_path
-from memora.app.data_transfer import ExportedMemory
+from memora.app.data_transfer import ExportedMemory, export_model
 from memora.engine.catalog import MemoryCatalog
 from memora.engine.embeddings import HashEmbedder
 from memora.engine.records import (
@@ -119,6 +119,21 @@ def test_a_field_declared_once_reaches_chroma_and_the_catalog():
     columns = catalog_columns(RecordWithDifficulty)
     assert columns["difficulty"][0] == "TEXT NOT NULL" and columns["reviewed_ts"][0] == "REAL"
     assert [s.name for s in stored_fields(RecordWithDifficulty)][-2:] == ["reviewed_at", "difficulty"]
+
+
+def test_a_field_declared_once_reaches_the_export_file_with_its_kinds_checks():
+    model = export_model(RecordWithDifficulty)
+    record = RecordWithDifficulty(**{f.name: getattr(full_record(), f.name) for f in fields(MemoryRecord)},
+                                  reviewed_at=WHEN, difficulty="hard")
+    text = model.from_record(record).model_dump_json()
+    assert json.loads(text)["difficulty"] == "hard"
+    back = model.model_validate(json.loads(text)).to_record(user_id="mei")
+    assert isinstance(back, RecordWithDifficulty) and (back.reviewed_at, back.difficulty) == (WHEN, "hard")
+    with pytest.raises(ValueError, match="difficulty"):
+        model.model_validate({**json.loads(text), "difficulty": "impossible"})
+    with pytest.raises(ValueError, match="ISO 8601"):  # a datetime field gets the date checks by its kind
+        model.model_validate({**json.loads(text), "reviewed_at": 1700000000})
+    assert "difficulty" not in ExportedMemory.model_fields  # the real export is MemoryRecord's
 
 
 def test_a_catalog_with_other_columns_is_rebuilt_from_chroma(tmp_path):

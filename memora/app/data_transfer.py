@@ -32,7 +32,7 @@ import math
 import re
 from datetime import date, datetime
 from pathlib import Path
-from typing import Literal, TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
@@ -75,9 +75,6 @@ _FIRST_YEAR, _LAST_YEAR = 1970, 2999
 # a hex id, or one holding a digit, in lower case.
 _ID = re.compile(r"[0-9a-f]{4,64}|(?=[0-9a-z_-]*[0-9])[0-9a-z_-]{4,64}")
 _METADATA_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
-_RESERVED_METADATA = reserved_metadata_keys()
-
-
 def _clean_block(text: str, limit: int, what: str) -> str:
     """Conversation text keeps its line breaks; control and escape characters go."""
     lines = [clean_text(line) for line in str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")]
@@ -121,23 +118,30 @@ def _export_annotation(spec: StoredField):
     return (annotation | None, field_info)
 
 
-_EXPORTED = tuple(spec for spec in stored_fields() if spec.how.exported)
-_ID_FIELDS = tuple(spec.name for spec in _EXPORTED if spec.kind == "id")
-_DATE_FIELDS = tuple(spec.name for spec in _EXPORTED if spec.kind in ("datetime", "date"))
-_TEXT_FIELDS = tuple(spec.name for spec in _EXPORTED if spec.kind == "text" and spec.name != "content")
+def _valid_id(cls, value: str | None) -> str | None:
+    if value is not None and not _ID.fullmatch(value):
+        raise ValueError(f"{clean_text(value)[:70]!r} is not a memory id (4-64 lower-case letters, digits, '_' or '-')")
+    return value
+
+
+def _date_is_text(cls, value):
+    return _iso_text(value)
+
+
+def _date_in_range(cls, value):
+    return _in_range(value)
+
+
+def _clean_optional_text(cls, value: str | None) -> str | None:
+    return clean_text(value) or None if value is not None else None
 
 
 class _ExportedMemoryChecks(BaseModel):
-    """The checks of an exported memory; its fields come from ``MemoryRecord``'s schema."""
+    """What every exported memory is checked for; ``export_model`` adds the
+    fields, and the checks each field's kind needs, from the record's schema."""
 
     model_config = ConfigDict(extra="forbid")
-
-    @field_validator(*_ID_FIELDS, check_fields=False)
-    @classmethod
-    def _ids(cls, value: str | None) -> str | None:
-        if value is not None and not _ID.fullmatch(value):
-            raise ValueError(f"{clean_text(value)[:70]!r} is not a memory id (4-64 lower-case letters, digits, '_' or '-')")
-        return value
+    record_type: ClassVar[type] = MemoryRecord
 
     @field_validator("content", mode="before", check_fields=False)
     @classmethod
@@ -146,29 +150,15 @@ class _ExportedMemoryChecks(BaseModel):
             raise ValueError("the text must be a string")
         return _checked(clean_memory_text, value)
 
-    @field_validator(*_DATE_FIELDS, mode="before", check_fields=False)
-    @classmethod
-    def _dates_are_text(cls, value):
-        return _iso_text(value)
-
-    @field_validator(*_DATE_FIELDS, check_fields=False)
-    @classmethod
-    def _dates_in_range(cls, value):
-        return _in_range(value)
-
-    @field_validator(*_TEXT_FIELDS, check_fields=False)
-    @classmethod
-    def _text(cls, value: str | None) -> str | None:
-        return clean_text(value) or None if value is not None else None
-
     @field_validator("metadata", check_fields=False)
     @classmethod
     def _metadata(cls, values: dict) -> dict:
         if len(values) > MAX_METADATA_KEYS:
             raise ValueError(f"{len(values)} metadata keys; the limit is {MAX_METADATA_KEYS}")
+        reserved = reserved_metadata_keys(cls.record_type)
         cleaned = {}
         for key, value in values.items():
-            if not _METADATA_KEY.fullmatch(key) or key in _RESERVED_METADATA:
+            if not _METADATA_KEY.fullmatch(key) or key in reserved:
                 raise ValueError(f"metadata key {clean_text(key)[:40]!r} is not allowed")
             if isinstance(value, str):
                 value = clean_text(value)
@@ -187,8 +177,8 @@ class _ExportedMemoryChecks(BaseModel):
             raise ValueError(f"memory {self.id} links to itself")
         return self
 
-    def to_record(self, user_id: str) -> MemoryRecord:
-        return MemoryRecord(user_id=user_id, **self.model_dump())
+    def to_record(self, user_id: str):
+        return self.record_type(user_id=user_id, **self.model_dump())
 
     @classmethod
     def from_record(cls, record: MemoryRecord):
@@ -197,13 +187,33 @@ class _ExportedMemoryChecks(BaseModel):
         return cls.model_construct(**fields, metadata=metadata)
 
 
-# One field per exported record field, in the record's order, then the extras.
-ExportedMemory = create_model(
-    "ExportedMemory",
-    __base__=_ExportedMemoryChecks,
-    **{spec.name: _export_annotation(spec) for spec in _EXPORTED},
-    metadata=(dict[str, str | bool | int | float], Field(default_factory=dict)),
-)
+def export_model(record_type: type = MemoryRecord) -> type[_ExportedMemoryChecks]:
+    """The export file's model of ``record_type``: one field per exported record
+    field, in the record's order, then the extras; each checked by its kind."""
+    exported = [spec for spec in stored_fields(record_type) if spec.how.exported]
+    ids = [s.name for s in exported if s.kind == "id"]
+    dates = [s.name for s in exported if s.kind in ("datetime", "date")]
+    texts = [s.name for s in exported if s.kind == "text" and s.name != "content"]
+    checks = {}
+    if ids:
+        checks["_ids"] = field_validator(*ids)(_valid_id)
+    if dates:
+        checks["_dates_are_text"] = field_validator(*dates, mode="before")(_date_is_text)
+        checks["_dates_in_range"] = field_validator(*dates)(_date_in_range)
+    if texts:
+        checks["_text"] = field_validator(*texts)(_clean_optional_text)
+    model = create_model(
+        f"Exported{record_type.__name__.removesuffix('Record')}",
+        __base__=_ExportedMemoryChecks,
+        __validators__=checks,
+        **{spec.name: _export_annotation(spec) for spec in exported},
+        metadata=(dict[str, str | bool | int | float], Field(default_factory=dict)),
+    )
+    model.record_type = record_type
+    return model
+
+
+ExportedMemory = export_model()
 
 
 class ExportedSession(BaseModel):
