@@ -1,5 +1,5 @@
 """Time on the way to the model: dated memories, resolved time phrases, the learner's
-own words, and the current time on every turn (issue 9, failure 4)."""
+own words, and the current time on every turn."""
 
 from __future__ import annotations
 
@@ -220,7 +220,7 @@ def test_a_message_that_leaves_no_room_drops_the_time_line_rather_than_refuse():
     budget = ContextBudget(total=300, recent=100, summary=50, background=100)
     memory = ConversationMemory(counter=counter, instructions="Tutor.", budget=budget)
     background = build_background_messages(None, now=LATER)
-    clock_tokens = sum(counter.count_message(m) for m in background)
+    clock_tokens = sum(counter.count_message(m) for m in background.messages())
     for words in range(1, 400):
         text = "word " * words
         alone = counter.count_request("Tutor.", [{"role": "user", "content": text}])
