@@ -36,11 +36,13 @@ from user_profile import CEFR_LEVELS
 #      So is the command word used as a noun, the verb second: "search engines
 #      are useful", "import tariffs are high". Words are compared without the
 #      punctuation and quotes around them ("remember 'when' we met", "search for!").
-#   4. "remember" stores a statement: one that opens with the learner (I, my,
-#      we, our, 我, or "that I..."), or one with a verb of being, having or a
-#      modal after its first word ("remember Anna is my teacher"). Anything
-#      else after it is a noun phrase, a request to recall ("remember our trip
-#      to Kyoto", "remember the lesson"): chat. "/remember ..." forces the store.
+#   4. "remember" is the explicit store, so it stores whatever is not plainly a
+#      noun phrase. A noun phrase (it opens with the/this/those/our/my/last/
+#      Anna's... and no verb follows) is a request to recall: "remember our trip
+#      to Kyoto", "remember the lesson" go to chat, while "remember my sister
+#      lives in Leeds", "remember I ...", "remember that I ..." (stored as
+#      "I ...") and "remember Tom likes jazz" are stored. "/remember ..."
+#      stores anything.
 #   5. What is left is a command; if its arguments are malformed ("forget zzzz",
 #      "memory cap abc", "export my data") it prints its usage and nothing is sent.
 NO_ARGUMENTS = {"why", "status", "reset", "users", "reindex", "undo", "exit", "quit"}
@@ -88,6 +90,11 @@ STATEMENT_VERBS = SENTENCE_WORDS - {"of", "and", "or", "but", "so", "means", "me
     "must", "may", "might", "shall", "isn't", "weren't", "can't", "couldn't", "won't", "hasn't", "haven't",
     "didn't", "lives", "works", "likes", "loves", "hates", "wants", "needs",
 }
+DETERMINERS = {"the", "a", "an", "this", "these", "those", "your", "his", "her", "their", "its", "last", "every"}
+_IRREGULAR_PAST = set(
+    "said went got had made took saw met lost won left began became came gave told taught bought felt found kept "
+    "knew thought ran wrote spoke drove ate drank sang".split()
+)
 _CJK_START = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
@@ -113,16 +120,20 @@ def remembered_text(rest: str) -> str | None:
     if words[0] == "that":
         clause = rest.strip().split(maxsplit=1)[1] if len(words) > 1 else ""
         return clause if len(words) > 1 and (words[1] in FIRST_PERSON or words[1] in POSSESSIVE) and remembered_text(clause) else None
-    if words[0] in FIRST_PERSON or any(w in STATEMENT_VERBS for w in words[1:]):
-        return rest.strip()
-    if words[0] in POSSESSIVE and any(_verb_like(w) for w in words[2:]):
-        return rest.strip()
-    return None
+    if words[0] in DETERMINERS or words[0] in POSSESSIVE or words[0].endswith("'s"):
+        # "the lesson", "our trip to Kyoto", "Anna's party": a noun phrase unless a
+        # verb follows ("our teacher is strict", "my sister lives in Leeds"); a
+        # plural noun often ends the phrase ("the good old days"), so the last
+        # word counts only as a verb of being or having.
+        if any(w in STATEMENT_VERBS for w in words[1:]) or any(_verb_like(w) for w in words[2:-1]):
+            return rest.strip()
+        return None
+    return rest.strip()  # "remember I ...", "remember Tom likes jazz", "remember fact five"
 
 
 def _verb_like(word: str) -> bool:
-    """A word that makes "my sister ___ ..." a clause: "lives", "moved", "teach"."""
-    return word in _BASE_VERBS or (word.endswith(("s", "ed")) and not word.endswith(("'s", "ss")))
+    """A word that makes "my sister ___ ..." a clause: "lives", "moved", "teach", "said"."""
+    return word in _BASE_VERBS or word in _IRREGULAR_PAST or (word.endswith(("s", "ed")) and not word.endswith(("'s", "ss")))
 
 
 def looks_like_path(rest: str) -> bool:
