@@ -761,6 +761,8 @@ class LongTermMemoryStore:
                 # Chroma merges metadata on update; a key is removed only by setting it to None.
                 metadata.update({k: None for k in _chroma_metadata(stored[record.id]) if k not in metadata})
                 collection.update(ids=[record.id], metadatas=[metadata])
+        if doomed:
+            self.erase_deleted()  # a memory taken back is deleted as 'forget' deletes: no bytes left
         return RevertResult(tuple(stored[i] for i in doomed), tuple(revived), tuple(skipped))
 
     def edit(self, memory_id: str, new_content: str) -> MemoryRecord:

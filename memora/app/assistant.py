@@ -500,6 +500,21 @@ class Memora:
                 del self._changes[:-MAX_UNDO]
         self.save_session()
 
+    def drop_changes(self, ids=None) -> None:
+        """A real deletion ends what undo could take back: ``forget all`` (``ids``
+        None) clears every change set, ``forget <id>`` drops the steps naming a
+        deleted id, so undo never offers to restore what no longer exists."""
+        with self._lock:
+            if ids is None:
+                self._changes, self._undone = [], []
+            else:
+                gone = set(ids)
+                for change in self._changes:
+                    change.steps = [step for step in change.steps if not gone.intersection(step)]
+                self._changes = [c for c in self._changes if c.steps]
+                self._undone = [u for u in self._undone if u.id not in gone]
+        self.save_session()
+
     def _change_line(self, steps) -> str:
         """One short line: what this turn remembered, updated or superseded."""
         parts = []
@@ -530,6 +545,10 @@ class Memora:
         if change is None:
             return ["Nothing to undo: no recorded memory change is left to take back ('forget' is a real deletion and cannot be undone)."]
         result = self.store.revert(change.steps, when=self.clock())  # if this fails, the change stays undoable
+        if result.removed:  # taken back is deleted, as with 'forget': no copy of its text is left
+            from memora.app.erasure import forget_everywhere
+
+            forget_everywhere(self, [r.content for r in result.removed])
         now = self.clock()
         with self._lock:
             self._changes = [c for c in self._changes if c is not change]

@@ -477,6 +477,7 @@ class CommandRouter:
                 texts = [r.content for r in store.all_records()]
                 exports = ask_about_exports(self.console, learner_exports(self.app, self.app.settings.user))
                 deleted = store.delete_all()
+                self.app.drop_changes()
                 forget_everywhere(self.app, texts, self.console)
                 for path in exports:
                     path.unlink(missing_ok=True)
@@ -499,6 +500,8 @@ class CommandRouter:
             if self._confirm(f"This deletes the profile, session and memories of '{name}'. Type the name to confirm: ", name):
                 exports = learner_exports(self.app, name)
                 remove = ask_about_exports(self.console, exports)
+                if name == self.app.settings.user:
+                    self.app.drop_changes()
                 summary = delete_user(self.app, name, remove_exports=bool(remove) or not exports)
                 self.console.say(summary)
                 if name == self.app.settings.user:
@@ -510,6 +513,7 @@ class CommandRouter:
         self._require_id_shape("forget", words[0])
         chain = store.history(words[0])
         deleted = store.delete(words[0])
+        self.app.drop_changes(deleted)
         texts = [r.content for r in chain if r.id in deleted]
         forget_everywhere(self.app, texts, self.console)
         extra = f" (and {len(deleted) - 1} earlier version{'s' if len(deleted) > 2 else ''})" if len(deleted) > 1 else ""
