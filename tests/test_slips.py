@@ -22,6 +22,27 @@ def test_export_to_a_missing_folder_is_refused_and_creates_nothing(make_app, run
     assert (tmp_path / "x.json").is_file() and f"Exported to {tmp_path / 'x.json'}." in t.text
 
 
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("typed", ["{tmp}/nope/", "{tmp}/nope//", "'{tmp}/nope/'", "{tmp}/a/b/", "\"{tmp}/with space/\""])
+def test_export_to_a_missing_folder_typed_with_a_trailing_slash_is_refused(make_app, run_repl, tmp_path, typed):
+    app = make_app()
+    out = tmp_path / "out"
+    out.mkdir()
+    t = run_repl(app, [f"export {typed.format(tmp=out)}"])
+    assert "does not exist. Nothing was exported.\n" in t.text and "Exported to" not in t.text
+    assert list(out.iterdir()) == []  # no file named after the folder, no folder made
+
+
+def test_export_to_an_existing_folder_typed_with_a_trailing_slash_writes_inside_it(make_app, run_repl, tmp_path):
+    app = make_app()
+    (tmp_path / "backups").mkdir()
+    t = run_repl(app, [f"export {tmp_path}/backups/"])
+    [written] = (tmp_path / "backups").iterdir()
+    assert written.suffix == ".json" and f"Exported to {written}." in t.text
+
+
 def test_a_memory_cap_below_the_count_is_refused_and_says_what_to_do(make_app, run_repl):
     app = make_app()
     for text in ("I live in Taipei", "I work in a bank", "I play the violin"):

@@ -13,6 +13,7 @@ with a line that would be a command, begin it with a backslash
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -611,7 +612,8 @@ class CommandRouter:
         from memora.app.data_transfer import default_export_path, export_data
 
         path = self._path_argument("export", args) if args else default_export_path(self.app)
-        _require_existing_folder(path)
+        # Path() drops a trailing separator, but "export backups/" names a folder.
+        _require_existing_folder(path, folder_typed=args.strip().strip("'\"").endswith(("/", os.sep)))
         written = export_data(self.app, path)
         self.console.say(f"Exported to {written}.")
         self.console.notice("That file holds your personal data (profile, memories, conversation). Keep it private.")
@@ -640,11 +642,12 @@ class CommandRouter:
         self.console.table("Learners", ["name", "memories", "folder"], rows)
 
 
-def _require_existing_folder(path: Path) -> None:
+def _require_existing_folder(path: Path, *, folder_typed: bool = False) -> None:
     """``export`` writes into a folder that exists: a typo in a folder name must
-    not silently create a tree of folders somewhere unexpected."""
+    not silently create a tree of folders somewhere unexpected, nor a file named
+    after a folder the learner meant ("export nope/")."""
     try:
-        folder = path if path.is_dir() else path.parent
+        folder = path if folder_typed or path.is_dir() else path.parent
         missing = not folder.is_dir()
     except (OSError, ValueError):
         return  # an unusable path: export_data reports it in one line
