@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from context_builder import SECTION_TAGS, digest_item_text, hint_plan_text, retrieved_text
 from memora.engine.timeutil import time_ago
-from memora.engine.text_utils import shorten
+from memora.engine.text_utils import quoted, shorten
 
 Table = tuple[str, list[str], list[list[str]]]
 
@@ -51,7 +51,7 @@ def status_rows(app) -> list[Table]:
     ]
     if app.extraction_skipped:
         last = app.extraction_skipped[-1]
-        extraction_rows.append(["last skipped", f"{last.kind} \u201c{last.text}\u201d: {last.reason}"])
+        extraction_rows.append(["last skipped", f"{last.kind} {quoted(last.text, 60, end=':')} {last.reason}"])
     return [
         ("Memora", ["setting", "value"], general),
         ("Token budget (last request)", ["section", "tokens", "limit"], budget_rows),

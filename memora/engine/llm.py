@@ -15,6 +15,8 @@ provider's side for later retrieval.
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 from dataclasses import dataclass
 from typing import Callable, Sequence, TypeVar
@@ -22,6 +24,8 @@ from typing import Callable, Sequence, TypeVar
 from memora.engine.config import Settings
 from memora.engine.errors import ModelCallError, ModelNotConfigured
 from memora.engine.prompts import SUMMARY_PROMPT
+
+log = logging.getLogger("memora")
 
 T = TypeVar("T")
 
@@ -104,6 +108,11 @@ class ModelClient:
             message = f"{what} failed with HTTP {error.status_code}{': ' + detail if detail else ''}."
         elif isinstance(error, openai.APIError):
             message = f"{what} failed: {_one_line(str(error))}"
+        elif _is_malformed_answer(error):
+            # pydantic's own text ("1 validation error ... [type=json_invalid, input_value=...")
+            # is for developers; the learner is told what happened, the log keeps the rest
+            log.warning("%s: malformed structured output: %s", what, _one_line(str(error)))
+            message = f"{what} failed: the model's answer was not in the expected format."
         else:
             message = f"{what} failed: {type(error).__name__}: {_one_line(str(error))}"
         return ModelCallError(self.redact(message))
@@ -233,3 +242,11 @@ def _error_detail(error) -> str:
 def _one_line(text: str, limit: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _is_malformed_answer(error: BaseException) -> bool:
+    """Structured output that is not JSON, or JSON of the wrong shape."""
+    from pydantic import ValidationError
+
+    return isinstance(error, (ValidationError, json.JSONDecodeError))
+
