@@ -36,6 +36,58 @@ def test_data_dir_pointing_at_a_file_is_one_line_and_exit_2(tmp_path):
     assert target.read_text() == "not a folder"
 
 
+def _loop(tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    return tmp_path / "a"
+
+
+@pytest.mark.parametrize(
+    "make_dir, says",
+    [
+        (_loop, "symbolic link that loops back on itself"),
+        (lambda tmp: _loop(tmp) / "inside", "symbolic link that loops back on itself"),
+        (lambda tmp: "", "cannot be empty"),
+        (lambda tmp: "   ", "cannot be empty"),
+    ],
+    ids=["symlink-loop", "below-a-symlink-loop", "empty", "blank"],
+)
+def test_an_unusable_data_dir_is_one_line_naming_the_cause_and_exit_2(tmp_path, make_dir, says):
+    target = make_dir(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = run_chatbot(["profile", "exit"], "--data-dir", str(target), MEMORA_EMBEDDING_MODEL="hash")
+    assert result.returncode == 2
+    line = one_line_error(result)
+    assert says in line and "--data-dir" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+
+
+@pytest.mark.parametrize(
+    "url, says",
+    [
+        ("http://[::1", "is not a valid URL (Invalid IPv6 URL)"),
+        ("http://localhost:99999", "is not a valid URL"),
+        ("http://localhost:port", "is not a valid URL"),
+        ("ftp://localhost:8000", "must look like http://host:8000"),
+        ("localhost:8000", "must look like http://host:8000"),
+        ("http://:8000", "must look like http://host:8000"),
+    ],
+)
+def test_a_malformed_chroma_url_is_one_line_naming_it_and_exit_2(tmp_path, url, says):
+    result = run_chatbot(["profile", "exit"], "--data-dir", str(tmp_path / "home"), "--chroma-url", url, MEMORA_EMBEDDING_MODEL="hash")
+    assert result.returncode == 2
+    line = one_line_error(result)
+    assert says in line and "--chroma-url" in line and url in line
+    assert "disk" not in line  # the cause named is the address, not the data folder
+    assert not (tmp_path / "home").exists()
+
+
+def test_a_malformed_chroma_host_from_the_environment_is_refused_the_same_way(tmp_path):
+    result = run_chatbot(["exit"], "--data-dir", str(tmp_path / "home"), MEMORA_EMBEDDING_MODEL="hash", CHROMA_HOST="[::1")
+    assert result.returncode == 2
+    assert "is not a valid URL" in one_line_error(result)
+
+
 def _file_size_limit(limit: int):
     """A real write failure from the kernel, portable to any CI runner (root or
     not, no mount needed): every write past ``limit`` bytes fails with EFBIG,

@@ -139,6 +139,24 @@ BAD_FILES = {
                                                                                    "value": "Z9", "created_at": "2026-11-02T09:00:00+00:00"}]),
     "a session message over 8,000 characters": lambda: export(many(2), session={"messages": [{"role": "user", "content": "x" * 8001}]}),
     "not a Memora export at all": lambda: [{"note": "The learner plays the cello"}],
+    "an unknown profile level": lambda: export(many(2), profile={"english_level": "Z9"}),
+    "a profile level in lower case that is still unknown": lambda: export(many(2), profile={"english_level": "c3"}),
+    "a profile level that is a number": lambda: export(many(2), profile={"english_level": 5}),
+    "an empty profile level": lambda: export(many(2), profile={"english_level": ""}),
+    "a metadata int over 64 bits": lambda: export([memory("aaaa0001", metadata={"n": 10**30})]),
+    "a metadata int just over 64 bits": lambda: export([memory("aaaa0001", metadata={"n": 2**63})]),
+    "a metadata int under 64 bits": lambda: export([memory("aaaa0001", metadata={"n": -(2**63) - 1})]),
+    "an infinite metadata number": lambda: json.dumps(export([memory("aaaa0001", metadata={"x": "INF"})])).replace('"INF"', "1e999").encode(),
+    "a negative infinite metadata number": lambda: json.dumps(export([memory("aaaa0001", metadata={"x": "INF"})])).replace('"INF"', "-1e999").encode(),
+    "Infinity in the metadata": lambda: json.dumps(export([memory("aaaa0001", metadata={"x": float("inf")})])).encode(),
+    "a superseded memory with no successor and no end date": lambda: export([memory("aaaa0001", status="superseded"), *many(2)]),
+    "an end date before the memory was made": lambda: export(
+        [memory("aaaa0001", status="superseded", valid_until="2026-10-01T10:00:00+00:00"), *many(2)]
+    ),
+    "a successor whose end date is before its own start": lambda: export(
+        [memory("aaaa0001", status="superseded", superseded_by="aaaa0002", valid_until="2026-10-31T23:59:00+00:00"),
+         memory("aaaa0002", supersedes="aaaa0001")]
+    ),
 }
 
 

@@ -344,6 +344,7 @@ class MemoryCatalog:
         include_superseded: bool = False,
         memory_type: str | None = None,
         category: str | None = None,
+        source: str | None = None,
         text: str | None = None,
         limit: int | None = None,
         newest_first: bool = True,
@@ -358,6 +359,9 @@ class MemoryCatalog:
         if category:
             where.append("category = ?")
             params.append(category)
+        if source:
+            where.append("source = ?")
+            params.append(source)
         if text:
             where.append("instr(lower(content), lower(?)) > 0")
             params.append(text)
