@@ -25,7 +25,7 @@ for path in (str(ROOT), str(TESTS)):
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from fake_openai import FakeOpenAIServer  # noqa: E402
+from helpers.fake_openai import FakeOpenAIServer  # noqa: E402
 
 NETGUARD = TESTS / "netguard"
 _LOOPBACK = {"127.0.0.1", "::1", "localhost", "0.0.0.0"}
@@ -54,6 +54,15 @@ def block_network(monkeypatch):
     monkeypatch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)
     yield violations
     assert not violations, f"a test tried to reach the network: {violations}"
+
+
+@pytest.fixture(autouse=True)
+def no_retry_backoff(monkeypatch):
+    """Retries happen at once: tests count the attempts the client makes, and its
+    backoff (0.5 s, doubling) would only make them slow and timing-dependent."""
+    from openai._base_client import SyncAPIClient
+
+    monkeypatch.setattr(SyncAPIClient, "_calculate_retry_timeout", lambda *args, **kwargs: 0.0)
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ import pytest
 
 from context_builder import build_background_messages
 from memora.engine.errors import ContextBudgetError
-from fake_openai import Error
+from helpers.fake_openai import Error
 from memory import ContextBudget, ConversationMemory
 from memora.engine.tokens import TokenCounter
 from user_profile import UserProfile

@@ -8,7 +8,7 @@ import pytest
 
 from context_builder import GUARD_TEXT
 from memora.engine.errors import ModelCallError, ModelNotConfigured
-from fake_openai import Disconnect, Error
+from helpers.fake_openai import Disconnect, Error
 from memora.engine.prompts import SYSTEM_PROMPT
 
 

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from conftest import ROOT, child_env, run_chatbot
-from fake_openai import StreamThenFail
+from helpers.fake_openai import StreamThenFail
 
 PARTIAL = "Here is the first half of a long explanation about the present perfect, and"
 

@@ -102,20 +102,30 @@ def test_forgetting_the_current_learner_deletes_everything_and_exits(two_learner
     assert bob.store.count() == 4
 
 
-def test_forgetting_yourself_while_extraction_runs_brings_nothing_back(make_app, server, run_repl, data_dir):
-    from fake_openai import Delay
-
+def test_forgetting_yourself_while_extraction_runs_brings_nothing_back(make_app, server, run_repl, data_dir, monkeypatch):
     app = make_app()
-    server.script("extraction", Delay(7, then={  # longer than a plain close() would wait
+    held = server.hold("extraction", {
         "facts": [],
         "profile_changes": [{"field": "learning_goal", "action": "add", "value": "work in London", "evidence": "I want to work in London"}],
-        "corrections": []}))
+        "corrections": []})
+    worker = app.worker
+    cancel = worker.cancel
+
+    def cancel_then_answer(*args, **kwargs):
+        # The extraction is still at the server when the learner is deleted; its
+        # answer arrives only once the deletion has begun.
+        held.wait_arrived()
+        assert not held.answered.is_set()
+        worker.extractor.cancelled = True
+        held.release()
+        cancel(*args, **kwargs)
+
+    monkeypatch.setattr(worker, "cancel", cancel_then_answer)
     t = run_repl(app, ["I want to work in London", "forget user default", "default"], settle=False)
     assert "Deleted learner 'default'" in t.text
+    assert held.answered.wait(10)  # the extraction's answer did arrive
+    assert app.wait_for_extraction(10)
     app.close(timeout=10)
-    import time
-
-    time.sleep(3)  # the delayed extraction has answered by now
     assert not (data_dir / "user_profile.json").exists()
     assert not (data_dir / "memora_session.json").exists()
     from long_term_memory import LongTermMemoryStore

@@ -6,7 +6,6 @@ import pytest
 
 from memora.engine.config import Settings
 from memora.engine.embeddings import LocalEmbedder, OpenAIEmbedder, make_embedder
-from fake_openai import Delay
 from memora.engine.tokens import TokenCounter, approximate_tokens
 
 
@@ -87,12 +86,15 @@ def test_the_approximation_does_not_undercount_english_or_chinese():
 
 
 def test_extraction_runs_after_the_reply_not_before_it(make_app, server):
-    server.script("extraction", Delay(1.5))
+    held = server.hold("extraction")
     app = make_app()
     app.chat("My favourite singer is Jay Chou.", on_delta=lambda _: None)
     assert app.worker.pending == 1  # the reply is back while extraction is still running
+    assert not app.wait_for_extraction(0.05)
+    held.release()
     assert app.wait_for_extraction(10)
     assert app.worker.pending == 0
+    assert [r.kind for r in server.requests if r.kind != "embeddings"] == ["chat", "extraction"]
 
 
 @pytest.mark.parametrize("name", ["local", "all-MiniLM-L6-v2", "hash"])

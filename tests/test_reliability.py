@@ -26,7 +26,7 @@ import pytest
 import conftest
 from conftest import ROOT, TESTS, child_env
 from memora.engine.errors import EmbeddingError, ModelCallError
-from fake_openai import Delay, Error
+from helpers.fake_openai import Error
 
 HELPERS = TESTS / "helpers"
 if str(HELPERS) not in sys.path:
@@ -490,9 +490,11 @@ def test_a_model_timeout_is_bounded_configurable_and_changes_nothing(make_app, s
     before = app.memory.to_state()
     before_file = json.loads(app.paths.session.read_text())
 
-    server.script("chat", Delay(5))
+    held = server.hold("chat")  # answered only after the client gave up
     with pytest.raises(ModelCallError) as raised:
         chat(app, "this one is too slow")
+    assert held.arrived.is_set() and not held.answered.is_set()
+    held.release()
     message = str(raised.value)
     assert "timed out after 1s" in message and "MEMORA_TIMEOUT" in message
     assert "\n" not in message

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import ROOT, child_env, run_chatbot
-from fake_openai import Error
+from helpers.fake_openai import Error
 
 
 def test_transcript_commands_chat_and_exit(make_app, server, run_repl):

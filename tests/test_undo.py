@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from test_memory_truth import extraction, fact
+from helpers.scripts import extraction, fact
 
 
 def decide(**by_word):
@@ -161,11 +161,17 @@ def test_undo_survives_a_restart(make_app, server, run_repl):
     assert "removed" in t.text and contents(again) == []
 
 
-def test_undo_waits_for_the_extraction_of_the_last_message(make_app, server, run_repl):
-    from fake_openai import Delay
-
+def test_undo_waits_for_the_extraction_of_the_last_message(make_app, server, run_repl, monkeypatch):
     app = make_app()
-    server.script("extraction", Delay(0.5, extraction(fact("The learner plays the violin.", "hobby"))))
+    held = server.hold("extraction", extraction(fact("The learner plays the violin.", "hobby")))
+    wait = app.wait_for_extraction
+
+    def answer_once_undo_waits(*args, **kwargs):
+        assert not held.answered.is_set()  # the extraction is still running when undo is typed
+        held.release()
+        return wait(*args, **kwargs)
+
+    monkeypatch.setattr(app, "wait_for_extraction", answer_once_undo_waits)
     t = run_repl(app, ["I play the violin.", "undo"], settle=False)
     assert "removed" in t.text and "violin" in t.text
     assert contents(app) == []
