@@ -102,7 +102,8 @@ def test_forgetting_the_current_learner_deletes_everything_and_exits(two_learner
     assert bob.store.count() == 4
 
 
-def test_forgetting_yourself_while_extraction_runs_brings_nothing_back(make_app, server, run_repl, data_dir, monkeypatch):
+@pytest.mark.parametrize("answer", ["while the deletion waits", "after the deletion gave up waiting"])
+def test_forgetting_yourself_while_extraction_runs_brings_nothing_back(make_app, server, run_repl, data_dir, monkeypatch, answer):
     app = make_app()
     held = server.hold("extraction", {
         "facts": [],
@@ -111,18 +112,27 @@ def test_forgetting_yourself_while_extraction_runs_brings_nothing_back(make_app,
     worker = app.worker
     cancel = worker.cancel
 
-    def cancel_then_answer(*args, **kwargs):
-        # The extraction is still at the server when the learner is deleted; its
-        # answer arrives only once the deletion has begun.
-        held.wait_arrived()
+    def cancel_with_the_extraction_at_the_server(*args, **kwargs):
+        held.wait_arrived()  # the learner is deleted while their message is being read
         assert not held.answered.is_set()
-        worker.extractor.cancelled = True
-        held.release()
-        cancel(*args, **kwargs)
+        if answer == "while the deletion waits":
+            worker.extractor.cancelled = True
+            held.release()
+            cancel(*args, **kwargs)
+        else:
+            cancel(timeout=0)  # a model slower than the wait: its answer comes after the files are gone
 
-    monkeypatch.setattr(worker, "cancel", cancel_then_answer)
+    close = app.close
+
+    def answer_then_close(*args, **kwargs):
+        held.release()  # (the deletion is done by the time Memora closes)
+        return close(*args, **kwargs)
+
+    monkeypatch.setattr(worker, "cancel", cancel_with_the_extraction_at_the_server)
+    monkeypatch.setattr(app, "close", answer_then_close)
     t = run_repl(app, ["I want to work in London", "forget user default", "default"], settle=False)
     assert "Deleted learner 'default'" in t.text
+    held.release()
     assert held.answered.wait(10)  # the extraction's answer did arrive
     assert app.wait_for_extraction(10)
     app.close(timeout=10)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memora.engine.config import Settings
-from memora.engine.embeddings import LocalEmbedder, OpenAIEmbedder, make_embedder
+from memora.engine.embeddings import HashEmbedder, LocalEmbedder, OpenAIEmbedder, make_embedder
 from memora.engine.tokens import TokenCounter, approximate_tokens
 
 
@@ -97,10 +97,29 @@ def test_extraction_runs_after_the_reply_not_before_it(make_app, server):
     assert [r.kind for r in server.requests if r.kind != "embeddings"] == ["chat", "extraction"]
 
 
-@pytest.mark.parametrize("name", ["local", "all-MiniLM-L6-v2", "hash"])
-def test_embedding_model_names(name):
-    embedder = make_embedder(name, client_factory=None)
-    assert embedder.name in ("local:all-MiniLM-L6-v2", "hash:v1-384")
+@pytest.mark.parametrize(
+    "name, kind, expected",
+    [
+        ("local", LocalEmbedder, "local:all-MiniLM-L6-v2"),
+        ("all-MiniLM-L6-v2", LocalEmbedder, "local:all-MiniLM-L6-v2"),
+        ("ALL-MINILM-L6-V2", LocalEmbedder, "local:all-MiniLM-L6-v2"),
+        ("local:all-MiniLM-L6-v2", LocalEmbedder, "local:all-MiniLM-L6-v2"),
+        ("hash", HashEmbedder, "hash:v1-384"),
+        ("text-embedding-3-small", OpenAIEmbedder, "openai:text-embedding-3-small"),
+        ("openai:text-embedding-3-large", OpenAIEmbedder, "openai:text-embedding-3-large"),
+        ("nomic-embed-text", OpenAIEmbedder, "openai:nomic-embed-text"),
+    ],
+)
+def test_embedding_model_names(name, kind, expected):
+    embedder = make_embedder(name, client_factory=lambda: None)
+    assert type(embedder) is kind and embedder.name == expected
+
+
+def test_an_api_embedding_model_without_a_client_is_one_clear_error():
+    from memora.engine.errors import EmbeddingError
+
+    with pytest.raises(EmbeddingError, match="needs OPENAI_API_KEY or OPENAI_BASE_URL"):
+        make_embedder("text-embedding-3-small", client_factory=None)
 
 
 def test_memories_can_be_forgotten_even_before_reindexing(make_app, run_repl, local_embedder):
