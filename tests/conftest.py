@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ for path in (str(ROOT), str(TESTS)):
     if path not in sys.path:
         sys.path.insert(0, path)
 
+from helpers.clock import FakeClock  # noqa: E402
 from helpers.fake_openai import FakeOpenAIServer  # noqa: E402
 
 NETGUARD = TESTS / "netguard"
@@ -79,20 +79,6 @@ def isolated_env(monkeypatch, tmp_path):
 def server():
     with FakeOpenAIServer() as srv:
         yield srv
-
-
-class FakeClock:
-    """A clock tests can move: ``clock.advance(days=3)``."""
-
-    def __init__(self, start: datetime | None = None):
-        self.now = (start or datetime(2026, 11, 29, 10, 0)).astimezone()
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta) -> datetime:
-        self.now = self.now + timedelta(**delta)
-        return self.now
 
 
 @pytest.fixture
