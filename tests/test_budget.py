@@ -18,6 +18,7 @@ def counted(counter: TokenCounter, request) -> int:
     return counter.count_request(request.body.get("instructions", ""), request.input)
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_200_turns_stay_within_the_budget_and_fold_into_a_summary(make_app, server):
     rng = random.Random(7)
     words = "airport hotel ticket luggage present perfect article phrase practise sentence meaning".split()

@@ -26,6 +26,7 @@ def one_line_error(result) -> str:
     return lines[0]
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_data_dir_pointing_at_a_file_is_one_line_and_exit_2(tmp_path):
     target = tmp_path / "notes.txt"
     target.write_text("not a folder")
@@ -48,6 +49,7 @@ def _file_size_limit(limit: int):
     return apply
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 @pytest.mark.parametrize("limit", [0, 16_384])
 def test_a_disk_that_cannot_take_writes_at_start_is_one_line_and_exit_1(tmp_path, limit):
     home = tmp_path / "home"
@@ -88,6 +90,7 @@ sys.exit(chatbot.main(["--plain", "--data-dir", {home!r}]))
 """
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_a_disk_io_error_from_the_catalogs_wal_pragma_is_one_line_and_exit_1(tmp_path):
     home = tmp_path / "home"
     code = FULL_DISK_AT_WAL.format(root=str(ROOT), home=str(home))
@@ -103,6 +106,7 @@ def test_a_disk_io_error_from_the_catalogs_wal_pragma_is_one_line_and_exit_1(tmp
     )
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_output_closed_by_its_reader_stops_quietly_with_exit_1(tmp_path):
     """``printf 'status\\nexit\\n' | python chatbot.py --plain | head -3``: the
     reader leaves after the first lines; Memora stops at its next write
@@ -122,6 +126,7 @@ def test_output_closed_by_its_reader_stops_quietly_with_exit_1(tmp_path):
     assert process.returncode == 1
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_the_real_head_pipeline_prints_no_traceback(tmp_path):
     home = tmp_path / "home"
     result = subprocess.run(

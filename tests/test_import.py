@@ -309,6 +309,7 @@ import_data(app, Path(backup))
 """
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 @pytest.mark.parametrize("where", ["the second Chroma batch", "the pending changes, after the profile"])
 def test_an_import_killed_midway_is_undone_at_the_next_start(learner, make_app, tmp_path, where):
     import subprocess

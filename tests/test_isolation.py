@@ -79,6 +79,7 @@ def test_learner_names_cannot_escape_the_data_folder(make_settings, name):
         make_settings(user=name)
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_user_flag_and_environment_select_the_learner(tmp_path):
     home = tmp_path / "home"
     env = child_env(MEMORA_HOME=home, MEMORA_EMBEDDING_MODEL="hash")

@@ -112,6 +112,7 @@ def test_forget_all_empties_only_this_learner(make_store):
     assert alice.count() == 0 and bob.count() == 1
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_chatbot_runs_against_a_chroma_server(chroma_server, tmp_path):
     import subprocess
     import sys
@@ -140,6 +141,7 @@ def test_chatbot_runs_against_a_chroma_server(chroma_server, tmp_path):
     assert "Cannot reach the Chroma server at http://127.0.0.1:9" in unreachable.stderr and "Traceback" not in unreachable.stderr
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_two_machines_on_one_chroma_server_see_each_others_changes(chroma_server, tmp_path):
     """Each machine has its own local catalog; the revision stamp keeps them in step."""
     from memora.engine.chroma_backend import ChromaConnection

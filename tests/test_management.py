@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import signal
@@ -161,6 +163,7 @@ def test_new_flag_starts_a_fresh_conversation(make_app, make_settings, server, c
     fresh.close()
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_a_killed_process_loses_nothing_that_was_shown(tmp_path, server):
     """SIGKILL right after a reply was printed: the next start has the turn, and re-runs its extraction."""
     server.script("extraction", extraction(fact("The learner's dog is called Biscuit.", "identity")))

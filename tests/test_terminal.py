@@ -4,6 +4,8 @@ learner sees."""
 
 from __future__ import annotations
 
+import pytest
+
 import fcntl
 import os
 import pty
@@ -76,6 +78,7 @@ class Terminal:
         return [line.rstrip() for line in screen.display]
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_ctrl_c_during_a_reply_shows_each_line_once(server, tmp_path):
     held = server.hold("chat", REPLY, after_chars=80)  # two full lines, then the reply waits
     term = Terminal(

@@ -382,7 +382,9 @@ class FakeOpenAIServer:
         handler = type("Handler", (_Handler,), {"fake": self.fake})
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # shutdown() waits for the serving loop to look at its flag, which it does
+        # every poll_interval (0.5 s by default): that wait was most of a test's teardown.
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
 
     @property
     def base_url(self) -> str:
