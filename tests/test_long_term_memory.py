@@ -161,3 +161,50 @@ def test_two_machines_on_one_chroma_server_see_each_others_changes(chroma_server
     assert [r.content for r in desktop.search("lives", min_score=0)] == ["The learner lives in Taipei"]
     restarted = machine("desktop")
     assert [r.content for r in restarted.list()] == ["The learner lives in Taipei"]
+
+
+OLDER_CATALOG = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE memories (rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, user_id TEXT NOT NULL, content TEXT NOT NULL,
+                       status TEXT NOT NULL, created_ts REAL NOT NULL);
+INSERT INTO meta VALUES ('schema_version', '4'), ('generation', '7');
+INSERT INTO memories VALUES (1, 'stale0000001', 'default', 'A row only the old catalog had.', 'active', 0);
+"""
+
+
+@pytest.mark.parametrize("version", ["4", "1", None], ids=["version-4", "version-1", "no-version"])
+def test_a_catalog_from_an_older_memora_is_rebuilt_from_chroma(tmp_path, clock, version):
+    """The catalog is an index of Chroma: an older layout is replaced, and every memory,
+    its history and lexical search come back from Chroma, with nothing the old file alone had."""
+    import sqlite3
+
+    from memora.engine.catalog import SCHEMA_VERSION
+    from long_term_memory import catalog_path
+
+    db = tmp_path / "memora_db"
+    store = LongTermMemoryStore(db, embedding_function=HashEmbedder(), clock=clock)
+    kept = store.add("The learner's sister lives in Lisbon.", category="family").record
+    old = store.add("The learner drinks coffee every morning.", category="habit").record
+    new = store.supersede(old.id, "The learner drinks green tea every morning.", reason="contradiction")
+    store.catalog.close()
+    path = catalog_path(db, "default")
+    for suffix in ("-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    path.unlink()
+    with sqlite3.connect(path) as older:
+        older.executescript(OLDER_CATALOG)
+        if version is None:
+            older.execute("DELETE FROM meta WHERE key = 'schema_version'")
+        else:
+            older.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
+    older.close()
+
+    reopened = LongTermMemoryStore(db, embedding_function=HashEmbedder(), clock=clock)
+    assert reopened.catalog.get_meta("schema_version") == str(SCHEMA_VERSION)
+    assert sorted(r.content for r in reopened.list()) == sorted([kept.content, new.content])
+    assert reopened.get("stale0000001") is None
+    assert [r.id for r in reopened.history(new.id)] == [old.id, new.id]
+    assert reopened.get(old.id).status == "superseded"
+    assert [r.id for r in reopened.search("Lisbon sister", min_score=0)][:1] == [kept.id]
+    reopened.add("The learner plays badminton on Sundays.", category="hobby")
+    assert reopened.count() == 3
