@@ -319,3 +319,19 @@ def test_a_correction_in_a_failed_turn_changes_nothing(make_app, server):
         app.chat("No, I never said that", on_delta=lambda _: None)
     app.wait_for_extraction(5)
     assert app.store.get(wrong.id).is_current  # the turn was rolled back, and so was the correction
+
+
+def test_pending_profile_changes_keep_the_newest_max_pending_across_a_restart(tmp_path):
+    """More questions than MAX_PENDING waiting: the oldest go, the newest stay in order, on disk."""
+    from memora.app.proposals import MAX_PENDING, ProfileProposal, ProposalStore
+
+    path = tmp_path / "memora_proposals.json"
+    store = ProposalStore(path)
+    values = [f"goal {n}" for n in range(MAX_PENDING + 5)]
+    for value in values:
+        assert store.add(ProfileProposal.new("learning_goal", "remove", value, None, f"I gave up {value}"))
+    assert not store.add(ProfileProposal.new("learning_goal", "remove", values[-1], None, "again"))  # no duplicate at the cap
+    reopened = ProposalStore(path)
+    assert [p.value for p in reopened.pending()] == values[-MAX_PENDING:]
+    assert reopened.first().value == values[5]  # the oldest that is left is asked first
+    assert reopened.take().value == values[5] and len(reopened.pending()) == MAX_PENDING - 1

@@ -131,3 +131,33 @@ def test_memories_can_be_forgotten_even_before_reindexing(make_app, run_repl, lo
     t = run_repl(switched, [f"forget {keep.id}", "forget all", "DELETE"])
     assert f"Forgot {keep.id}." in t.text and "Deleted 1 memories." in t.text
     assert switched.store.count(include_superseded=True) == 0
+
+
+TRUNCATE_SAMPLES = [
+    "The quick brown fox jumps over the lazy dog while the learner practises the present perfect. " * 8,
+    "我想加強旅遊英文與口說能力，也想準備雅思考試。" * 8,
+    "IELTS 7.5 → C1!? Let's practise 點餐 and check-in at the airport, okay? " * 8,
+]
+
+
+@pytest.mark.parametrize("approximate", [False, True], ids=["tiktoken", "approximate"])
+@pytest.mark.parametrize("text", TRUNCATE_SAMPLES, ids=["english", "chinese", "mixed"])
+def test_truncate_keeps_the_longest_prefix_within_the_limit_cut_at_a_word(text, approximate):
+    def offline(model):
+        raise ConnectionError("no network")
+
+    counter = TokenCounter("gpt-4.1-mini", loader=offline if approximate else None, warn=lambda message: None)
+    total = counter.count(text)
+    assert counter.truncate(text, total) == text  # what fits is returned whole
+    assert counter.truncate(text, total + 50) == text
+    assert counter.truncate(text, 0) == ""
+    for limit in (1, 5, 17, 40, total // 2, total - 1):
+        cut = counter.truncate(text, limit)
+        assert counter.count(cut) <= limit, (limit, cut)
+        assert text.startswith(cut)
+        rest = text[len(cut):]
+        if " " in text:
+            assert rest[:1] in (" ", "") or cut == "" or " " not in cut, (limit, cut)  # never half a word
+        # nothing much is wasted: at most the part word and the 40% the word cut may drop
+        longest = max(n for n in range(len(text) + 1) if counter.count(text[:n]) <= limit)
+        assert len(cut) >= 0.6 * longest - 1, (limit, len(cut), longest)
