@@ -171,7 +171,7 @@ def run_repl():
     def run(app, lines, *, settle=True):
         transcript = Transcript(lines, app if settle else None)
         console = PlainConsole(transcript.read, transcript.write)
-        app._notify = console.notice
+        app.set_notify(console.notice)
         code = chatbot.run(app, console, raise_unexpected=True)
         transcript.code = code
         return transcript

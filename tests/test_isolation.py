@@ -11,6 +11,7 @@ import pytest
 
 from conftest import ROOT, child_env
 from memora.engine.errors import ConfigError
+from helpers.stores import chroma_collection
 
 ALICE_SECRETS = ["Alice", "violin", "Kaohsiung", "IELTS 8", "tea ceremony"]
 
@@ -56,7 +57,7 @@ def test_each_learner_has_their_own_files_and_collection(two_learners, data_dir)
     alice, bob = two_learners
     assert alice.paths.profile == data_dir / "users" / "alice" / "user_profile.json"
     assert bob.paths.session == data_dir / "users" / "bob" / "memora_session.json"
-    assert alice.store._coll().name == "memora-alice-memories" and bob.store._coll().name == "memora-bob-memories"
+    assert chroma_collection(alice.store).name == "memora-alice-memories" and chroma_collection(bob.store).name == "memora-bob-memories"
     assert json.loads(alice.paths.profile.read_text())["learning_goals"] == ["IELTS 8"]
 
 

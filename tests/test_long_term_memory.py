@@ -9,7 +9,8 @@ import pytest
 
 from memora.engine.embeddings import HashEmbedder
 from memora.engine.errors import EmbeddingModelMismatch, MemoryFullError
-from long_term_memory import LongTermMemoryStore, collection_name
+from long_term_memory import LongTermMemoryStore, catalog_path, collection_name
+from helpers.stores import chroma_collection
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ def test_metadata_is_stored_in_chroma(make_store, clock):
     store = make_store()
     record = store.add("The learner has a test on Friday", category="schedule", created_at=clock() - timedelta(days=2),
                        metadata={"dia_id": "D1:3"})
-    got = store._coll().get(ids=[record.id], include=["metadatas"])["metadatas"][0]
+    got = chroma_collection(store).get(ids=[record.id], include=["metadatas"])["metadatas"][0]
     assert got["user_id"] == store.user_id and got["category"] == "schedule" and got["memory_type"] == "semantic"
     assert got["source"] == "command" and got["dia_id"] == "D1:3"
     assert got["created_at"].startswith("2026-11-27") and isinstance(got["created_at_ts"], float)
@@ -58,7 +59,7 @@ def test_supersede_keeps_history_and_hides_the_old_fact(make_store):
     new = store.supersede(old.id, "The learner quit coffee", reason="contradiction")
     assert [r.id for r in store.history(new.id)] == [old.id, new.id]
     assert [r.id for r in store.search("coffee", min_score=0)] == [new.id]
-    meta = store._coll().get(ids=[old.id], include=["metadatas"])["metadatas"][0]
+    meta = chroma_collection(store).get(ids=[old.id], include=["metadatas"])["metadatas"][0]
     assert meta["status"] == "superseded" and meta["superseded_by"] == new.id and "valid_until" in meta
 
 
@@ -77,7 +78,7 @@ def test_learners_never_see_each_other(make_store):
     bob.add("Bob loves spiders")
     assert [r.content for r in alice.search("spiders", min_score=0)] == ["Alice's secret: she is afraid of spiders"]
     assert [r.content for r in bob.list()] == ["Bob loves spiders"]
-    assert alice._coll().name == collection_name(alice.user_id) != bob._coll().name
+    assert chroma_collection(alice).name == collection_name(alice.user_id) != chroma_collection(bob).name
 
 
 def test_a_store_refuses_another_embedding_model_until_reindexed(make_store):
@@ -95,9 +96,9 @@ def test_catalog_is_rebuilt_from_chroma(make_store, tmp_path):
     store = make_store()
     store.add("The learner plays the violin", category="hobby")
     store.catalog.close()
-    store._catalog_path.unlink()
-    for suffix in ("-wal", "-shm"):
-        (tmp_path / "memora_db" / (store._catalog_path.name + suffix)).unlink(missing_ok=True)
+    catalog = catalog_path(store.path, store.user_id)
+    for suffix in ("", "-wal", "-shm"):
+        catalog.with_name(catalog.name + suffix).unlink(missing_ok=True)
     reopened = LongTermMemoryStore(store.path, user_id=store.user_id, connection=store.connection, embedding_function=HashEmbedder())
     [record] = reopened.list()
     assert record.content == "The learner plays the violin" and record.category == "hobby"

@@ -271,6 +271,8 @@ def fresh_learner(world):
         (sandbox / "dir").mkdir()
         with command_app(folder / "data", server.base_url) as app:
             yield app, sandbox
+        app.store.catalog.close()
+        app.connection.refresh()  # let go of this copy's Chroma client: 150 open ones would use up file descriptors
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -158,7 +158,7 @@ def run_in(mode: str, app, lines):
         screen = lambda: "".join(out)  # noqa: E731
     else:
         console, screen = rich_console(reader=read)
-    app._notify = console.notice
+    app.set_notify(console.notice)
     assert chatbot.run(app, console, raise_unexpected=True) == 0
     return screen()
 

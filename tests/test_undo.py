@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from helpers.scripts import extraction, fact
+from helpers.stores import chroma_collection
 
 
 def decide(**by_word):
@@ -90,9 +91,9 @@ def test_undo_takes_back_the_last_turn_added_removed_superseded_current_again(ma
     assert restored.change_reason is None  # as it was before the turn
     assert app.store.get(hard.id) is None
     # Chroma, the canonical store, agrees: a catalog rebuilt from it has the same state
-    [meta] = app.store._coll().get(ids=[easy.id], include=["metadatas"])["metadatas"]
+    [meta] = chroma_collection(app.store).get(ids=[easy.id], include=["metadatas"])["metadatas"]
     assert meta["status"] == "current" and not {"superseded_by", "valid_until", "change_reason"} & set(meta)
-    assert app.store._coll().get(ids=[hard.id])["ids"] == []
+    assert chroma_collection(app.store).get(ids=[hard.id])["ids"] == []
     assert f"removed {hard.id[:6]}" in t.text and f"restored {easy.id[:6]}" in t.text
     history = t.text.split(f"You: history {easy.id}")[1].split("You: history")[0]
     assert "current again by undo 2026-11-29 10:00" in history and hard.id in history
