@@ -16,6 +16,7 @@ import pytest
 
 from memora.engine.errors import EmbeddingError
 from memora.engine.text_utils import clean_text
+from helpers.stores import chroma_collection
 
 
 def memory(memory_id: str, content: str | None = None, **fields) -> dict:
@@ -61,7 +62,7 @@ def state_of(app) -> dict:
          r.superseded_by, r.supersedes, r.change_reason, r.event_date, r.followed_up_at, sorted(r.metadata.items()))
         for r in app.store.all_records()
     ]
-    page = app.store._coll().get(include=["documents", "metadatas"])
+    page = chroma_collection(app.store).get(include=["documents", "metadatas"])
     chroma = sorted(
         (i, d, sorted((k, v) for k, v in m.items())) for i, d, m in zip(page["ids"], page["documents"], page["metadatas"])
     )
@@ -326,6 +327,7 @@ import_data(app, Path(backup))
 """
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 @pytest.mark.parametrize("where", ["the second Chroma batch", "the pending changes, after the profile"])
 def test_an_import_killed_midway_is_undone_at_the_next_start(learner, make_app, tmp_path, where):
     import subprocess
@@ -371,7 +373,7 @@ def test_restore_undoes_what_it_wrote_and_overwrote_on_either_backend(connection
     kept = store.add("The learner keeps this one").record
 
     def chroma_state():
-        page = store._coll().get(include=["documents", "metadatas", "embeddings"])
+        page = chroma_collection(store).get(include=["documents", "metadatas", "embeddings"])
         return sorted((i, d, sorted(m.items()), [round(x, 6) for x in v])
                       for i, d, m, v in zip(page["ids"], page["documents"], page["metadatas"], page["embeddings"]))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from conftest import run_chatbot
@@ -105,6 +107,7 @@ def test_exit_counts_the_messages_it_saves_not_the_queued_writes(make_app):
     assert "".join(out) == "Saving memories from the last 1 message\u2026\nGoodbye!\n"
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_the_embedding_mismatch_notice_comes_after_the_welcome_line(tmp_path):
     home = tmp_path / "home"
     first = run_chatbot(["remember I sing in a choir", "exit"], MEMORA_HOME=home, MEMORA_EMBEDDING_MODEL="hash")

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from test_memory_truth import extraction, fact
+from helpers.scripts import extraction, fact
+from helpers.stores import chroma_collection
 
 
 def decide(**by_word):
@@ -92,9 +93,9 @@ def test_undo_takes_back_the_last_turn_added_removed_superseded_current_again(ma
     assert restored.change_reason is None  # as it was before the turn
     assert app.store.get(hard.id) is None
     # Chroma, the canonical store, agrees: a catalog rebuilt from it has the same state
-    [meta] = app.store._coll().get(ids=[easy.id], include=["metadatas"])["metadatas"]
+    [meta] = chroma_collection(app.store).get(ids=[easy.id], include=["metadatas"])["metadatas"]
     assert meta["status"] == "current" and not {"superseded_by", "valid_until", "change_reason"} & set(meta)
-    assert app.store._coll().get(ids=[hard.id])["ids"] == []
+    assert chroma_collection(app.store).get(ids=[hard.id])["ids"] == []
     assert f"removed {hard.id[:6]}" in t.text and f"restored {easy.id[:6]}" in t.text
     history = t.text.split(f"You: history {easy.id}")[1].split("You: history")[0]
     assert "current again by undo 2026-11-29 10:00" in history and hard.id in history
@@ -163,11 +164,17 @@ def test_undo_survives_a_restart(make_app, server, run_repl):
     assert "removed" in t.text and contents(again) == []
 
 
-def test_undo_waits_for_the_extraction_of_the_last_message(make_app, server, run_repl):
-    from fake_openai import Delay
-
+def test_undo_waits_for_the_extraction_of_the_last_message(make_app, server, run_repl, monkeypatch):
     app = make_app()
-    server.script("extraction", Delay(0.5, extraction(fact("The learner plays the violin.", "hobby"))))
+    held = server.hold("extraction", extraction(fact("The learner plays the violin.", "hobby")))
+    wait = app.wait_for_extraction
+
+    def answer_once_undo_waits(*args, **kwargs):
+        assert not held.answered.is_set()  # the extraction is still running when undo is typed
+        held.release()
+        return wait(*args, **kwargs)
+
+    monkeypatch.setattr(app, "wait_for_extraction", answer_once_undo_waits)
     t = run_repl(app, ["I play the violin.", "undo"], settle=False)
     assert "removed" in t.text and "violin" in t.text
     assert contents(app) == []
