@@ -12,21 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers.stores import files_holding
+
 FILLER_WORDS = "learner likes music hiking coffee tea exam tuesday city lives works studies grammar idioms".split()
-
-
-def files_holding(root: Path, *markers: str) -> dict[str, list[str]]:
-    """``{relative path: [markers found]}`` over the raw bytes of every file under ``root``."""
-    found: dict[str, list[str]] = {}
-    needles = [(m, m.lower().encode("utf-8")) for m in markers]
-    for folder, _, names in os.walk(root):
-        for name in names:
-            path = Path(folder) / name
-            data = path.read_bytes().lower()
-            hits = [m for m, needle in needles if needle in data]
-            if hits:
-                found[str(path.relative_to(root))] = hits
-    return found
 
 
 def fillers(n: int, tag: str = "") -> list[dict]:

@@ -223,7 +223,7 @@ def test_revert_is_exact_in_chroma_too_embedded_and_server(connection, tmp_path,
 
 # -- undo deletes for real, and a real deletion ends what undo could take back ------------
 
-from test_deletion import files_holding  # noqa: E402
+from helpers.stores import files_holding  # noqa: E402
 
 
 def test_undo_of_an_added_memory_leaves_no_byte_of_it_in_any_file(make_app, server, run_repl, data_dir):
