@@ -146,20 +146,22 @@ def _tokens(text: str) -> list[str]:
 def correction_edits(original: str, corrected: str) -> tuple[tuple[str, str], ...]:
     """What the correction changes: (removed words, inserted words) per change.
 
-    Case is ignored unless the change is only a change of case ("i" -> "I"), so
-    a capital at the start of a sentence does not make two corrections differ.
+    Case is ignored unless the correction changes nothing else ("i know" ->
+    "I know"): "i goed home" -> "I went home" is the same correction as "we
+    goed home" -> "we went home", a capital fixed on the way notwithstanding.
     """
     left, right = _tokens(original), _tokens(corrected)
+    folded = _diff([t.casefold() for t in left], [t.casefold() for t in right])
+    return folded or _diff(left, right)
+
+
+def _diff(left: list[str], right: list[str]) -> tuple[tuple[str, str], ...]:
     matcher = difflib.SequenceMatcher(a=left, b=right, autojunk=False)
-    edits = []
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op == "equal":
-            continue
-        removed, inserted = " ".join(left[i1:i2]), " ".join(right[j1:j2])
-        if removed.casefold() != inserted.casefold():
-            removed, inserted = removed.casefold(), inserted.casefold()
-        edits.append((removed, inserted))
-    return tuple(edits)
+    return tuple(
+        (" ".join(left[i1:i2]), " ".join(right[j1:j2]))
+        for op, i1, i2, j1, j2 in matcher.get_opcodes()
+        if op != "equal"
+    )
 
 
 def _touched(edits: Iterable[tuple[str, str]]) -> set[str]:
