@@ -10,7 +10,15 @@ retrieved through ``retrieve_relevant_memories`` with the threshold disabled,
 and evidence recall@k is the share of the question's evidence dia_ids among
 them, averaged over questions. Two baselines use the same store: dense-only
 (Chroma's own top k) and lexical-only (Memora's BM25 side alone). "Now" is the
-end of each conversation. The last line is ``recall@10=<value>``.
+end of each conversation.
+
+The two constants tuned on LoCoMo, ``date_boost`` (how far a memory from a
+period the query names moves up) and ``feedback_weight`` (how far the query
+moves towards its first result before re-ordering), are checked
+leave-one-conversation-out: for each conversation, the pair of ``GRID`` with
+the best recall@10 on the other four is chosen and scored on it; each fold and
+the mean are printed. Each store is built once and every setting is scored on
+it. The last line is ``recall@10=<value>`` (the shipped defaults).
 """
 
 from __future__ import annotations
@@ -28,12 +36,15 @@ from statistics import mean
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from dataclasses import replace  # noqa: E402
+
 from memora.engine import lexical  # noqa: E402
 from memora.engine.embeddings import LocalEmbedder, local_model_available  # noqa: E402
 from long_term_memory import RETRIEVAL_MIN_SCORE, LongTermMemoryStore  # noqa: E402
-from memora.engine.retrieval import retrieve_relevant_memories  # noqa: E402
+from memora.engine.retrieval import DEFAULT_PARAMS, retrieve_relevant_memories  # noqa: E402
 
 KS = (5, 10, 20)
+GRID = [(boost, feedback) for boost in (0.0, 0.1, 0.25, 0.5, 1.0) for feedback in (0.0, 0.1, 0.25, 0.5)]
 
 
 def load_conversation(path: Path) -> tuple[list[dict], list[dict]]:
@@ -74,6 +85,8 @@ def main() -> int:
     scores: dict[str, dict[int, list[float]]] = {m: {k: [] for k in KS} for m in ("memora", "dense", "lexical")}
     by_category: dict[int, list[float]] = {}
     passing = {"evidence": [], "other": []}
+    # folds[conversation][(date_boost, feedback_weight)] = recall@10 of each of its questions
+    folds: dict[str, dict[tuple[float, float], list[float]]] = {}
     skipped = 0
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -89,15 +102,22 @@ def main() -> int:
             )
             dia_of = {r.id: r.metadata.get("dia_id") for r in store.list()}
             collection = store._coll()
+            fold = folds.setdefault(path.stem, {setting: [] for setting in GRID})
             for question in questions:
                 evidence = [e for e in question.get("evidence", []) if e]
                 if not evidence:
                     skipped += 1
                     continue
                 text = question["question"]
-                results, _ = retrieve_relevant_memories(store, text, n_results=max(KS), min_score=0, now=now)
-                ranked = [r.metadata.get("dia_id") for r in results]
                 vector = store.embed([text])[0]
+                results, _ = retrieve_relevant_memories(store, text, n_results=max(KS), min_score=0, now=now, vector=vector)
+                ranked = [r.metadata.get("dia_id") for r in results]
+                for boost, feedback in GRID:
+                    variant, _ = retrieve_relevant_memories(
+                        store, text, n_results=10, min_score=0, now=now, vector=vector,
+                        params=replace(DEFAULT_PARAMS, date_boost=boost, feedback_weight=feedback),
+                    )
+                    fold[boost, feedback].append(recall(evidence, [r.metadata.get("dia_id") for r in variant], 10))
                 dense = collection.query(query_embeddings=[vector], n_results=max(KS), include=["metadatas"])
                 dense_ranked = [m.get("dia_id") for m in dense["metadatas"][0]]
                 lexical_ranked = [dia_of[i] for i, _ in store.catalog.lexical_search(lexical.query_terms(text), max(KS))]
@@ -126,6 +146,16 @@ def main() -> int:
         ev = sum(s >= threshold for s in evidence_scores) / max(1, len(evidence_scores))
         ot = sum(s >= threshold for s in other_scores) / max(1, len(other_scores))
         print(f"threshold {threshold:.2f}: {ev:.0%} of evidence hits in the top 10 pass, {ot:.0%} of other top-10 results pass")
+    held_out = []
+    for name, fold in folds.items():
+        train = {g: [v for other, f in folds.items() if other != name for v in f[g]] for g in GRID}
+        chosen = max(GRID, key=lambda g: (mean(train[g]), -sum(g)))
+        held_out.append(mean(fold[chosen]))
+        print(
+            f"leave-one-out fold {name}: date_boost {chosen[0]:g}, feedback_weight {chosen[1]:g} chosen on the other four "
+            f"(R@10 {mean(train[chosen]):.3f}), held-out R@10 {held_out[-1]:.3f}"
+        )
+    print(f"leave-one-conversation-out mean R@10: {mean(held_out):.3f} over {len(held_out)} folds")
     print(f"recall@10={mean(scores['memora'][10]):.3f}")
     return 0
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from dataclasses import replace
+from datetime import date, datetime, timedelta
 
 import pytest
 
 from long_term_memory import RETRIEVAL_MIN_SCORE, LongTermMemoryStore
-from memora.engine.retrieval import retrieve_relevant_memories
+from memora.engine.retrieval import date_windows, retrieve_relevant_memories
 
 MEMORIES = [
     "The learner's name is Ming.",
@@ -98,3 +99,110 @@ def test_chinese_text_is_found_through_the_lexical_path(tmp_path, local_embedder
         results, _ = retrieve_relevant_memories(store, query)
         assert results and results[0].content == expected, (query, [(r.content, r.score, r.lexical_score) for r in results])
         assert results[0].lexical_score > 0
+
+
+NOW = datetime(2026, 11, 29, 10, 0)
+
+
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("What did I practise on 3 June 2026?", [("2026-06-03", "2026-06-03")]),
+        ("What did I say on June 3rd, 2026?", [("2026-06-03", "2026-06-03")]),
+        ("What happened on 2026-05-07?", [("2026-05-07", "2026-05-07")]),
+        ("What did we do in October 2026?", [("2026-10-01", "2026-10-31")]),
+        ("What did I tell you in May?", [("2026-05-01", "2026-05-31"), ("2027-05-01", "2027-05-31")]),
+        ("What is on Dec 3?", [("2025-12-03", "2025-12-03"), ("2026-12-03", "2026-12-03")]),
+        ("What did I say yesterday?", [("2026-11-28", "2026-11-28")]),
+        ("我2026年10月說了什麼", [("2026-10-01", "2026-10-31")]),
+        ("12月3日有什麼", [("2025-12-03", "2025-12-03"), ("2026-12-03", "2026-12-03")]),
+        ("May I ask you something?", []),
+        ("I practised 3 times this week", []),
+    ],
+)
+def test_a_query_names_the_periods_a_reader_would_see_in_it(query, expected):
+    spans = date_windows(query, NOW.astimezone())
+    assert [(first.isoformat(), last.isoformat()) for first, last in spans] == expected
+
+
+@pytest.fixture(scope="module")
+def dated_store(tmp_path_factory, local_embedder):
+    now = NOW.astimezone()
+    store = LongTermMemoryStore(tmp_path_factory.mktemp("dated"), embedding_function=local_embedder, clock=lambda: now)
+    store.add_many(
+        [
+            {"content": "The learner practised ordering coffee at a café.", "created_at": datetime(2026, 6, 3, 15).astimezone(), "memory_type": "episodic"},
+            {"content": "The learner practised ordering dinner at a restaurant.", "created_at": datetime(2026, 6, 10, 15).astimezone(), "memory_type": "episodic"},
+            {"content": "The learner practised booking a hotel room.", "created_at": datetime(2026, 11, 20, 15).astimezone(), "memory_type": "episodic"},
+            {"content": "The learner's cat knocked over a plant.", "created_at": datetime(2026, 6, 3, 16).astimezone(), "memory_type": "episodic"},
+            {"content": "The learner has an IELTS speaking exam.", "created_at": datetime(2026, 11, 1, 9).astimezone(), "event_date": date(2026, 12, 3), "category": "schedule"},
+            {"content": "The learner has a dentist appointment.", "created_at": datetime(2026, 11, 25, 9).astimezone(), "event_date": date(2026, 12, 9), "category": "schedule"},
+        ]
+    )
+    return store
+
+
+def _contents(store, query, **kwargs):
+    return [r.content for r in retrieve_relevant_memories(store, query, n_results=6, **kwargs)[0]]
+
+
+def test_a_named_date_puts_what_was_said_or_planned_then_first(dated_store):
+    # Without the date, three practice memories are near ties; with it, that day's wins.
+    assert _contents(dated_store, "What did I practise on 3 June?", min_score=0)[0] == "The learner practised ordering coffee at a café."
+    assert _contents(dated_store, "What did I practise on 10 June?", min_score=0)[0] == "The learner practised ordering dinner at a restaurant."
+    # A plan's own date counts, not only the day it was said.
+    assert _contents(dated_store, "What is happening on Dec 3?", min_score=0)[0] == "The learner has an IELTS speaking exam."
+    assert _contents(dated_store, "What is happening on December 9?", min_score=0)[0] == "The learner has a dentist appointment."
+
+
+def test_a_named_date_reorders_but_never_lets_a_memory_past_the_threshold(dated_store):
+    results, _ = retrieve_relevant_memories(dated_store, "What did I practise on 3 June?", n_results=6, include_below_threshold=True)
+    cat = next(r for r in results if "cat" in r.content)
+    assert not cat.passed and cat.score < RETRIEVAL_MIN_SCORE
+    for query in ("What did I practise on 3 June?", "What is happening on Dec 3?", "What did I practise?"):
+        shown, _ = retrieve_relevant_memories(dated_store, query, n_results=6)
+        assert all(r.score >= RETRIEVAL_MIN_SCORE for r in shown), query
+    assert "The learner's cat knocked over a plant." not in _contents(dated_store, "What did I practise on 3 June?")
+
+
+def test_feedback_reorders_towards_the_first_result_but_keeps_each_score():
+    from array import array
+
+    from memora.engine.retrieval import DEFAULT_PARAMS, rank
+
+    def blob(*values):
+        return array("f", values).tobytes()
+
+    now = NOW.astimezone()
+    ts = now.timestamp()
+    vectors = {"first": blob(0.8, 0.6, 0.0), "kin": blob(0.3, 0.7, 0.0), "other": blob(0.42, 0.0, 0.9)}
+    candidates = {memory_id: (ts, 0.0, False) for memory_id in vectors}
+    plain = rank([1.0, 0.0, 0.0], [], candidates, vectors, now=now, params=replace(DEFAULT_PARAMS, feedback_weight=0))
+    moved = rank([1.0, 0.0, 0.0], [], candidates, vectors, now=now)
+    # "kin" says what the first result says; "other" is as close to the query alone.
+    assert [r.id for r in plain] == ["first", "other", "kin"]
+    assert [r.id for r in moved] == ["first", "kin", "other"]
+    assert {r.id: r.score for r in moved} == {r.id: r.score for r in plain}
+
+
+def test_a_named_period_adds_its_memories_as_candidates_only_while_it_holds_few(tmp_path):
+    from memora.engine.embeddings import HashEmbedder
+    from memora.engine.retrieval import window_bounds
+
+    now = NOW.astimezone()
+    store = LongTermMemoryStore(tmp_path / "db", embedding_function=HashEmbedder(), clock=lambda: now)
+    june_3 = datetime(2026, 6, 3, 12).astimezone()
+    store.add_many(
+        [{"content": f"The learner practised dialogue {n}.", "created_at": june_3, "memory_type": "episodic"} for n in range(3)]
+        + [
+            {"content": "The learner has a speaking test.", "created_at": datetime(2026, 5, 1).astimezone(), "event_date": date(2026, 6, 3)},
+            {"content": "The learner practised another dialogue.", "created_at": datetime(2026, 6, 4, 12).astimezone()},
+        ]
+    )
+    windows = window_bounds(date_windows("What happened on 3 June?", now), now)
+    found, _ = store.catalog.candidates([], 30, [], windows=windows, window_limit=4)
+    contents = {store.get(i).content for i in found}
+    assert contents == {"The learner practised dialogue 0.", "The learner practised dialogue 1.",
+                        "The learner practised dialogue 2.", "The learner has a speaking test."}
+    assert all(dated for _, _, dated in found.values())
+    assert store.catalog.candidates([], 30, [], windows=windows, window_limit=3)[0] == {}
