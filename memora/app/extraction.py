@@ -15,6 +15,9 @@ goes to a background worker, which makes one structured-output call
   notice; setting a level when none is set likewise; changing an existing
   level or removing anything becomes a *proposal* that the learner confirms
   (seed 003, P1 option C).
+* **mistakes**: real errors in the learner's own English go to the mistake
+  ledger (``ledger.LedgerStore.record``), where a repeat of an earlier
+  mistake counts against its entry instead of adding one.
 * **corrections** ("No, I never said ..."): the matching memories are
   superseded and the learner is told what changed (seed 003, P3 A). When a
   message looks like a correction (``looks_like_correction``), it is read
@@ -52,11 +55,12 @@ from pydantic import BaseModel, PrivateAttr, ValidationError, model_validator
 from memora.engine import lexical
 from memora.engine.errors import EmbeddingError, EmbeddingModelMismatch, LimitError, MemoraError, MemoryFullError, ModelCallError
 from long_term_memory import LongTermMemoryStore, is_near_duplicate
-from memora.engine.prompts import CORRECTION_PROMPT, EXTRACTION_PROMPT, RECONCILE_PROMPT
+from memora.engine.ledger import LedgerStore, NewMistake
+from memora.engine.prompts import CORRECTION_PROMPT, EXTRACTION_PROMPT, MISTAKE_STYLE, RECONCILE_PROMPT
 from memora.app.proposals import ProfileProposal, ProposalStore
 from memora.engine.records import MAX_MEMORY_CHARS, MemoryRecord
 from memora.engine.retrieval import rank
-from memora.engine.text_utils import clean_text, quoted, shorten
+from memora.engine.text_utils import clean_text, normalized_key, quoted, shorten
 from memora.engine.timeutil import now_anchor, parse_date, resolve_relative_date
 from memora.engine.tokens import TokenCounter
 from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
@@ -86,14 +90,19 @@ class Correction(BaseModel):
     evidence: str
 
 
-_ITEM_MODELS = {"facts": ExtractedFact, "profile_changes": ProfileChange, "corrections": Correction}
-_ITEM_NAMES = {"facts": "fact", "profile_changes": "profile change", "corrections": "correction"}
+class ExtractedMistake(NewMistake):
+    """A real error in the learner's own English (``ledger.NewMistake``)."""
+
+
+_ITEM_MODELS = {"facts": ExtractedFact, "profile_changes": ProfileChange, "corrections": Correction, "mistakes": ExtractedMistake}
+_ITEM_NAMES = {"facts": "fact", "profile_changes": "profile change", "corrections": "correction", "mistakes": "mistake"}
 
 
 class ExtractionResult(BaseModel):
     facts: list[ExtractedFact]
     profile_changes: list[ProfileChange]
     corrections: list[Correction]
+    mistakes: list[ExtractedMistake]
     # Items the model returned that do not fit their schema: (kind, text, reason).
     # Not part of the schema the model sees; filled while parsing.
     _rejected: list[tuple[str, str, str]] = PrivateAttr(default_factory=list)
@@ -107,6 +116,8 @@ class ExtractionResult(BaseModel):
         rejected: list[tuple[str, str, str]] = []
         if isinstance(data, dict):
             data = dict(data)
+            # A reading saved in the session file before mistakes were read has none.
+            data.setdefault("mistakes", [])
             for key, model in _ITEM_MODELS.items():
                 items = data.get(key)
                 if not isinstance(items, list):
@@ -128,7 +139,7 @@ class ExtractionResult(BaseModel):
 
 def _item_label(item) -> str:
     if isinstance(item, dict):
-        item = item.get("text") or item.get("statement") or item.get("value") or item
+        item = item.get("text") or item.get("statement") or item.get("value") or item.get("original") or item
     return shorten(str(item), 60)
 
 
@@ -190,6 +201,7 @@ class ExtractionOutcome:
     superseded: list[tuple[str, str]] = field(default_factory=list)
     retracted: list[str] = field(default_factory=list)
     proposals: list[ProfileProposal] = field(default_factory=list)
+    mistakes: list[str] = field(default_factory=list)  # ledger ids, new or counted again
     notices: list[str] = field(default_factory=list)
     full: bool = False
     skipped: list[Skipped] = field(default_factory=list)
@@ -262,9 +274,11 @@ class Extractor:
         proposals: ProposalStore,
         on_tokens: Callable[[int], None] = lambda n: None,
         counter: TokenCounter | None = None,
+        ledger: LedgerStore | None = None,
     ):
         self.model = model
         self.store = store
+        self.ledger = ledger
         self.profiles = profiles
         self.proposals = proposals
         self.on_tokens = on_tokens
@@ -279,9 +293,11 @@ class Extractor:
     def read(self, job: ExtractionJob) -> ExtractionResult:
         """One structured-output call: what the learner's message says (no writes)."""
         profile = self.profiles.get()
+        shown = profile.model_dump(include={"english_level", "learning_goals", "preferences"})
         instructions = EXTRACTION_PROMPT.format(
             now=now_anchor(job.said_at),
-            profile=json.dumps(profile.model_dump(), ensure_ascii=False),
+            profile=json.dumps(shown, ensure_ascii=False),
+            mistake_style=MISTAKE_STYLE[profile.corrections],
         )
         return self._parse(instructions, job.text, ExtractionResult, "Memory extraction")
 
@@ -329,7 +345,7 @@ class Extractor:
         outcome = ExtractionOutcome()
         result = job.prepared.result if job.prepared is not None else self.read(job)
         outcome.skipped.extend(Skipped(*rejected) for rejected in result._rejected)
-        again: dict[str, list] = {"facts": [], "profile_changes": [], "corrections": []}
+        again: dict[str, list] = {"facts": [], "profile_changes": [], "corrections": [], "mistakes": []}
         for correction in result.corrections:
             if self.cancelled:
                 return outcome
@@ -349,6 +365,10 @@ class Extractor:
             if self.cancelled:
                 return outcome
             self._isolated(outcome, "profile change", f"{change.field} {change.action} {change.value}", lambda c=change: self._apply_profile_change(c, job, outcome))
+        for mistake in result.mistakes if self.ledger is not None else ():
+            if self.cancelled:
+                return outcome
+            self._isolated(outcome, "mistake", mistake.original, lambda m=mistake: self._apply_mistake(m, job, outcome))
         if any(again.values()):
             outcome.retry = ExtractionResult(**again)
         return outcome
@@ -482,6 +502,17 @@ class Extractor:
             seen.add(item.id)
             chosen.append(Candidate(record, 1.0 - item.dense))
         return chosen
+
+    # -- mistakes -----------------------------------------------------------------------
+    def _apply_mistake(self, mistake: ExtractedMistake, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
+        # Only words the learner wrote: a "mistake" quoting text that is not in the
+        # message (the model's own paraphrase, a Chinese gloss) is not theirs.
+        if normalized_key(mistake.original) not in normalized_key(job.text):
+            raise LimitError("its original words are not in the message")
+        if not re.search(r"[A-Za-z]", mistake.original):
+            raise LimitError("it is not English")
+        entry, _ = self.ledger.record(mistake, seen_at=job.said_at)
+        outcome.mistakes.append(entry.id)
 
     # -- corrections ------------------------------------------------------------------
     def _match_correction(self, correction: Correction) -> list[MemoryRecord]:
@@ -662,6 +693,7 @@ __all__ = [
     "ExtractionJob",
     "ExtractionOutcome",
     "ExtractionResult",
+    "ExtractedMistake",
     "PreparedExtraction",
     "Retraction",
     "Skipped",
