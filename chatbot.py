@@ -17,8 +17,10 @@ import os
 import sqlite3
 import sys
 import threading
+from pathlib import Path
 from typing import Sequence
 
+from memora import __version__
 from memora.engine.config import Settings
 from memora.engine.errors import ConfigError, MemoraError, OutputClosed, StoreError
 from memora.app.terminal import Console, PlainConsole
@@ -28,7 +30,7 @@ WELCOME = "Memora, your English tutor. Type 'help' for commands, 'exit' to leave
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python chatbot.py",
+        prog="memora" if Path(sys.argv[0]).name == "memora" else "python chatbot.py",
         description="Memora: a terminal English tutor with a profile and long-term memory.",
         epilog="Environment: OPENAI_API_KEY, OPENAI_BASE_URL, MEMORA_MODEL, MEMORA_EMBEDDING_MODEL, "
         "MEMORA_HOME, MEMORA_USER, CHROMA_HOST/CHROMA_PORT/CHROMA_SSL and the MEMORA_* limits (see README).",
@@ -39,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--new", action="store_true", help="start a fresh conversation (profile and memories stay)")
     parser.add_argument("--chroma-url", help="use a Chroma server, e.g. http://127.0.0.1:8000 (or CHROMA_HOST/PORT/SSL)")
     parser.add_argument("--plain", action="store_true", help="plain line-based input and output (no colours or editing)")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
 
 
@@ -230,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if interactive:
         from memora.app.terminal import RichConsole
 
-        console: Console = RichConsole(history_path=settings.paths.input_history)
+        console: Console = RichConsole(history_path=settings.paths.input_history, no_color=settings.no_color)
     else:
         console = PlainConsole()
     from memora.app.assistant import Memora

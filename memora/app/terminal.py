@@ -162,10 +162,13 @@ class RichConsole(Console):
     ``out`` and ``reader`` let a test drive it without a terminal.
     """
 
-    def __init__(self, history_path: Path | None = None, *, out=None, reader: Callable[[str], str] | None = None):
+    def __init__(
+        self, history_path: Path | None = None, *, out=None, reader: Callable[[str], str] | None = None, no_color: bool = False
+    ):
         from rich.console import Console as RichOutput
 
-        self.out = out if out is not None else RichOutput(highlight=False)
+        # NO_COLOR keeps bold and the layout but drops every colour (no-color.org).
+        self.out = out if out is not None else RichOutput(highlight=False, no_color=no_color or None)
         self._reader = reader
         self._history_path = history_path
         self.session = None

@@ -18,7 +18,24 @@ from typing import Mapping
 from memora.engine.errors import ConfigError
 
 BASE_DIR = Path(__file__).resolve().parents[2]  # the folder of chatbot.py
-KNOWLEDGE_DIR = BASE_DIR / "knowledge"
+# The tutor's notes ship inside the package, so an installed Memora has them too.
+KNOWLEDGE_DIR = Path(__file__).resolve().parents[1] / "notes"
+
+
+def default_data_dir(code_dir: Path = BASE_DIR, env: Mapping[str, str] | None = None) -> Path:
+    """Where data lives unless ``MEMORA_HOME`` / ``--data-dir`` say otherwise.
+
+    Run from a checkout (``python chatbot.py``), that is beside ``chatbot.py``, as
+    it always was. Installed (``pip install .`` / ``pipx``, the ``memora``
+    command), the code sits in a site-packages folder that is shared, replaced on
+    upgrade and may not be writable, so data goes to the user's data folder
+    instead: ``$XDG_DATA_HOME/memora``, by default ``~/.local/share/memora``.
+    """
+    if not any(part in ("site-packages", "dist-packages") for part in code_dir.parts):
+        return code_dir
+    env = os.environ if env is None else env
+    base = Path(env["XDG_DATA_HOME"]).expanduser() if env.get("XDG_DATA_HOME") else Path.home() / ".local" / "share"
+    return base / "memora"
 
 DEFAULT_USER = "default"
 DEFAULT_MODEL = "gpt-4.1-mini"
@@ -73,7 +90,7 @@ class UserPaths:
 
 @dataclass(frozen=True)
 class Settings:
-    data_dir: Path = BASE_DIR
+    data_dir: Path = field(default_factory=default_data_dir)
     user: str = DEFAULT_USER
     model: str = DEFAULT_MODEL
     embedding_model: str | None = None  # None: OpenAI with an API key, else local
@@ -91,6 +108,7 @@ class Settings:
     proactive_days: int = DEFAULT_PROACTIVE_DAYS
     chroma_url: str | None = None
     knowledge_dir: Path = KNOWLEDGE_DIR
+    no_color: bool = False  # NO_COLOR (no-color.org) or --plain
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> "Settings":
@@ -98,8 +116,8 @@ class Settings:
         env = os.environ if env is None else env
         values: dict = {}
         home = env.get("MEMORA_HOME")
-        if home:
-            values["data_dir"] = Path(home).expanduser()
+        values["data_dir"] = Path(home).expanduser() if home else default_data_dir(BASE_DIR, env)
+        values["no_color"] = bool(env.get("NO_COLOR"))  # set and not empty, as no-color.org defines it
         if env.get("MEMORA_USER"):
             values["user"] = env["MEMORA_USER"]
         if env.get("MEMORA_MODEL"):
