@@ -31,7 +31,9 @@ from typing import Callable
 
 from memora.engine.chroma_backend import ChromaConnection
 from memora.engine.config import Settings
-from context_builder import DIGEST_SECTIONS, Background, build_background_messages, build_user_digest
+from context_builder import DIGEST_SECTIONS, Background, MistakeNote, build_background_messages, build_user_digest
+from memora.engine.activity import ActivityLog
+from memora.engine.ledger import LedgerStore, relevant
 from memora.engine.embeddings import Embedder, make_embedder
 from memora.engine.errors import ConfigError, EmbeddingError, LimitError, MemoraError, ModelNotConfigured
 from memora.app.extraction import (
@@ -65,6 +67,9 @@ log = logging.getLogger("memora")
 MAX_MESSAGE_CHARS = 8000
 MAX_EXTRACTION_ATTEMPTS = 3  # a job that keeps failing (bad model, bad server) is dropped with a notice
 MEMORIES_PER_TURN = 5
+# A few mistakes in the background: enough to watch for the ones this message
+# may repeat, few enough that the section stays a handful of short lines.
+MISTAKES_PER_TURN = 3
 # 'undo' goes back this many change sets; older ones are dropped from the session
 # (a learner takes back what they just saw, not last month's turn).
 MAX_UNDO = 20
@@ -107,7 +112,9 @@ class Memora:
         ensure_private_dir(self.paths.folder)
         self.counter = TokenCounter(settings.model, warn=self.notify)
         self.model = ModelClient(settings, http_client=http_client)
-        self.profiles = UserProfileStore(self.paths.profile, notify=self.notify)
+        self.profiles = UserProfileStore(self.paths.profile, notify=self.notify, clock=clock)
+        self.ledger = LedgerStore(self.paths.mistakes, clock=clock, notify=self.notify)
+        self.activity = ActivityLog(self.paths.activity, clock=clock, notify=self.notify)
         self.proposals = ProposalStore(self.paths.proposals, notify=self.notify)
         self.sessions = SessionStore(self.paths.session, notify=self.notify)
         self.embedder = embedder or make_embedder(
@@ -187,6 +194,7 @@ class Memora:
                     proposals=self.proposals,
                     on_tokens=lambda n: self._add_usage("extraction", n),
                     counter=self.counter,
+                    ledger=self.ledger,
                 ),
                 on_outcome=self._extraction_done,
                 on_failure=self._extraction_failed,
@@ -268,6 +276,7 @@ class Memora:
                 knowledge=knowledge_items,
                 now=now,
                 changes=[r.record.content for r in early.retractions] if early else (),
+                mistakes=self._mistake_notes(text),
             )
             with self._lock:
                 prepared = self.memory.prepare_context(background_messages=background)
@@ -300,6 +309,7 @@ class Memora:
             job = PendingExtraction(job_id=uuid.uuid4().hex[:8], text=text, said_at=now)
             self._pending_jobs.append(job)
         self.save_session()
+        self.activity.record_turn(now)
         if early and early.retractions and self.worker is not None:
             outcome = ExtractionOutcome()
             self.worker.extractor.retract(early.retractions, outcome)  # right away, now that the reply is out
@@ -357,6 +367,20 @@ class Memora:
                 self.embedding_failure_noticed = True
                 notes.append(f"Answering without memories this time: {error}")
             return [], []
+
+    def _mistake_notes(self, text: str) -> list[MistakeNote]:
+        notes = []
+        for entry in relevant(self.ledger.all(), text, MISTAKES_PER_TURN):
+            example = entry.latest
+            notes.append(MistakeNote(example.original, example.corrected, entry.rule, entry.count))
+        return notes
+
+    def review_due_line(self) -> str | None:
+        """"3 mistakes to review today (type review)", at most once a day."""
+        due = len(self.ledger.due(self.clock()))
+        if not due or not self.activity.claim_due_notice(self.clock().date()):
+            return None
+        return f"{due} mistake{'s' if due != 1 else ''} to review today (type review)"
 
     def _digest(self):
         records = self.store.catalog.digest_candidates([key for key, _ in DIGEST_SECTIONS])

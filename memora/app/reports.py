@@ -23,6 +23,8 @@ def status_rows(app) -> list[Table]:
         ["data folder", str(settings.data_dir)],
         ["profile", str(app.paths.profile)],
         ["session", str(app.paths.session)],
+        ["mistake ledger", str(app.paths.mistakes)],
+        ["activity log", str(app.paths.activity)],
         ["memory store", app.connection.location],
         ["memories", f"{store.count()} current, {store.count(include_superseded=True)} with history" + (f", cap {cap}" if cap else "")],
     ]
@@ -41,6 +43,7 @@ def status_rows(app) -> list[Table]:
         ["embeddings" + (" (local model, no API cost)" if app.embedder.name.startswith("local:") else ""), str(usage.embeddings)],
         ["summaries", str(usage.summaries)],
         ["extraction", extraction_state],
+        ["review grading", str(usage.grading)],
         ["total", str(usage.total)],
     ]
     extraction_rows = [

@@ -34,6 +34,7 @@ class UsageCounts(BaseModel):
     embeddings: int = 0
     summaries: int = 0
     extraction: int = 0
+    grading: int = 0
 
 
 class PendingExtraction(BaseModel):

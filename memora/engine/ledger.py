@@ -46,7 +46,7 @@ MAX_MISTAKE_CHARS = 300  # a mistake is a phrase or a sentence, not a paragraph
 STATUSES = ("active", "improving", "mastered")
 
 
-def _clean(text: str, what: str) -> str:
+def clean_mistake_text(text: str, what: str = "text") -> str:
     value = clean_text(text or "")
     if not value:
         raise LimitError(f"A mistake needs its {what}.")
@@ -258,9 +258,9 @@ class LedgerStore:
     def record(self, new: NewMistake, seen_at: datetime | None = None) -> tuple[Mistake, bool]:
         """Add a mistake or count it against the entry it repeats; returns (entry, merged)."""
         new = NewMistake(
-            original=_clean(new.original, "original words"),
-            corrected=_clean(new.corrected, "correction"),
-            rule=_clean(new.rule, "rule"),
+            original=clean_mistake_text(new.original, "original words"),
+            corrected=clean_mistake_text(new.corrected, "correction"),
+            rule=clean_mistake_text(new.rule, "rule"),
             kind=new.kind,
         )
         if correction_edits(new.original, new.corrected) == () and new.original.casefold() == new.corrected.casefold():
