@@ -336,7 +336,7 @@ def build_export(app) -> ExportFile:
         exported_at=app.now(),
         user=app.settings.user,
         embedding_model=app.embedder.name,
-        profile=ImportedProfile.model_construct(**app.profiles.get().model_dump()),
+        profile=ImportedProfile.model_construct(**dict(app.profiles.get())),  # nested models kept as models
         pending_profile_changes=[ImportedProposal.model_construct(**p.model_dump()) for p in app.proposals.pending()],
         memories=[ExportedMemory.from_record(r) for r in records],
         session=ExportedSession.model_construct(

@@ -102,7 +102,7 @@ class Drill:
         current = self.ledger.get(card.id)  # another terminal may have changed or forgotten it
         question = exercise(current) if current is not None else None
         if question is None:
-            why = "it was forgotten" if current is None else "its example was edited away"
+            why = "it was forgotten" if current is None else f"its example was edited away ('mistakes forget {card.id}' removes it)"
             self.console.say(f"Skipped card {card.id}: {why}.")
             summary.skipped += 1
             return True

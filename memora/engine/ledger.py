@@ -246,9 +246,12 @@ class LedgerStore:
         return [m for m in self.all() if m.id.startswith(prefix)] if prefix else []
 
     def due(self, now: datetime | None = None) -> list[Mistake]:
-        """Active cards due by the end of the learner's day, the longest overdue first."""
+        """Active cards due by the end of the learner's day, the longest overdue first.
+
+        A card whose example was edited away stays listed: the drill says so
+        rather than let it vanish without a word."""
         horizon = spaced.end_of_day(now or self.clock())
-        cards = [m for m in self.all() if m.active and m.latest is not None and m.due <= horizon]
+        cards = [m for m in self.all() if m.active and m.due <= horizon]
         return sorted(cards, key=lambda m: (m.due, -m.count))
 
     def count(self) -> int:
