@@ -378,3 +378,27 @@ def test_progress_since_narrows_the_period(make_app, run_repl, clock):
     app.activity.record_turn()
     assert "Days practised: 1 of 7" in run_repl(app, ["progress --since 1w"]).text
     assert "Days practised: 2 of 30" in run_repl(app, ["progress --since 30d"]).text
+
+
+def test_a_word_the_learner_asks_about_becomes_a_card_after_their_yes(make_app, run_repl, server, clock):
+    app = make_app()
+    asked = {**extraction(), "asked_words": [{"word": "ubiquitous", "meaning": "found everywhere"}]}
+    server.script("extraction", asked, asked)
+    t = run_repl(app, ["What does ubiquitous mean", "yes", "What does ubiquitous mean", "review", "found in every place"])
+    assert t.text.count("Add “ubiquitous” to your review cards? (yes/no)") == 1  # not offered again once it is a card
+    [card] = app.ledger.all()
+    assert card.card_type == "word" and card.kind == "vocabulary"
+    assert "Added “ubiquitous” to your review cards" in t.text
+    # A word card is reviewed, but it is not a mistake to watch for.
+    assert server.chats[-1].section("mistakes_to_watch") is None
+    assert "[1/1] What does “ubiquitous” mean?" in t.text
+    grading = json.loads(server.of_kind("grading")[0].input[0]["content"])
+    assert grading["expected"] == "found everywhere"
+
+
+def test_saying_no_to_a_word_card_adds_nothing(make_app, run_repl, server):
+    app = make_app()
+    server.script("extraction", {**extraction(), "asked_words": [{"word": "serendipity", "meaning": "a happy accident"}]})
+    t = run_repl(app, ["What does serendipity mean", "no"])
+    assert "Okay, no card for “serendipity”." in t.text
+    assert app.ledger.count() == 0

@@ -224,8 +224,8 @@ def test_review_export_writes_an_anki_collection_with_one_note_per_card(ledger, 
     db = sqlite3.connect(tmp_path / "unzipped" / "collection.anki2")
     notes = db.execute("SELECT guid, flds, tags FROM notes ORDER BY id").fetchall()
     fields = [row[1].split("\x1f") for row in notes]
-    assert fields[0] == ["Yesterday I goed to the market.", "Yesterday I went to the market.", "go → went: irregular past tense", "grammar", a.id]
-    assert fields[1][0] == "I like &lt;b&gt;cats&lt;/b&gt; &amp; dogs" and fields[1][4] == b.id
+    assert fields[0] == ["Fix this sentence: “Yesterday I goed to the market.”", "Yesterday I went to the market.", "go → went: irregular past tense", "grammar", a.id]
+    assert fields[1][0] == "Fix this sentence: “I like &lt;b&gt;cats&lt;/b&gt; &amp; dogs”" and fields[1][4] == b.id
     assert {row[0] for row in db.execute("SELECT did FROM cards")} == {DECK_ID}
     # A second export keeps each note's guid, so Anki updates instead of duplicating.
     again = tmp_path / "again.apkg"

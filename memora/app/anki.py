@@ -23,7 +23,7 @@ from memora.engine.storage import FILE_MODE
 
 MODEL_ID = 1_718_204_812  # never change: Anki keys the note type on it
 DECK_ID = 1_718_204_813  # never change: Anki keys the deck on it
-FIELDS = ("Mistake", "Correction", "Rule", "Kind", "MemoraId")
+FIELDS = ("Question", "Answer", "Rule", "Kind", "MemoraId")
 
 
 def _model():
@@ -35,8 +35,8 @@ def _model():
         fields=[{"name": name} for name in FIELDS],
         templates=[{
             "name": "Fix the sentence",
-            "qfmt": "Fix this sentence:<br><b>{{Mistake}}</b>",
-            "afmt": "{{FrontSide}}<hr id=answer>{{Correction}}<br><i>{{Rule}}</i>",
+            "qfmt": "{{Question}}",
+            "afmt": "{{FrontSide}}<hr id=answer>{{Answer}}<br><i>{{Rule}}</i>",
         }],
     )
 
@@ -54,11 +54,13 @@ def write_deck(mistakes: list[Mistake], path: Path, *, user: str, now: datetime)
     model = _model()
     deck = genanki.Deck(DECK_ID, f"Memora: {user}'s mistakes")
     count = 0
+    from memora.app.drill import exercise
+
     for mistake in mistakes:
-        example = mistake.latest
-        if example is None:
+        example, question = mistake.latest, exercise(mistake)
+        if example is None or question is None:
             continue
-        fields = [html.escape(text) for text in (example.original, example.corrected, mistake.rule, mistake.kind, mistake.id)]
+        fields = [html.escape(text) for text in (question, example.corrected, mistake.rule, mistake.kind, mistake.id)]
         deck.add_note(genanki.Note(model=model, fields=fields, guid=genanki.guid_for(user, mistake.id), tags=[mistake.kind.replace(" ", "_")]))
         count += 1
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)

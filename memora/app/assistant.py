@@ -57,7 +57,7 @@ from memora.engine.records import MemorySearchResult
 from memora.engine.retrieval import retrieve_relevant_memories
 from memora.app.session import ChangeSet, PendingExtraction, SessionState, SessionStore, UndoneMemory
 from memora.engine.storage import ensure_private_dir
-from memora.engine.text_utils import shorten
+from memora.engine.text_utils import quoted, shorten
 from memora.engine.timeutil import Clock, system_clock
 from memora.engine.tokens import TokenCounter
 from user_profile import UserProfileStore
@@ -506,7 +506,9 @@ class Memora:
         if proposal is None:
             return "There is no pending profile change."
         if accept:
-            return proposal.apply(self.profiles)
+            return proposal.apply(self.profiles, self.ledger)
+        if proposal.field == "review_card":
+            return f"Okay, no card for {quoted(proposal.value, 60)}"
         return f"Okay, I left your profile as it is ({proposal.describe()} discarded)."
 
     # -- visible, reversible memory writes ---------------------------------------------

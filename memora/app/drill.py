@@ -40,6 +40,8 @@ def exercise(mistake: Mistake) -> str | None:
     example = mistake.latest
     if example is None:
         return None
+    if not mistake.is_mistake:
+        return f"What does {quoted(example.original, 80, end='')} mean?"
     return f"Fix this sentence: {quoted(example.original, 200, end='')}"
 
 
@@ -136,7 +138,8 @@ class Drill:
                     f"{grade.verdict.capitalize()}: {shorten(grade.feedback, 200)} Expected: {quoted(example.corrected, 200, end='')}"
                 )
                 return spaced.VERDICT_RATINGS[grade.verdict]
-        self.console.say(f"Answer: {quoted(example.corrected, 200, end='')} ({shorten(card.rule, 120)})")
+        rule = f" ({shorten(card.rule, 120)})" if card.is_mistake else ""  # a word's rule is its meaning again
+        self.console.say(f"Answer: {quoted(example.corrected, 200, end='')}{rule}")
         return self._self_rating()
 
     def _self_rating(self) -> int | None:

@@ -55,7 +55,7 @@ from pydantic import BaseModel, PrivateAttr, ValidationError, model_validator
 from memora.engine import lexical
 from memora.engine.errors import EmbeddingError, EmbeddingModelMismatch, LimitError, MemoraError, MemoryFullError, ModelCallError
 from long_term_memory import LongTermMemoryStore, is_near_duplicate
-from memora.engine.ledger import LedgerStore, NewMistake
+from memora.engine.ledger import LedgerStore, NewMistake, clean_mistake_text
 from memora.engine.prompts import CORRECTION_PROMPT, EXTRACTION_PROMPT, MISTAKE_STYLE, RECONCILE_PROMPT
 from memora.app.proposals import ProfileProposal, ProposalStore
 from memora.engine.records import MAX_MEMORY_CHARS, MemoryRecord
@@ -94,8 +94,21 @@ class ExtractedMistake(NewMistake):
     """A real error in the learner's own English (``ledger.NewMistake``)."""
 
 
-_ITEM_MODELS = {"facts": ExtractedFact, "profile_changes": ProfileChange, "corrections": Correction, "mistakes": ExtractedMistake}
-_ITEM_NAMES = {"facts": "fact", "profile_changes": "profile change", "corrections": "correction", "mistakes": "mistake"}
+class AskedWord(BaseModel):
+    """A word the learner asked the meaning of: Memora offers to make it a review card."""
+
+    word: str
+    meaning: str
+
+
+_ITEM_MODELS = {
+    "facts": ExtractedFact, "profile_changes": ProfileChange, "corrections": Correction,
+    "mistakes": ExtractedMistake, "asked_words": AskedWord,
+}
+_ITEM_NAMES = {
+    "facts": "fact", "profile_changes": "profile change", "corrections": "correction",
+    "mistakes": "mistake", "asked_words": "word",
+}
 
 
 class ExtractionResult(BaseModel):
@@ -103,6 +116,7 @@ class ExtractionResult(BaseModel):
     profile_changes: list[ProfileChange]
     corrections: list[Correction]
     mistakes: list[ExtractedMistake]
+    asked_words: list[AskedWord]
     # Items the model returned that do not fit their schema: (kind, text, reason).
     # Not part of the schema the model sees; filled while parsing.
     _rejected: list[tuple[str, str, str]] = PrivateAttr(default_factory=list)
@@ -118,6 +132,7 @@ class ExtractionResult(BaseModel):
             data = dict(data)
             # A reading saved in the session file before mistakes were read has none.
             data.setdefault("mistakes", [])
+            data.setdefault("asked_words", [])
             for key, model in _ITEM_MODELS.items():
                 items = data.get(key)
                 if not isinstance(items, list):
@@ -139,7 +154,7 @@ class ExtractionResult(BaseModel):
 
 def _item_label(item) -> str:
     if isinstance(item, dict):
-        item = item.get("text") or item.get("statement") or item.get("value") or item.get("original") or item
+        item = item.get("text") or item.get("statement") or item.get("value") or item.get("original") or item.get("word") or item
     return shorten(str(item), 60)
 
 
@@ -345,7 +360,7 @@ class Extractor:
         outcome = ExtractionOutcome()
         result = job.prepared.result if job.prepared is not None else self.read(job)
         outcome.skipped.extend(Skipped(*rejected) for rejected in result._rejected)
-        again: dict[str, list] = {"facts": [], "profile_changes": [], "corrections": [], "mistakes": []}
+        again: dict[str, list] = {"facts": [], "profile_changes": [], "corrections": [], "mistakes": [], "asked_words": []}
         for correction in result.corrections:
             if self.cancelled:
                 return outcome
@@ -369,6 +384,10 @@ class Extractor:
             if self.cancelled:
                 return outcome
             self._isolated(outcome, "mistake", mistake.original, lambda m=mistake: self._apply_mistake(m, job, outcome))
+        for asked in result.asked_words if self.ledger is not None else ():
+            if self.cancelled:
+                return outcome
+            self._isolated(outcome, "word", asked.word, lambda a=asked: self._offer_word(a, job, outcome))
         if any(again.values()):
             outcome.retry = ExtractionResult(**again)
         return outcome
@@ -513,6 +532,14 @@ class Extractor:
             raise LimitError("it is not English")
         entry, _ = self.ledger.record(mistake, seen_at=job.said_at)
         outcome.mistakes.append(entry.id)
+
+    def _offer_word(self, asked: AskedWord, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
+        """Ask (after the reply) whether to review a word the learner asked about."""
+        word, meaning = clean_mistake_text(asked.word, "word"), clean_mistake_text(asked.meaning, "meaning")
+        if normalized_key(word) not in normalized_key(job.text):
+            raise LimitError("the word is not in the message")
+        if not self.ledger.has_word(word):
+            self._propose(ProfileProposal.new("review_card", "add", word, None, meaning), outcome)
 
     # -- corrections ------------------------------------------------------------------
     def _match_correction(self, correction: Correction) -> list[MemoryRecord]:

@@ -96,6 +96,7 @@ def report(data: ProgressData, *, charts: bool) -> list[str]:
     in_period = {d: a for d, a in data.activity.items() if start <= d <= today}
     practised = {d for d, a in data.activity.items() if a.turns or a.reviews}
     weeks = _weeks(today, data.days)
+    mistakes = [m for m in data.mistakes if m.is_mistake]  # word cards are reviewed, but are not mistakes
     lines = [f"Progress, {start.isoformat()} to {today.isoformat()} ({data.days} day{'s' if data.days != 1 else ''})"]
 
     days_practised = len([d for d in practised if start <= d <= today])
@@ -111,7 +112,7 @@ def report(data: ProgressData, *, charts: bool) -> list[str]:
     if charts:
         lines.append(f"  {sparkline(turns)}  (max {max(turns, default=0)})")
 
-    new_mistakes = [m for m in data.mistakes if start <= _local_day(m.first_seen) <= today]
+    new_mistakes = [m for m in mistakes if start <= _local_day(m.first_seen) <= today]
     by_kind = Counter(m.kind for m in new_mistakes)
     lines.append(f"Mistakes by kind ({len(new_mistakes)} new in the period):")
     top = max(by_kind.values(), default=0)
@@ -122,8 +123,8 @@ def report(data: ProgressData, *, charts: bool) -> list[str]:
     if not by_kind:
         lines.append("  (none)")
 
-    new_per_week = [sum(1 for m in data.mistakes if s <= _local_day(m.first_seen) <= e) for s, e in weeks]
-    mastered_per_week = [sum(1 for m in data.mistakes if m.mastered_at and s <= _local_day(m.mastered_at) <= e) for s, e in weeks]
+    new_per_week = [sum(1 for m in mistakes if s <= _local_day(m.first_seen) <= e) for s, e in weeks]
+    mastered_per_week = [sum(1 for m in mistakes if m.mastered_at and s <= _local_day(m.mastered_at) <= e) for s, e in weeks]
     lines.append("New mistakes per week: " + ", ".join(str(n) for n in new_per_week))
     lines.append("Mastered per week: " + ", ".join(str(n) for n in mastered_per_week))
     if charts:

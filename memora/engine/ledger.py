@@ -89,6 +89,9 @@ class Mistake(BaseModel):
     card: dict  # the FSRS card (``fsrs.Card.to_dict()``)
     reviews: list[Review] = Field(default_factory=list)
     mastered_at: datetime | None = None
+    # "word": a word the learner asked the meaning of and chose to review
+    # (its example is the word and its meaning); never merged with a mistake.
+    card_type: Literal["mistake", "word"] = "mistake"
 
     @field_validator("examples")
     @classmethod
@@ -114,8 +117,12 @@ class Mistake(BaseModel):
 
     @property
     def active(self) -> bool:
-        """Not mastered: it belongs in the background and in the drill."""
+        """Not mastered: it belongs in the drill (and, for a mistake, in the background)."""
         return self.mastered_at is None
+
+    @property
+    def is_mistake(self) -> bool:
+        return self.card_type == "mistake"
 
 
 class NewMistake(BaseModel):
@@ -208,7 +215,7 @@ def relevant(mistakes: Iterable[Mistake], message: str, limit: int) -> list[Mist
         text = " ".join([entry.rule] + [f"{e.original} {e.corrected}" for e in entry.examples])
         return len(query & set(lexical.terms(text)))
 
-    active = [m for m in mistakes if m.active and m.latest is not None]
+    active = [m for m in mistakes if m.active and m.is_mistake and m.latest is not None]
     active.sort(key=lambda m: (-overlap(m), -m.count, -m.last_seen.timestamp()))
     return active[:limit]
 
@@ -273,7 +280,7 @@ class LedgerStore:
 
         def change(state: _LedgerFile) -> tuple[Mistake, bool]:
             for index, entry in enumerate(state.mistakes):
-                if same_mistake(entry, new):
+                if entry.is_mistake and same_mistake(entry, new):
                     if any(e.original.casefold() == new.original.casefold() and e.seen_at == when for e in entry.examples):
                         return entry, True  # the same message read again (a retried job): counted once
                     card = entry.card
@@ -302,6 +309,32 @@ class LedgerStore:
             if len(state.mistakes) > MAX_MISTAKES:
                 self._evict(state)
             return entry, False
+
+        return self._change(change)
+
+    def has_word(self, word: str) -> bool:
+        key = clean_text(word).casefold()
+        return any(not m.is_mistake and m.examples and m.examples[0].original.casefold() == key for m in self.all())
+
+    def add_word(self, word: str, meaning: str, at: datetime | None = None) -> tuple[Mistake, bool]:
+        """A word card (the learner said yes to reviewing it); returns (card, added)."""
+        word = clean_mistake_text(word, "word")
+        meaning = clean_mistake_text(meaning, "meaning")
+        when = at or self.clock()
+
+        def change(state: _LedgerFile) -> tuple[Mistake, bool]:
+            for entry in state.mistakes:
+                if not entry.is_mistake and entry.examples and entry.examples[0].original.casefold() == word.casefold():
+                    return entry, False
+            entry = Mistake(
+                id=self._new_id(state), kind="vocabulary", rule=f"{word}: {meaning}",
+                examples=[Example(original=word, corrected=meaning, seen_at=when)],
+                first_seen=when, last_seen=when, card=spaced.new_card(when), card_type="word",
+            )
+            state.mistakes.append(entry)
+            if len(state.mistakes) > MAX_MISTAKES:
+                self._evict(state)
+            return entry, True
 
         return self._change(change)
 
