@@ -83,6 +83,8 @@ def why_report(app) -> list[Table]:
     if background.digest:
         # as the model read it: dates, resolved time phrases and "Learner said" included
         tables.append(("About you (digest)", ["category", "memory"], [[d.category, digest_item_text(d, now)] for d in background.digest]))
+    if background.mistakes:
+        tables.append(("Mistakes to watch", ["line"], [[line.removeprefix("- ")] for line in background.mistake_lines()]))
     if background.hint is not None:
         tables.append(("Follow-up hint", ["memory", "said", "text"], [[background.hint.memory_id, time_ago(background.hint.said_at, now), hint_plan_text(background.hint, now)]]))
     if background.knowledge:
