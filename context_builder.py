@@ -300,7 +300,7 @@ class Background(Sequence[dict]):
         lines = [MISTAKES_GUIDANCE["off" if style == "off" else "default"]]
         for note in self.mistakes:
             times = f"; {note.count} times" if note.count > 1 else ""
-            lines.append(f"- \"{neutralize(note.original)}\" -> \"{neutralize(note.corrected)}\" ({neutralize(note.rule)}{times})")
+            lines.append(f"- \"{neutralize(note.original)}\" → \"{neutralize(note.corrected)}\" ({neutralize(note.rule)}{times})")
         return lines
 
     def hint_lines(self) -> list[str]:
