@@ -18,12 +18,15 @@ import sqlite3
 import sys
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from memora import __version__
 from memora.engine.config import Settings
 from memora.engine.errors import ConfigError, MemoraError, OutputClosed, StoreError
 from memora.app.terminal import Console, PlainConsole
+
+if TYPE_CHECKING:
+    from memora.app.assistant import Memora
 
 WELCOME = "Memora, your English tutor. Type 'help' for commands, 'exit' to leave."
 
@@ -45,10 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def configure_logging() -> None:
+def configure_logging(debug: bool) -> None:
     logger = logging.getLogger("memora")
     logger.propagate = False
-    if os.environ.get("MEMORA_DEBUG"):
+    if debug:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
         logger.addHandler(handler)
@@ -87,7 +90,7 @@ def run(
     return status or code
 
 
-def _greet(app, console: Console, startup_notes: Sequence[str]) -> None:
+def _greet(app: Memora, console: Console, startup_notes: Sequence[str]) -> None:
     console.say(WELCOME)
     for note in startup_notes:  # after the welcome line, so it reads as part of this session
         console.notice(note)
@@ -103,7 +106,7 @@ def _greet(app, console: Console, startup_notes: Sequence[str]) -> None:
         app.ask_next_proposal()
 
 
-def _loop(app, console: Console, *, raise_unexpected: bool, startup_notes: Sequence[str]) -> None:
+def _loop(app: Memora, console: Console, *, raise_unexpected: bool, startup_notes: Sequence[str]) -> None:
     from memora.app.assistant import TurnCancelled
     from memora.app.commands import CommandRouter, ExitRequested, run_command
 
@@ -182,7 +185,7 @@ def _wait_for_warm_up(warmer: threading.Thread | None, stop: threading.Event, co
         warmer.join(timeout=60)
 
 
-def _warm_up(app, stop: threading.Event) -> None:
+def _warm_up(app: Memora, stop: threading.Event) -> None:
     """Load what the first turn needs while the learner types (never raises).
 
     Each step checks ``stop`` first, so leaving right after the start waits for
@@ -207,7 +210,7 @@ def _warm_up(app, stop: threading.Event) -> None:
         logging.getLogger("memora").debug("warm-up failed", exc_info=True)
 
 
-def _shutdown(app, console: Console) -> int:
+def _shutdown(app: Memora, console: Console) -> int:
     pending = app.unsaved_messages()
     if pending:
         console.say(f"Saving memories from the last {_plural(pending, 'message')}…")
@@ -223,7 +226,6 @@ def _shutdown(app, console: Console) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    configure_logging()
     os.umask(0o077)  # every file Memora (and Chroma) creates is owner-only
     interactive = sys.stdin.isatty() and sys.stdout.isatty() and not args.plain
     try:
@@ -233,6 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as error:
         print(f"Error: {error}", file=sys.stderr)
         return 2
+    configure_logging(settings.debug)
     if interactive:
         from memora.app.terminal import RichConsole
 
@@ -243,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     early: list[str] = []  # notices raised while opening the stores, shown after the welcome line
     try:
-        app = Memora(settings, notify=early.append, new_session=args.new)
+        app = Memora.from_settings(settings, notify=early.append, new_session=args.new)
     except ConfigError as error:
         print(f"Error: {error}", file=sys.stderr)
         return 2

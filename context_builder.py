@@ -1,7 +1,7 @@
 """Builds the single developer "background" message sent before each turn.
 
-Seed 000, section 八, extended by seed 001's 第四關. One message with role
-``developer`` holds, in this order and each only when it has content:
+One message with role ``developer`` (the model weighs it below the
+instructions and above the conversation, and it is replaced every turn) holds, in this order and each only when it has content:
 
 1. ``<user_profile>``: the structured profile (current state, read directly);
 2. ``<learner_digest>``: "about you", the learner's current semantic memories
@@ -18,8 +18,9 @@ Seed 000, section 八, extended by seed 001's 第四關. One message with role
 Every memory carries the day it was said, and the relative time phrases in it
 are rewritten to absolute dates placed relative to now (``memory_text``), so a
 plan said ten days ago is never read as upcoming. With nothing else to say the
-message is one line, the current local time: never an empty shell (seed 001),
-but never a turn without the date either. Every piece of stored text passes
+message is one line, the current local time: an empty section would only
+invite the model to guess what belongs in it, but a turn without the date
+would misread "tomorrow". Every piece of stored text passes
 through ``neutralize`` so it cannot close a section, forge one, or start a line
 that poses as a system or developer instruction.
 """
@@ -30,7 +31,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, replace
 from datetime import date, datetime
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable
 
 from memora.engine.lookalikes import ANGLE_LOOKALIKES
 from memora.engine.records import CATEGORIES, MemoryRecord, MemorySearchResult
@@ -52,7 +53,7 @@ GUARD_TEXT = (
     "newer one holds. Relative times in memories are already resolved to dates."
 )
 
-# Fixed order and labels of the "about you" digest (seed 001's PROFILE_SECTIONS).
+# Fixed order and labels of the "about you" digest.
 # A fixed order keeps the prompt's structure identical turn after turn.
 DIGEST_SECTIONS: tuple[tuple[str, str], ...] = (
     ("name", "Name"),
@@ -132,9 +133,15 @@ class DigestItem:
     event_date: date | None = None
 
 
-# "I", "my", "我": text the learner typed themselves (``remember``, ``memory edit``).
-# Shown bare, "I drink green tea" could be read as the tutor speaking.
-_FIRST_PERSON = re.compile(r"(?<![\w'\u2019])i(?:['\u2019](?:m|ve|d|ll))?(?![\w'\u2019])|\b(?:my|me|mine|myself)\b|我", re.IGNORECASE)
+# "I", "my", "we", "our", "我", "我們", "咱們": text the learner typed themselves
+# (``remember``, ``memory edit``). Shown bare, "I drink green tea" or "we moved
+# to Osaka" could be read as the tutor speaking. "US" in capitals is the
+# country, not "us".
+_FIRST_PERSON = re.compile(
+    r"(?<![\w'\u2019])(?:i|we)(?:['\u2019](?:m|ve|d|ll|re))?(?![\w'\u2019])"
+    r"|\b(?:my|me|mine|myself|our|ours|ourselves|ourself)\b|\b(?-i:[Uu]s)\b|我|咱",
+    re.IGNORECASE,
+)
 
 
 def memory_text(
@@ -243,12 +250,13 @@ class KnowledgeItem:
 
 
 @dataclass(frozen=True)
-class Background(Sequence[dict]):
-    """The background of one request; a sequence of zero or one developer messages.
+class Background:
+    """The background of one request: ``messages()`` renders it as zero or one
+    developer messages, and ``drop_one`` shrinks it item by item, lowest
+    priority first, when the token budget demands it.
 
-    It behaves as the ``background_messages`` list that ``prepare_context``
-    takes, and it also knows how to shrink itself item by item (``drop_one``),
-    lowest priority first, when the token budget demands it.
+    It is not itself a list of messages: rendering it is the expensive part,
+    so callers ask for ``messages()`` once.
     """
 
     profile: UserProfile | None = None
@@ -364,19 +372,6 @@ class Background(Sequence[dict]):
             return system_clock()
         return to_aware(self.now)
 
-    # -- Sequence protocol ------------------------------------------------------
-    def __len__(self) -> int:
-        return len(self.messages())
-
-    def __getitem__(self, index):
-        return self.messages()[index]
-
-    def __iter__(self) -> Iterator[dict]:
-        return iter(self.messages())
-
-    def __bool__(self) -> bool:
-        return bool(self.messages())
-
     @property
     def has_data(self) -> bool:
         """Whether anything beyond the current-time line is sent."""
@@ -448,10 +443,10 @@ def build_background_messages(
     changes: Iterable[str] = (),
     mistakes: Iterable[MistakeNote] = (),
 ) -> Background:
-    """Seed 000's ``build_background_messages``: profile + memories (+ digest, hint, notes).
+    """The background of one turn: profile + memories (+ digest, hint, notes).
 
-    Returns a ``Background``: a sequence holding one developer message, or
-    none when every section is empty.
+    Returns a ``Background``, whose ``messages()`` is one developer message,
+    or none when every section is empty.
     """
     ordered = sorted(memories, key=lambda m: m.score, reverse=True)
     return Background(
@@ -473,7 +468,7 @@ def build_user_digest(
     max_tokens: int = DIGEST_MAX_TOKENS,
     now: datetime | None = None,
 ) -> tuple[DigestItem, ...]:
-    """Seed 001's ``build_user_profile``: current semantic memories, by category.
+    """The "about you" digest: current semantic memories, by category.
 
     Categories follow ``DIGEST_SECTIONS``; within one, newest first, so when two
     facts of a category disagree the newer one comes first and its date says
@@ -512,7 +507,7 @@ def hint_plan_text(hint: FollowUpHint, now: datetime) -> str:
 
 
 def build_proactive_hint(hint: FollowUpHint, now: datetime) -> str:
-    """Seed 001's ``build_proactive_hint`` text, with its behavioural constraints.
+    """The follow-up hint's text, with its behavioural constraints.
 
     The plan is worded as every memory is (``memory_text``): its time phrase
     resolved, so the hint never says "next Tuesday" about a day that is over.

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from memora.engine.catalog import MemoryCatalog
 from memora.engine.lexical import say_the_same
@@ -47,9 +47,11 @@ from memora.engine.records import (
     MemoryRecord,
     MemorySearchResult,
     clean_memory_text,
+    from_chroma,
+    to_chroma_metadata,
 )
 from memora.engine.storage import atomic_write_text, ensure_private_dir, file_lock, quarantine
-from memora.engine.timeutil import Clock, parse_date, parse_iso, system_clock, to_aware
+from memora.engine.timeutil import Clock, system_clock, to_aware
 
 
 # The duplicate rule (``is_near_duplicate``). A false "duplicate" loses a fact
@@ -100,13 +102,6 @@ _SPECIFIC = re.compile(
     r"|[^\w\s.,!?;:'\"()\-。，！？；：、]",  # symbols carry meaning: C++ / C#, 50% / $50
     re.IGNORECASE,
 )
-
-_RESERVED_KEYS = {
-    "user_id", "created_at", "created_at_ts", "memory_type", "category", "source", "status",
-    "last_seen", "last_seen_ts", "valid_until", "valid_until_ts", "superseded_by", "supersedes",
-    "change_reason", "event_date", "followed_up_at", "followed_up_ts",
-}
-
 
 def collection_name(user_id: str) -> str:
     return f"memora-{user_id}-memories"
@@ -173,34 +168,6 @@ def _latest_first(steps: Sequence[tuple[str | None, str | None]]) -> list[tuple[
     return ordered
 
 
-def _chroma_metadata(record: MemoryRecord) -> dict[str, Any]:
-    meta: dict[str, Any] = {}
-    for key, value in record.metadata.items():
-        if key in _RESERVED_KEYS or value is None:
-            continue
-        meta[str(key)] = value if isinstance(value, (str, int, float, bool)) else str(value)
-    meta.update(
-        user_id=record.user_id,
-        created_at=to_aware(record.created_at).isoformat(),
-        created_at_ts=to_aware(record.created_at).timestamp(),
-        memory_type=record.memory_type,
-        category=record.category,
-        source=record.source,
-        status=record.status,
-    )
-    for key in ("last_seen", "valid_until", "followed_up_at"):
-        value = getattr(record, key)
-        if value is not None:
-            meta[key] = to_aware(value).isoformat()
-            meta[f"{key}_ts" if key != "followed_up_at" else "followed_up_ts"] = to_aware(value).timestamp()
-    for key in ("superseded_by", "supersedes", "change_reason"):
-        if getattr(record, key):
-            meta[key] = getattr(record, key)
-    if record.event_date:
-        meta["event_date"] = record.event_date.isoformat()
-    return meta
-
-
 def _upsert(collection, records: Sequence[MemoryRecord], vectors: Sequence[Sequence[float]]) -> None:
     """Write records with their vectors to Chroma, in batches Chroma accepts."""
     for start in range(0, len(records), 1000):
@@ -209,7 +176,7 @@ def _upsert(collection, records: Sequence[MemoryRecord], vectors: Sequence[Seque
             ids=[r.id for r in chunk],
             embeddings=list(vectors[start : start + 1000]),
             documents=[r.content for r in chunk],
-            metadatas=[_chroma_metadata(r) for r in chunk],
+            metadatas=[to_chroma_metadata(r) for r in chunk],
         )
 
 
@@ -246,31 +213,6 @@ class PartialWriteError(StoreError):
 def _short(error: BaseException, limit: int = 120) -> str:
     text = " ".join(str(error).split()) or type(error).__name__
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _record_from_chroma(memory_id: str, document: str, meta: dict | None) -> MemoryRecord:
-    meta = dict(meta or {})
-    created = parse_iso(meta.get("created_at"))
-    if created is None and meta.get("created_at_ts") is not None:
-        created = datetime.fromtimestamp(float(meta["created_at_ts"])).astimezone()
-    return MemoryRecord(
-        id=memory_id,
-        content=document or "",
-        created_at=created or system_clock(),
-        memory_type=meta.get("memory_type") if meta.get("memory_type") in MEMORY_TYPES else "semantic",
-        category=meta.get("category") if meta.get("category") in CATEGORIES else "other",
-        source=meta.get("source") if meta.get("source") in SOURCES else "command",
-        status=STATUS_SUPERSEDED if meta.get("status") == STATUS_SUPERSEDED else STATUS_CURRENT,
-        user_id=str(meta.get("user_id", "")),
-        last_seen=parse_iso(meta.get("last_seen")),
-        valid_until=parse_iso(meta.get("valid_until")),
-        superseded_by=meta.get("superseded_by"),
-        supersedes=meta.get("supersedes"),
-        change_reason=meta.get("change_reason"),
-        event_date=parse_date(meta.get("event_date")),
-        followed_up_at=parse_iso(meta.get("followed_up_at")),
-        metadata={k: v for k, v in meta.items() if k not in _RESERVED_KEYS},
-    )
 
 
 class LongTermMemoryStore:
@@ -422,7 +364,7 @@ class LongTermMemoryStore:
             if not len(page["ids"]):
                 return
             for memory_id, document, meta, vector in zip(page["ids"], page["documents"], page["metadatas"], page["embeddings"]):
-                record = _record_from_chroma(memory_id, document, meta)
+                record = from_chroma(memory_id, document, meta)
                 if record.user_id in ("", self.user_id):
                     yield record.evolve(user_id=self.user_id), [float(x) for x in vector]
             offset += len(page["ids"])
@@ -607,7 +549,7 @@ class LongTermMemoryStore:
         with self._writing(new_vectors=False) as (db, collection):
             for record in records:
                 self.catalog.update(db, record)
-            collection.update(ids=[r.id for r in records], metadatas=[_chroma_metadata(r) for r in records])
+            collection.update(ids=[r.id for r in records], metadatas=[to_chroma_metadata(r) for r in records])
 
     # -- changing ---------------------------------------------------------------------
     def touch(self, memory_id: str, when: datetime | None = None) -> MemoryRecord:
@@ -687,7 +629,7 @@ class LongTermMemoryStore:
         )
         with self._writing() as (db, collection):
             self.catalog.update(db, retired)
-            collection.update(ids=[retired.id], metadatas=[_chroma_metadata(retired)])
+            collection.update(ids=[retired.id], metadatas=[to_chroma_metadata(retired)])
             if successor is not None:
                 self.catalog.insert(db, [successor], [vector])
                 _upsert(collection, [successor], [vector])
@@ -747,9 +689,9 @@ class LongTermMemoryStore:
                 collection.delete(ids=doomed)
             for record in revived:
                 self.catalog.update(db, record)
-                metadata = _chroma_metadata(record)
+                metadata = to_chroma_metadata(record)
                 # Chroma merges metadata on update; a key is removed only by setting it to None.
-                metadata.update({k: None for k in _chroma_metadata(stored[record.id]) if k not in metadata})
+                metadata.update({k: None for k in to_chroma_metadata(stored[record.id]) if k not in metadata})
                 collection.update(ids=[record.id], metadatas=[metadata])
         return RevertResult(tuple(stored[i] for i in doomed), tuple(revived), tuple(skipped))
 
@@ -772,7 +714,7 @@ class LongTermMemoryStore:
                 if nxt is not None and nxt.supersedes in ids:
                     nxt = nxt.evolve(supersedes=None)
                     self.catalog.update(db, nxt)
-                    collection.update(ids=[nxt.id], metadatas=[_chroma_metadata(nxt)])
+                    collection.update(ids=[nxt.id], metadatas=[to_chroma_metadata(nxt)])
         self.erase_deleted()
         return ids
 

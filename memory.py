@@ -1,6 +1,6 @@
 """Short-term memory: the conversation, its running summary and the token budget.
 
-Seed 000, section 九 names the turn lifecycle this class serves::
+The turn lifecycle this class serves::
 
     memory.add_user_message(text)
     memory.add_token_usage(embedding_tokens, "embeddings")
@@ -21,6 +21,12 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Sequence
 
 from context_builder import Background
+from memora.engine.config import (
+    DEFAULT_BACKGROUND_TOKENS,
+    DEFAULT_RECENT_TOKENS,
+    DEFAULT_SUMMARY_TOKENS,
+    DEFAULT_TOKEN_BUDGET,
+)
 from memora.engine.errors import ContextBudgetError, MemoraError
 from memora.engine.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, TokenCounter, approximate_tokens
 
@@ -60,10 +66,10 @@ class ContextBudget:
     summary, ``background`` caps the profile/digest/hint/notes/memories.
     """
 
-    total: int = 4000
-    recent: int = 1200
-    summary: int = 400
-    background: int = 1200
+    total: int = DEFAULT_TOKEN_BUDGET
+    recent: int = DEFAULT_RECENT_TOKENS
+    summary: int = DEFAULT_SUMMARY_TOKENS
+    background: int = DEFAULT_BACKGROUND_TOKENS
 
     def check(self, instructions_tokens: int = 0) -> None:
         if min(self.total, self.recent, self.summary, self.background) <= 0:
@@ -95,9 +101,6 @@ class PreparedContext:
     background: Background
     folded_messages: int = 0
     summary_failed: str | None = None
-
-    def __getitem__(self, key: str):  # seed-style access: stats["context_messages"]
-        return getattr(self, key)
 
 
 @dataclass
@@ -145,10 +148,6 @@ class ConversationMemory:
     def add_token_usage(self, tokens: int | None, kind: str = "embeddings") -> None:
         self.usage.add(kind, tokens)
 
-    @property
-    def pending_message(self) -> str | None:
-        return self._pending
-
     def prepare_context(self, background_messages: Sequence[dict] | Background = ()) -> PreparedContext:
         """Fit the request into the budget and return the messages to send.
 
@@ -177,22 +176,7 @@ class ConversationMemory:
         recent = history[drop:]
         recent_tokens = sum(count(m) for m in recent)
 
-        # The summary travels inside the one developer message, with the background.
-        # It and the current-time line are outside the background cap: with no
-        # summary, ``summary_only`` is the time line alone. Only ``room`` can drop it.
-        room = self.budget.total - fixed - recent_tokens
-        summary_only = self._developer_tokens(Background(now=background.now, summary=summary))
-        limit = min(room, self.budget.background + summary_only)
-        shaped = background.with_summary(summary)
-        while self._developer_tokens(shaped) > limit:
-            smaller = shaped.drop_one()
-            if smaller is None:
-                break
-            shaped = smaller
-        if shaped.summary and fixed + recent_tokens + self._developer_tokens(shaped) > self.budget.total:
-            # A long message leaves no room even for the summary: send the message without
-            # it this turn (the fold plan still keeps it) rather than refuse a message that fits.
-            shaped = shaped.without_summary()
+        shaped = self._fit_background(background, summary, fixed + recent_tokens)
         developer_tokens = self._developer_tokens(shaped)
         if fixed + recent_tokens + developer_tokens > self.budget.total:
             raise ContextBudgetError(
@@ -221,6 +205,26 @@ class ConversationMemory:
             folded_messages=drop,
             summary_failed=failure,
         )
+
+    def _fit_background(self, background: Background, summary: str, used: int) -> Background:
+        """The background with the summary, shrunk item by item to what ``used`` tokens leave."""
+        # The summary travels inside the one developer message, with the background.
+        # It and the current-time line are outside the background cap: with no
+        # summary, ``summary_only`` is the time line alone. Only ``room`` can drop it.
+        room = self.budget.total - used
+        summary_only = self._developer_tokens(Background(now=background.now, summary=summary))
+        limit = min(room, self.budget.background + summary_only)
+        shaped = background.with_summary(summary)
+        while self._developer_tokens(shaped) > limit:
+            smaller = shaped.drop_one()
+            if smaller is None:
+                break
+            shaped = smaller
+        if shaped.summary and used + self._developer_tokens(shaped) > self.budget.total:
+            # A long message leaves no room even for the summary: send the message without
+            # it this turn (the fold plan still keeps it) rather than refuse a message that fits.
+            shaped = shaped.without_summary()
+        return shaped
 
     def finish_turn(self, assistant_reply: str, context_messages: Sequence[dict], usage=None) -> None:
         """Commit the turn: the fold plan, the user message and the reply."""

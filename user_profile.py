@@ -1,6 +1,7 @@
 """The learner's profile: current state, read directly on every turn.
 
-Seed 000, section 五: the profile is not searched, it is read. It holds the
+The profile is not searched, it is read: what the learner is now must reach
+every turn, even one where retrieval finds nothing. It holds the
 three fields that change how Memora teaches: the CEFR level, the learning goals
 and the preferences, plus how much the learner wants to be corrected
 (``correction_style``) and the dated history of their level, which
@@ -11,13 +12,13 @@ the same data never lose each other's updates.
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from memora.engine.config import DEFAULT_MAX_PROFILE_ITEMS
 from memora.engine.errors import InvalidLevelError, LimitError
 from memora.engine.storage import atomic_write_model, file_lock, load_model_file
 from memora.engine.text_utils import clean_text, normalized_key
@@ -25,7 +26,7 @@ from memora.engine.timeutil import system_clock
 
 CEFR_LEVELS = ("A1", "A2", "B1", "B2", "C1", "C2")
 MAX_PROFILE_VALUE_CHARS = 200
-MAX_PROFILE_ITEMS = 100
+MAX_PROFILE_ITEMS = DEFAULT_MAX_PROFILE_ITEMS
 
 PROFILE_FIELDS = {"goal": "learning_goals", "preference": "preferences"}
 # How much the learner wants to be corrected. "important" (the default, also when
@@ -64,7 +65,7 @@ def clean_profile_value(text: str, what: str = "value") -> str:
 
 
 class UserProfile(BaseModel):
-    """Seed 000's UserProfile, with the level validated as CEFR."""
+    """The learner's level, goals and preferences, with the level validated as CEFR."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -106,7 +107,7 @@ class UserProfileStore:
     ):
         self.path = Path(path)
         self.clock = clock
-        self.max_items = max_items or int(os.environ.get("MEMORA_MAX_PROFILE_ITEMS", MAX_PROFILE_ITEMS))
+        self.max_items = max_items or MAX_PROFILE_ITEMS
         self._notify = notify
         self._stamp: tuple | None = None
         self.profile = self._load()
@@ -149,11 +150,6 @@ class UserProfileStore:
             self.profile = updated
             self._stamp = self._file_stamp()
             return True
-
-    def save(self) -> None:
-        with file_lock(self.path):
-            atomic_write_model(self.path, self.profile)
-            self._stamp = self._file_stamp()
 
     def set_english_level(self, level: str) -> bool:
         level = normalize_level(level)

@@ -98,7 +98,7 @@ def main() -> int:
 
         server.script("extraction", *[remember_message] * len(turns))
         settings = Settings(data_dir=Path(tmp), base_url=server.base_url, api_key="sk-bench", max_retries=0).validated()
-        app = Memora(settings, clock=lambda: clock["now"], embedder=LocalEmbedder(), notify=lambda m: None)
+        app = Memora.from_settings(settings, clock=lambda: clock["now"], embedder=LocalEmbedder(), notify=lambda m: None)
         app.profiles.set_english_level("B2")
         app.profiles.add_learning_goal("talk about family and hobbies")
         counter = TokenCounter(settings.model)

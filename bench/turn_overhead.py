@@ -71,7 +71,7 @@ def measure(size: int, turns: int) -> dict:
     vocabulary = Vocabulary()
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(data_dir=Path(tmp), api_key="sk-bench", base_url="http://127.0.0.1:9/v1").validated()
-        app = Memora(settings, embedder=HashEmbedder(), notify=lambda m: None)
+        app = Memora.from_settings(settings, embedder=HashEmbedder(), notify=lambda m: None)
         app.model = app.worker.extractor.model = InstantModel(settings)
         app.memory.summarizer = app.model.summarize
         app.profiles.set_english_level("B1")

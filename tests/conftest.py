@@ -127,7 +127,7 @@ def make_app(make_settings, clock):
     def build(*, settings=None, notices=None, embedder=None, **overrides):
         settings = settings or make_settings(**overrides)
         sink = notices if notices is not None else []
-        app = Memora(settings, clock=clock, embedder=embedder or HashEmbedder(), notify=sink.append)
+        app = Memora.from_settings(settings, clock=clock, embedder=embedder or HashEmbedder(), notify=sink.append)
         app.notices = sink
         apps.append(app)
         return app
@@ -176,7 +176,7 @@ def run_repl():
     def run(app, lines, *, settle=True):
         transcript = Transcript(lines, app if settle else None)
         console = PlainConsole(transcript.read, transcript.write)
-        app._notify = console.notice
+        app.set_notify(console.notice)
         code = chatbot.run(app, console, raise_unexpected=True)
         transcript.code = code
         return transcript

@@ -82,9 +82,9 @@ def test_background_drops_memories_first_lowest_score_first_and_profile_last():
     assert prepared.background.profile == profile  # the profile is untouched while memories can go
 
     level_only = build_background_messages(UserProfile(english_level="B2"), [], now=now)
-    clock_only = sum(counter.count_message(m) for m in build_background_messages(None, [], now=now))
+    clock_only = sum(counter.count_message(m) for m in build_background_messages(None, [], now=now).messages())
     # the level fits, nothing more does (the current-time line, like the summary, is outside the cap)
-    room = sum(counter.count_message(m) for m in level_only) - clock_only + 3
+    room = sum(counter.count_message(m) for m in level_only.messages()) - clock_only + 3
     tight = ConversationMemory(counter=counter, instructions="Tutor.", budget=ContextBudget(total=2000, recent=500, summary=100, background=room))
     tight.add_user_message("hi")
     squeezed = tight.prepare_context(build_background_messages(profile, memories, now=now))

@@ -130,7 +130,7 @@ def test_chat_without_a_model_is_one_clear_error_and_changes_nothing(data_dir, c
     from memora.engine.config import Settings
     from memora.engine.embeddings import HashEmbedder
 
-    app = Memora(Settings(data_dir=data_dir).validated(), clock=clock, embedder=HashEmbedder(), notify=lambda m: None)
+    app = Memora.from_settings(Settings(data_dir=data_dir).validated(), clock=clock, embedder=HashEmbedder(), notify=lambda m: None)
     with pytest.raises(ModelNotConfigured) as raised:
         chat(app, "hello")
     assert "OPENAI_API_KEY" in str(raised.value) and "OPENAI_BASE_URL" in str(raised.value)

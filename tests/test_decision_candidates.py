@@ -1,7 +1,7 @@
 """What the decision sees: the memory a new fact contradicts must be among them.
 
 Real client against the local Responses server, real Chroma on disk, the real
-local embedding model where the issue's failures were seen.
+local embedding model, whose distances are the ones that hid the contradicted memory.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def test_the_fixture_covers_every_kind_in_both_languages():
     styles = Counter((p["type"], p["lang"]) for p in PARAPHRASES)
     for style in ("reorder", "synonym", "added_detail"):
         assert styles[(style, "en")] >= 3 and styles[(style, "zh")] >= 2, style
-    # the issue's own examples are in it
+    # the plainest contradiction, one word flipped, is among them
     texts = {(p["a"], p["b"]) for p in CONTRADICTIONS}
     assert ("The learner finds grammar easy.", "The learner finds grammar hard.") in texts
     assert ("The learner is left-handed.", "The learner is right-handed.") in texts

@@ -1,5 +1,5 @@
 """Deletion is real: after every kind of forget, no file under the data folder
-holds a byte of the deleted text (issue 10, section 4).
+holds a byte of the deleted text.
 
 Every test walks the whole data folder, reads each file's raw bytes and looks
 for unique markers, with the embedded Chroma store on disk.
@@ -69,7 +69,7 @@ def test_forget_id_leaves_no_byte_of_any_version_in_any_file(make_app, run_repl,
     # An extraction job that failed and waits for the next start would read the fact back in.
     from memora.app.session import PendingExtraction
 
-    app._pending_jobs.append(PendingExtraction(job_id="j1", text="Remember: the learner keeps a pet axolotl named Wyxtrell!",
+    app.turn.pending_jobs.append(PendingExtraction(job_id="j1", text="Remember: the learner keeps a pet axolotl named Wyxtrell!",
                                                said_at=app.now(), attempts=1))
     app.save_session()
     assert app.paths.session.exists() and "Wyxtrell" in app.paths.session.read_text()
@@ -82,7 +82,7 @@ def test_forget_id_leaves_no_byte_of_any_version_in_any_file(make_app, run_repl,
     assert files_holding(data_dir, "Qzvorbix", "Wyxtrell") == {}
     assert "memora_db/chroma.sqlite3" in files_holding(data_dir, "plays the oboe")  # what was not forgotten stays
     assert "[forgotten]" in app.paths.session.read_text()
-    assert [job.text for job in app._pending_jobs] == ["Remember: [forgotten]!"]
+    assert [job.text for job in app.pending_jobs] == ["Remember: [forgotten]!"]
     assert app.store.count() == many + 1
     # A restart replays Chroma's log: the store is whole and the text stays gone.
     app.close()

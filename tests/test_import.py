@@ -1,5 +1,4 @@
-"""Import is all or nothing, truly (issue 10, section 3), and imported text is
-cleaned like typed text (section 1).
+"""Import is all or nothing, truly, and imported text is cleaned like typed text.
 
 Each failed import is compared with the state before it: every record read
 through the store, Chroma's own records, the catalog's rows, the profile, the
@@ -285,7 +284,7 @@ from memora.engine.embeddings import HashEmbedder
 data_dir, notes, backup, where = sys.argv[1:5]
 settings = Settings(data_dir=Path(data_dir), base_url="http://127.0.0.1:9", api_key="sk-test-not-real",
                     knowledge_dir=Path(notes)).validated()
-app = Memora(settings, embedder=HashEmbedder())
+app = Memora.from_settings(settings, embedder=HashEmbedder())
 
 def die(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)

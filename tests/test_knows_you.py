@@ -1,4 +1,4 @@
-"""Issue 4: the digest, proactive follow-ups, profile proposals and corrections."""
+"""Memora knows the learner: the digest, proactive follow-ups, profile proposals and corrections."""
 
 from __future__ import annotations
 

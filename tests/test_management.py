@@ -155,7 +155,7 @@ def test_new_flag_starts_a_fresh_conversation(make_app, make_settings, server, c
     app = make_app()
     app.chat("first conversation", on_delta=lambda _: None)
     app.close()
-    fresh = Memora(make_settings(), clock=clock, embedder=HashEmbedder(), notify=lambda m: None, new_session=True)
+    fresh = Memora.from_settings(make_settings(), clock=clock, embedder=HashEmbedder(), notify=lambda m: None, new_session=True)
     assert fresh.memory.messages == []
     fresh.chat("second conversation", on_delta=lambda _: None)
     assert [m["content"] for m in server.chats[-1].input] == ["Current local time: 2026-11-29 10:00 (Sunday)", "second conversation"]

@@ -15,7 +15,7 @@ def test_with_an_api_key_memories_are_embedded_by_openai_through_the_base_url(ma
 
     settings = make_settings()
     assert settings.effective_embedding_model == "text-embedding-3-small"
-    app = Memora(settings, clock=clock, notify=lambda m: None)
+    app = Memora.from_settings(settings, clock=clock, notify=lambda m: None)
     assert isinstance(app.embedder, OpenAIEmbedder) and app.embedder.name == "openai:text-embedding-3-small"
     app.store.add("The learner collects stamps", memory_type="episodic")
     app.chat("The learner collects stamps, right?", on_delta=lambda _: None)

@@ -536,9 +536,16 @@ def test_a_profile_value_over_200_characters_is_refused_and_not_stored(make_app,
     assert not app.paths.profile.exists()
 
 
-def test_a_full_profile_list_refuses_one_more_and_keeps_the_file(make_app, run_repl, monkeypatch):
-    monkeypatch.setenv("MEMORA_MAX_PROFILE_ITEMS", "3")
-    app = make_app()
+def test_the_profile_list_limit_is_a_setting_read_from_the_environment(data_dir):
+    from memora.engine.config import ConfigError, Settings
+
+    assert Settings.from_env({"MEMORA_HOME": str(data_dir), "MEMORA_MAX_PROFILE_ITEMS": "3"}).max_profile_items == 3
+    with pytest.raises(ConfigError, match="MEMORA_MAX_PROFILE_ITEMS"):
+        Settings.from_env({"MEMORA_HOME": str(data_dir), "MEMORA_MAX_PROFILE_ITEMS": "0"})
+
+
+def test_a_full_profile_list_refuses_one_more_and_keeps_the_file(make_app, run_repl):
+    app = make_app(max_profile_items=3)
     run_repl(app, ["profile goal pass IELTS", "profile goal travel English", "profile goal business emails"])
     saved = app.paths.profile.read_bytes()
 

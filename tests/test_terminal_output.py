@@ -78,6 +78,11 @@ def test_for_terminal_keeps_text_and_removes_control(name):
     assert for_terminal(raw) == expected
 
 
+def _reply(console, text: str) -> None:
+    with console.reply_stream() as emit:
+        emit(text)
+
+
 @pytest.mark.parametrize("mode", sorted(CONSOLES))
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_every_output_method_shows_hostile_text_literally(mode, name):
@@ -87,15 +92,15 @@ def test_every_output_method_shows_hostile_text_literally(mode, name):
         "notice": lambda c: c.notice(f"Updated your memory: “{raw}”."),
         "error": lambda c: c.error(f"No memory matching “{raw}”."),
         "table": lambda c: c.table(f"History of {raw}", ["id", raw], [["a1b2c3d4", raw], [raw, "x"]]),
-        "markdown": lambda c: c.markdown(raw),
+        "reply": lambda c: _reply(c, raw),
     }
     for method, call in methods.items():
         console, screen = CONSOLES[mode]()
         call(console)  # never raises MarkupError
         shown = screen()
-        if method == "markdown" and mode != "plain":
+        if method == "reply" and mode != "plain":
             expected = expected.replace("\\[", "[")  # Markdown's own escape, the one markup a reply keeps
-        assert_shows_as_data(shown, expected, mode)
+        assert_shows_as_data(shown, expected, mode, live=method == "reply")
         if method == "table":
             assert _RICH_OWN.sub("", shown).count(expected) >= 4, shown  # title, header and two cells
 
@@ -158,7 +163,7 @@ def run_in(mode: str, app, lines):
         screen = lambda: "".join(out)  # noqa: E731
     else:
         console, screen = rich_console(reader=read)
-    app._notify = console.notice
+    app.set_notify(console.notice)
     assert chatbot.run(app, console, raise_unexpected=True) == 0
     return screen()
 

@@ -1,5 +1,5 @@
 """Time on the way to the model: dated memories, resolved time phrases, the learner's
-own words, and the current time on every turn (issue 9, failure 4)."""
+own words, and the current time on every turn."""
 
 from __future__ import annotations
 
@@ -48,14 +48,110 @@ LATER = datetime(2026, 12, 9, 10, 0).astimezone()  # ten days later, a Wednesday
         ("下個月搬家", "in Dec 2026 (this month) 搬家"),
         ("週末去爬山", "on the weekend of Sat 28 Nov (11 days ago) 去爬山"),
         ("三天後面試", "on Wed 2 Dec (7 days ago) 面試"),
-        # no relative phrase: unchanged
+        # a calendar date is placed relative to now too: the model should not do date arithmetic
+        ("has an exam on 2026-12-01", "has an exam on Tue 1 Dec (8 days ago)"),
+        # no time phrase: unchanged
         ("goes swimming on Mondays", "goes swimming on Mondays"),
-        ("has an exam on 2026-12-01", "has an exam on 2026-12-01"),
         ("will be famous in 99999 years or in 100000000000 days", "will be famous in 99999 years or in 100000000000 days"),
     ],
 )
 def test_relative_time_phrases_are_resolved_against_when_they_were_said(text, shown):
     assert resolve_time_phrases(text, SAID, LATER, bare_weekdays=True) == shown
+
+
+MONDAY = datetime(2026, 11, 30, 9, 0).astimezone()  # the day after SAID
+
+# (said at, read at, text, shown): the same grammar as extraction's, on both clocks
+CLOCKS = [
+    # abbreviations and misspellings
+    (SAID, LATER, "has a test next Tues", "has a test on Tue 1 Dec (8 days ago)"),
+    (SAID, LATER, "has a test on Thurs", "has a test on Thu 3 Dec (6 days ago)"),
+    (SAID, LATER, "meets the tutor next Mon.", "meets the tutor on Mon 30 Nov (9 days ago)."),
+    (SAID, LATER, "meets the tutor next Mon. at 5", "meets the tutor on Mon 30 Nov (9 days ago) at 5"),
+    (SAID, SAID, "has a test tmrw", "has a test on Mon 30 Nov (tomorrow)"),
+    (SAID, LATER, "flies tmr night", "flies on the night of Mon 30 Nov (9 days ago)"),
+    # amounts and spans said other ways
+    (SAID, LATER, "has an exam in a fortnight", "has an exam around Sun 13 Dec (in 4 days)"),
+    (SAID, LATER, "flies two days from now", "flies on Tue 1 Dec (8 days ago)"),
+    (SAID, LATER, "flies in 10 days' time", "flies on Wed 9 Dec (today)"),
+    (SAID, LATER, "flies in a week's time.", "flies around Sun 6 Dec (3 days ago)."),
+    (SAID, LATER, "moves the week after next", "moves in the week of Mon 7 Dec (this week)"),
+    (SAID, LATER, "visits Kyoto on Friday after next", "visits Kyoto on Fri 11 Dec (in 2 days)"),
+    (SAID, LATER, "visits Japan next summer", "visits Japan in summer 2027 (in 5 months)"),
+    (SAID, MONDAY, "goes skiing this winter", "goes skiing in winter 2026/27 (tomorrow)"),
+    (SAID, LATER, "must finish by next Friday", "must finish by Fri 4 Dec (5 days ago)"),
+    (SAID, LATER, "has a test on Tuesday next week", "has a test on Tue 1 Dec (8 days ago)"),
+    (SAID, LATER, "On Friday, the learner has a test.", "On Fri 4 Dec (5 days ago), the learner has a test."),
+    (SAID, LATER, "sat on the sofa on Sat", "sat on the sofa on Sat 28 Nov (11 days ago)"),
+    (SAID, LATER, "has an exam on December the 3rd", "has an exam on Thu 3 Dec (6 days ago)"),
+    (SAID, LATER, "has a call next Thursday evening", "has a call on the evening of Thu 3 Dec (6 days ago)"),
+    (SAID, LATER, "flies on Friday night", "flies on the night of Fri 4 Dec (5 days ago)"),
+    (SAID, LATER, "must reply within 3 days", "must reply by Wed 2 Dec (7 days ago)"),
+    (SAID, LATER, "has an exam on Monday the 7th", "has an exam on Mon 7 Dec (2 days ago)"),
+    (SAID, LATER, "moves on the 3rd of next month", "moves on Thu 3 Dec (6 days ago)"),
+    (SAID, LATER, "had an exam on the 20th", "had an exam on Fri 20 Nov (2 weeks ago)"),
+    (SAID, LATER, "The exam is Dec 3.", "The exam is on Thu 3 Dec (6 days ago)."),
+    (SAID, LATER, "Next Tuesday is the exam.", "On Tue 1 Dec (8 days ago) is the exam."),
+    (SAID, LATER, "caught a cold a few days ago", "caught a cold on Thu 26 Nov (13 days ago)"),
+    (SAID, LATER, "has studied since last month", "has studied since Oct 2026 (2 months ago)"),
+    (SAID, LATER, "prepares for next week's test", "prepares for the week of Mon 30 Nov (last week)'s test"),
+    # past forms: the day gone, never the coming one
+    (SAID, MONDAY, "had a speaking test last Friday", "had a speaking test on Fri 27 Nov (3 days ago)"),
+    (SAID, MONDAY, "had a speaking test this past Friday", "had a speaking test on Fri 27 Nov (3 days ago)"),
+    (SAID, MONDAY, "had a speaking test on Friday.", "had a speaking test on Fri 27 Nov (3 days ago)."),
+    (SAID, MONDAY, "has a speaking test on Friday.", "has a speaking test on Fri 4 Dec (in 4 days)."),
+    (SAID, MONDAY, "went hiking on the weekend", "went hiking on the weekend of Sat 28 Nov (2 days ago)"),
+    (SAID, LATER, "caught a cold two days ago", "caught a cold on Fri 27 Nov (12 days ago)"),
+    (SAID, LATER, "travelled last week", "travelled in the week of Mon 16 Nov (3 weeks ago)"),
+    # calendar dates get their place relative to now; a yearly one is left alone
+    (SAID, LATER, "has an exam on December 3rd", "has an exam on Thu 3 Dec (6 days ago)"),
+    (SAID, LATER, "has an exam on Dec 3.", "has an exam on Thu 3 Dec (6 days ago)."),
+    (SAID, LATER, "has an exam on the 3rd of Dec.", "has an exam on Thu 3 Dec (6 days ago)."),
+    (SAID, SAID, "graduates on Jan 5", "graduates on Tue 5 Jan 2027 (in 5 weeks)"),
+    (SAID, SAID, "passed an exam on Nov 20", "passed an exam on Fri 20 Nov (9 days ago)"),
+    (SAID, LATER, "has a birthday on March 3", "has a birthday on March 3"),
+    # Chinese
+    ("zh", LATER, "12月3日考試", "on Thu 3 Dec (6 days ago) 考試"),
+    ("zh", LATER, "上週五考試", "on Fri 20 Nov (2 weeks ago) 考試"),
+    ("zh", LATER, "上個月搬家", "in Oct 2026 (2 months ago) 搬家"),
+    ("zh", LATER, "三天前感冒了", "on Thu 26 Nov (13 days ago) 感冒了"),
+    ("zh", LATER, "下下週考試", "in the week of Mon 7 Dec (this week) 考試"),
+    ("zh", LATER, "兩週後考試", "around Sun 13 Dec (in 4 days) 考試"),
+    ("zh", LATER, "二十天後出發", "on Sat 19 Dec (in 10 days) 出發"),
+    ("zh", LATER, "明年夏天去日本", "in summer 2027 (in 5 months) 去日本"),
+    ("zh", LATER, "下下個月搬家", "in Jan 2027 (next month) 搬家"),
+    ("zh", LATER, "兩個月前搬家", "around Tue 29 Sep (2 months ago) 搬家"),
+    ("zh", LATER, "三天以後出發", "on Wed 2 Dec (7 days ago) 出發"),
+    ("zh", LATER, "上禮拜五考試", "on Fri 20 Nov (2 weeks ago) 考試"),
+    ("zh", LATER, "十二月三日考試", "on Thu 3 Dec (6 days ago) 考試"),
+    ("zh", MONDAY, "週五考了試", "on Fri 27 Nov (3 days ago) 考了試"),
+    ("zh", MONDAY, "週五要考試", "on Fri 4 Dec (in 4 days) 要考試"),
+    # not a day: left as said, never garbled
+    (SAID, LATER, "will travel in 100000000 days", "will travel in 100000000 days"),
+    (SAID, LATER, "lives on the 3rd floor", "lives on the 3rd floor"),
+    (SAID, LATER, "runs on the last Friday of the month", "runs on the last Friday of the month"),
+    (SAID, LATER, "jogs when the sun sets on the weekend", "jogs when the sun sets on the weekend of Sat 28 Nov (11 days ago)"),
+]
+
+
+@pytest.mark.parametrize("said, read, text, shown", CLOCKS, ids=[c[2] for c in CLOCKS])
+def test_every_kind_of_time_phrase_is_placed_on_the_reading_day(said, read, text, shown):
+    said = SAID if said == "zh" else said
+    assert resolve_time_phrases(text, said, read, bare_weekdays=True) == shown
+
+
+def test_the_stored_date_takes_the_phrase_it_belongs_to_and_is_never_shown_twice():
+    # the model read "had ... on Friday" as the Friday gone: that date is shown, once
+    assert resolve_time_phrases("had a test last Friday.", SAID, MONDAY, event_date=date(2026, 11, 27)) == (
+        "had a test on Fri 27 Nov (3 days ago)."
+    )
+    # the phrase alone would say Fri 4 Dec; the stored date wins
+    assert resolve_time_phrases("had a test Friday", SAID, MONDAY, event_date=date(2026, 11, 27), bare_weekdays=True) == (
+        "had a test Friday \u2014 on Fri 27 Nov (3 days ago)"
+    )
+    assert resolve_time_phrases("has a test on Friday", SAID, MONDAY, event_date=date(2026, 11, 27), bare_weekdays=True) == (
+        "has a test on Fri 27 Nov (3 days ago)"
+    )
 
 
 def test_a_bare_weekday_is_a_date_only_in_plans_and_events():
@@ -75,8 +171,12 @@ def test_a_dated_plan_always_shows_its_day_and_the_event_date_wins():
     # the stored date (resolved when the learner spoke) is the authority for the phrase
     assert resolve_time_phrases("exam next week", SAID, LATER, event_date=date(2026, 12, 3)) == "exam on Thu 3 Dec (6 days ago)"
     # no phrase to replace: the date is added
+    assert resolve_time_phrases("The learner has an exam soon.", SAID, LATER, event_date=date(2026, 12, 11)) == (
+        "The learner has an exam soon \u2014 on Fri 11 Dec (in 2 days)"
+    )
+    # a calendar date is the phrase itself: placed, not repeated
     assert resolve_time_phrases("The learner has an exam on December 11.", SAID, LATER, event_date=date(2026, 12, 11)) == (
-        "The learner has an exam on December 11 \u2014 on Fri 11 Dec (in 2 days)"
+        "The learner has an exam on Fri 11 Dec (in 2 days)."
     )
     # upcoming and past read differently
     assert "(in 4 days)" in resolve_time_phrases("test next Sunday", LATER, LATER, event_date=date(2026, 12, 13))
@@ -88,6 +188,11 @@ def test_the_learners_own_words_are_quoted_as_theirs_and_stay_inert():
     )
     assert memory_text("我每天早上喝綠茶", now=LATER, said_at=SAID, source="command") == 'Learner said: "我每天早上喝綠茶"'
     assert memory_text("my exam is tomorrow", now=LATER, said_at=SAID, source="import").startswith('Learner said: "my exam is on Mon 30 Nov')
+    # first-person plural is the learner's own words too; "US" is the country
+    for said in ("we moved to Osaka", "our teacher is strict", "the teacher gave us homework", "We're in Osaka now",
+                 "the flat is ours", "我們搬到大阪了", "我们老师很严格", "咱們去旅行", "咱们下周见"):
+        assert memory_text(said, now=LATER, said_at=SAID, source="command").startswith('Learner said: "'), said
+    assert memory_text("moved to the US", now=LATER, said_at=SAID, source="command") == "moved to the US"
     # third person, or written by extraction: as it is
     assert memory_text("The learner drinks green tea.", now=LATER, said_at=SAID, source="command") == "The learner drinks green tea."
     assert memory_text("I-9 form done", now=LATER, said_at=SAID, source="extracted") == "I-9 form done"
@@ -115,7 +220,7 @@ def test_a_message_that_leaves_no_room_drops_the_time_line_rather_than_refuse():
     budget = ContextBudget(total=300, recent=100, summary=50, background=100)
     memory = ConversationMemory(counter=counter, instructions="Tutor.", budget=budget)
     background = build_background_messages(None, now=LATER)
-    clock_tokens = sum(counter.count_message(m) for m in background)
+    clock_tokens = sum(counter.count_message(m) for m in background.messages())
     for words in range(1, 400):
         text = "word " * words
         alone = counter.count_request("Tutor.", [{"role": "user", "content": text}])
@@ -219,3 +324,53 @@ def test_why_shows_the_memories_as_the_model_read_them(make_app, server, clock, 
 def test_why_says_when_only_the_time_was_sent(make_app, server, run_repl):
     t = run_repl(make_app(), ["Hello!", "why"])
     assert "(only the current local time was sent)" in t.text.split("You: why")[1]
+
+
+# (fact, event_phrase, the model's event_date, stored date, the digest's line read the next day)
+PAST_AND_PLANNED = [
+    ("The learner had a speaking test last Friday.", "last Friday", "2026-11-27", date(2026, 11, 27),
+     "The learner had a speaking test on Fri 27 Nov (3 days ago)."),
+    ("The learner had a speaking test on Friday.", "on Friday", "2026-11-27", date(2026, 11, 27),
+     "The learner had a speaking test on Fri 27 Nov (3 days ago)."),
+    ("The learner has a speaking test on Thurs.", "on Thurs", None, date(2026, 12, 3),
+     "The learner has a speaking test on Thu 3 Dec (in 3 days)."),
+    ("The learner has an oral exam on Dec 3.", "on Dec 3", None, date(2026, 12, 3),
+     "The learner has an oral exam on Thu 3 Dec (in 3 days)."),
+    ("學員下下週一有英文考試。", "下下週一", None, date(2026, 12, 7), "學員 on Mon 7 Dec (in 7 days) 有英文考試。"),
+    ("The learner will travel to Mars in 100000000 days.", "in 100000000 days", None, None,
+     "The learner will travel to Mars in 100000000 days."),
+    ("The learner has a party tomorrow.", "tomorrow", "3000000-01-01", date(2026, 11, 30),
+     "The learner has a party on Mon 30 Nov (today)."),
+]
+
+
+@pytest.mark.parametrize("text, phrase, stated, stored, shown", PAST_AND_PLANNED, ids=[p[1] for p in PAST_AND_PLANNED])
+def test_a_plan_or_event_keeps_its_true_day_into_the_next_session(make_app, server, clock, text, phrase, stated, stored, shown):
+    app = make_app()
+    server.script("extraction", extraction(fact(text, "schedule", event_phrase=phrase, event_date=stated)))
+    say(app, "About my week.")
+    assert [(r.content, r.event_date) for r in app.store.list(category="schedule")] == [(text, stored)]  # a bad date, never the fact
+    app.close()
+    clock.advance(days=1)
+    later = make_app()
+    later.chat("What happened this week?", on_delta=lambda _: None)
+    request = server.chats[-1]
+    said = "[29 Nov]" if stored else "[29 Nov, yesterday]"  # an undated plan shows its age instead
+    assert f"- Plans and events: {said} {shown}" in request.section("learner_digest")
+    assert "Dec 4" not in request.developer and "4 Dec" not in request.developer  # never the coming Friday
+
+
+def test_remembered_plans_and_plural_words_reach_the_model_dated_and_as_the_learners(make_app, server, clock, run_repl):
+    app = make_app()
+    run_repl(app, ["remember my oral exam is on Dec 3", "remember we moved to Osaka last month", "remember 我們下週二考試"])
+    app.close()
+    clock.advance(days=5)  # Fri 4 Dec
+    later = make_app()
+    later.chat("Anything I should prepare?", on_delta=lambda _: None)
+    digest = server.chats[-1].section("learner_digest")
+    assert 'Learner said: "my oral exam is on Thu 3 Dec (yesterday)"' in digest
+    assert 'Learner said: "we moved to Osaka in Oct 2026 (2 months ago)"' in digest
+    assert 'Learner said: "我們 on Tue 1 Dec (3 days ago) 考試"' in digest
+    assert sorted(r.content for r in later.store.list()) == sorted(
+        ["my oral exam is on Dec 3", "we moved to Osaka last month", "我們下週二考試"]
+    )  # stored as typed

@@ -6,7 +6,7 @@ from datetime import date, datetime
 
 import pytest
 
-from memora.engine.timeutil import resolve_relative_date
+from memora.engine.timeutil import resolve_event_date, resolve_relative_date
 
 SUNDAY = datetime(2026, 11, 29, 10, 0).astimezone()  # the tests' default clock
 WEDNESDAY = datetime(2026, 12, 2, 18, 30).astimezone()
@@ -33,6 +33,9 @@ CASES = [
     (SUNDAY, "明天", date(2026, 11, 30)),
     (SUNDAY, "the day after tomorrow", date(2026, 12, 1)),
     (SUNDAY, "後天", date(2026, 12, 1)),
+    (SUNDAY, "大後天", date(2026, 12, 2)),
+    (SUNDAY, "前天", date(2026, 11, 27)),
+    (SUNDAY, "the day before yesterday", date(2026, 11, 27)),
     (SUNDAY, "yesterday", date(2026, 11, 28)),
     (SUNDAY, "昨天", date(2026, 11, 28)),
     (SUNDAY, "in 3 days", date(2026, 12, 2)),
@@ -60,6 +63,57 @@ CASES = [
     (WEDNESDAY, "next month", date(2027, 1, 1)),
     (WEDNESDAY, "下個月", date(2027, 1, 1)),
     (WEDNESDAY, "in 2 months", date(2027, 2, 2)),
+    # abbreviations and misspellings
+    (SUNDAY, "next Tues", date(2026, 12, 1)),
+    (SUNDAY, "on Thurs", date(2026, 12, 3)),
+    (SUNDAY, "next Mon.", date(2026, 11, 30)),
+    (WEDNESDAY, "next Weds", date(2026, 12, 9)),
+    (SUNDAY, "tmrw", date(2026, 11, 30)),
+    (SUNDAY, "tmr night", date(2026, 11, 30)),
+    # past forms: the day gone, not the coming one
+    (SUNDAY, "last Friday", date(2026, 11, 27)),
+    (SUNDAY, "this past Friday", date(2026, 11, 27)),
+    (WEDNESDAY, "last Wednesday", date(2026, 11, 25)),
+    (SUNDAY, "two days ago", date(2026, 11, 27)),
+    (SUNDAY, "a week ago", date(2026, 11, 22)),
+    (SUNDAY, "last week", date(2026, 11, 16)),
+    (WEDNESDAY, "last month", date(2026, 11, 1)),
+    (SUNDAY, "上週五", date(2026, 11, 20)),  # the previous calendar week's Friday
+    (WEDNESDAY, "上個月", date(2026, 11, 1)),
+    (SUNDAY, "三天前", date(2026, 11, 26)),
+    (SUNDAY, "大前天", date(2026, 11, 26)),
+    # more ways to say an amount or a span ahead
+    (SUNDAY, "in a fortnight", date(2026, 12, 13)),
+    (SUNDAY, "two days from now", date(2026, 12, 1)),
+    (SUNDAY, "a week from tomorrow", date(2026, 12, 7)),
+    (SUNDAY, "in 10 days' time", date(2026, 12, 9)),
+    (SUNDAY, "in a week's time", date(2026, 12, 6)),
+    (SUNDAY, "the week after next", date(2026, 12, 7)),
+    (SUNDAY, "Friday after next", date(2026, 12, 11)),
+    (WEDNESDAY, "this week", date(2026, 12, 2)),  # under way: today, the earliest it can be
+    (WEDNESDAY, "this month", date(2026, 12, 2)),
+    (SUNDAY, "next summer", date(2027, 6, 1)),
+    (SUNDAY, "next spring", date(2027, 3, 1)),
+    (SUNDAY, "this winter", date(2026, 12, 1)),
+    (SUNDAY, "下下週", date(2026, 12, 7)),
+    (SUNDAY, "兩個星期後", date(2026, 12, 13)),
+    (SUNDAY, "二十天後", date(2026, 12, 19)),
+    (SUNDAY, "明年夏天", date(2027, 6, 1)),
+    (SUNDAY, "Dec 3, 2027", date(2027, 12, 3)),
+    (SUNDAY, "Monday the 7th", date(2026, 12, 7)),
+    (SUNDAY, "the 3rd", date(2026, 12, 3)),
+    (SUNDAY, "the 3rd of next month", date(2026, 12, 3)),
+    (SUNDAY, "within 3 days", date(2026, 12, 2)),
+    (SUNDAY, "next Thursday evening", date(2026, 12, 3)),
+    (SUNDAY, "on Tuesday next week", date(2026, 12, 1)),
+    (SUNDAY, "下下個月", date(2027, 1, 1)),
+    (SUNDAY, "三天以後", date(2026, 12, 2)),
+    (SUNDAY, "上禮拜五", date(2026, 11, 20)),
+    (SUNDAY, "2027年1月5日", date(2027, 1, 5)),
+    # past the calendar, or absurd for a plan: no date rather than an error
+    (SUNDAY, "in 100000000 days", None),
+    (SUNDAY, "in 3000000 months", None),
+    (SUNDAY, "in 500 years", None),
     (SUNDAY, "soon", None),
     (SUNDAY, "someday", None),
     (SUNDAY, "may I ask", None),
@@ -75,3 +129,45 @@ def test_a_spoken_date_resolves_to_the_day_the_speaker_means(now, phrase, expect
 
 def test_a_month_end_plus_one_month_lands_on_the_last_day_of_a_shorter_month():
     assert resolve_relative_date("in a month", datetime(2027, 1, 31, 9).astimezone()) == date(2027, 2, 28)
+
+
+SENTENCES = [
+    # (phrase, the sentence it comes from, said on SUNDAY): the tense decides a bare day
+    ("on Friday", "The learner had a speaking test on Friday.", date(2026, 11, 27)),
+    ("on Friday", "The learner has a speaking test on Friday.", date(2026, 12, 4)),
+    ("on Friday", "The learner is excited about the test on Friday.", date(2026, 12, 4)),
+    ("Tues", "The learner finished the course on Tues.", date(2026, 11, 24)),
+    ("this Friday", "The learner went hiking this Friday.", date(2026, 11, 27)),
+    ("Nov 20", "The learner passed an exam on Nov 20.", date(2026, 11, 20)),
+    ("Dec 20", "The learner moved house on Dec 20.", date(2025, 12, 20)),  # past tense: last year's
+    ("Dec 20", "The learner moves house on Dec 20.", date(2026, 12, 20)),
+    ("週五", "我週五考了試。", date(2026, 11, 27)),
+    ("週五", "我週五要考試。", date(2026, 12, 4)),
+]
+
+
+@pytest.mark.parametrize(("phrase", "sentence", "expected"), SENTENCES, ids=[s[1] for s in SENTENCES])
+def test_a_bare_day_in_a_sentence_about_the_past_is_the_one_just_gone(phrase, sentence, expected):
+    assert resolve_relative_date(phrase, SUNDAY, sentence=sentence) == expected
+
+
+EVENT_DATES = [
+    # (model's event_date, event_phrase, fact text, stored date): the model read the whole sentence
+    ("2026-11-27", "on Friday", "The learner had a speaking test on Friday.", date(2026, 11, 27)),
+    ("2026-11-27", "Friday", "The learner had a speaking test Friday.", date(2026, 11, 27)),
+    ("2026-12-03", "next week", "The learner has an exam next week.", date(2026, 12, 3)),
+    (None, "next Tuesday", "The learner has an exam next Tuesday.", date(2026, 12, 1)),
+    ("2026-13-45", "next Tuesday", "The learner has an exam next Tuesday.", date(2026, 12, 1)),  # unreadable: the phrase
+    ("9999-12-31", "someday", "The learner will retire someday.", None),  # absurd: no date
+    (None, "in 100000000 days", "The learner will travel in 100000000 days.", None),
+    (None, "in 3000000 months", "The learner will travel in 3000000 months.", None),
+    (None, None, "The learner has a test tomorrow.", date(2026, 11, 30)),  # no phrase given: the text's
+    (None, None, "The learner has a test.", None),
+    (None, None, "The learner sat the exam and has another on Friday.", date(2026, 12, 4)),  # "sat" is the verb
+    (None, "when the sun sets", "The learner jogs when the sun sets.", None),
+]
+
+
+@pytest.mark.parametrize(("stated", "phrase", "text", "expected"), EVENT_DATES, ids=[f"{e[0]}|{e[1]}" for e in EVENT_DATES])
+def test_the_models_date_wins_and_a_bad_date_is_dropped_not_raised(stated, phrase, text, expected):
+    assert resolve_event_date(stated, phrase, SUNDAY, sentence=text) == expected

@@ -1,6 +1,6 @@
 """The Memora application: one learner's stores, the model and the turn lifecycle.
 
-``Memora.chat`` runs seed 000's turn (section 九), extended by seeds 001/003::
+``Memora.chat`` runs one turn, in this order::
 
     memory.add_user_message(text)
     retrieve_relevant_memories(query)          # hybrid, time-aware (retrieval.py)
@@ -31,7 +31,7 @@ from typing import Callable
 
 from memora.engine.chroma_backend import ChromaConnection
 from memora.engine.config import Settings
-from context_builder import DIGEST_SECTIONS, Background, MistakeNote, build_background_messages, build_user_digest
+from context_builder import DIGEST_SECTIONS, MistakeNote, build_background_messages, build_user_digest
 from memora.engine.activity import ActivityLog
 from memora.engine.ledger import LedgerStore, relevant
 from memora.engine.embeddings import Embedder, make_embedder
@@ -88,11 +88,49 @@ class TurnResult:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass
+class TurnState:
+    """What one running session knows beyond its stores: the turn in progress,
+    the profile question being asked, and how background extraction is going.
+
+    Changed only by ``Memora``, under its lock; other modules read it through
+    ``Memora``'s properties."""
+
+    turn_active: bool = False  # a reply is streaming: notices and questions wait
+    awaiting: ProfileProposal | None = None  # the question just asked, which a bare "yes" answers
+    question_due: bool = False  # a proposal arrived during a reply: ask once it is over
+    deleted: bool = False  # 'forget user' removed this learner: write nothing more
+    last_prepared: PreparedContext | None = None  # what the last request sent ('why', 'status')
+    pending_jobs: list[PendingExtraction] = field(default_factory=list)  # messages not yet read for memories
+    due_notices: list[str] = field(default_factory=list)  # arrived while a reply streamed; shown after it
+    unsaved_notes: list[str] = field(default_factory=list)  # told at the next prompt
+    extraction_error: str | None = None
+    extraction_failures: int = 0
+    extraction_skipped: list[Skipped] = field(default_factory=list)  # items that could not be applied
+    memory_full_noticed: bool = False  # "memory is full" is said once, until the cap changes
+    embedding_failure_noticed: bool = False
+
+
+class Notifier:
+    """Where notices go; the REPL points it at its console once that is ready,
+    and the parts built before then (the token counter, the stores) keep it."""
+
+    def __init__(self, target: Callable[[str], None]):
+        self.target = target
+
+    def __call__(self, message: str) -> None:
+        try:
+            self.target(message)
+        except Exception:  # a broken terminal must not break the worker
+            log.exception("notify failed")
+
+
 class Memora:
     """Everything one learner's session needs, wired together."""
 
-    def __init__(
-        self,
+    @classmethod
+    def from_settings(
+        cls,
         settings: Settings,
         *,
         clock: Clock = system_clock,
@@ -101,53 +139,109 @@ class Memora:
         connection: ChromaConnection | None = None,
         notify: Callable[[str], None] = print,
         new_session: bool = False,
-        start_worker: bool = True,
+    ) -> "Memora":
+        """The application as configured: the model client, the embedder and the
+        Chroma connection the settings name, unless given (tests give them)."""
+        notifier = Notifier(notify)
+        counter = TokenCounter(settings.model, warn=notifier)
+        model = ModelClient(settings, http_client=http_client)
+        embedder = embedder or make_embedder(
+            settings.effective_embedding_model,
+            client_factory=model.openai if settings.chat_configured else None,
+            counter=counter.count,
+        )
+        if connection is None:
+            connection = ChromaConnection(url=settings.chroma_url) if settings.chroma_url else ChromaConnection(settings.db_dir)
+        return cls(
+            settings,
+            model=model,
+            embedder=embedder,
+            connection=connection,
+            counter=counter,
+            clock=clock,
+            notifier=notifier,
+            new_session=new_session,
+        )
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        model: ModelClient,
+        embedder: Embedder,
+        connection: ChromaConnection,
+        counter: TokenCounter,
+        clock: Clock = system_clock,
+        notifier: Notifier | None = None,
+        new_session: bool = False,
     ):
         self.settings = settings
         self.paths = settings.paths
         self.clock = clock
-        self._notify = notify
+        self.notify = notifier or Notifier(print)
         self._lock = threading.RLock()
+        self.turn = TurnState()
+        self.counter = counter
+        self.model = model
+        self.embedder = embedder
+        self.connection = connection
         ensure_private_dir(settings.data_dir)
         ensure_private_dir(self.paths.folder)
-        self.counter = TokenCounter(settings.model, warn=self.notify)
-        self.model = ModelClient(settings, http_client=http_client)
-        self.profiles = UserProfileStore(self.paths.profile, notify=self.notify, clock=clock)
+        self.profiles = UserProfileStore(self.paths.profile, max_items=settings.max_profile_items, notify=self.notify, clock=clock)
         self.ledger = LedgerStore(self.paths.mistakes, clock=clock, notify=self.notify)
         self.activity = ActivityLog(self.paths.activity, clock=clock, notify=self.notify)
         self.proposals = ProposalStore(self.paths.proposals, notify=self.notify)
         self.sessions = SessionStore(self.paths.session, notify=self.notify)
-        self.embedder = embedder or make_embedder(
-            settings.effective_embedding_model,
-            client_factory=self.model.openai if settings.chat_configured else None,
-            counter=self.counter.count,
+        self._open_store()
+        self.knowledge = KnowledgeBase(settings.knowledge_dir, connection, self.embedder)
+        self.memory = self._conversation_memory()
+        self._changes: list[ChangeSet] = []
+        self._undone: list[UndoneMemory] = []
+        self._resume_session(new_session)
+        self.worker = ExtractionWorker(
+            Extractor(
+                model=self.model,
+                store=self.store,
+                profiles=self.profiles,
+                proposals=self.proposals,
+                on_tokens=lambda n: self.add_usage("extraction", n),
+                counter=self.counter,
+                ledger=self.ledger,
+            ),
+            on_outcome=self._extraction_done,
+            on_failure=self._extraction_failed,
         )
-        if connection is None:
-            connection = (
-                ChromaConnection(url=settings.chroma_url) if settings.chroma_url else ChromaConnection(settings.db_dir)
-            )
-        self.connection = connection
-        self.store = LongTermMemoryStore(
+        if self.model.configured:
+            for pending in self.turn.pending_jobs:
+                self.worker.submit(self._resumed_job(pending))
+        if new_session:
+            self.save_session()
+
+    def _open_store(self) -> None:
+        settings = self.settings
+        self.store = store = LongTermMemoryStore(
             settings.db_dir,
             embedding_function=self.embedder,
             user_id=settings.user,
-            connection=connection,
+            connection=self.connection,
             memory_cap=settings.memory_cap,
-            clock=clock,
+            clock=self.clock,
             recency_half_life_days=settings.recency_half_life_days,
         )
-        if self.store.interrupted_import is not None:  # a crash cut an import short: undo the rest of it
+        if store.interrupted_import is not None:  # a crash cut an import short: undo the rest of it
             from memora.app.data_transfer import finish_interrupted_import
 
             finish_interrupted_import(self)
-        if self.store.mismatch:
+        if store.mismatch:
             self.notify(
-                f"Your memories were embedded with {self.store.mismatch} but Memora is set to "
+                f"Your memories were embedded with {store.mismatch} but Memora is set to "
                 f"{self.embedder.name}; memory search is off until you type 'reindex'."
             )
-        self.knowledge = KnowledgeBase(settings.knowledge_dir, connection, self.embedder)
+
+    def _conversation_memory(self) -> ConversationMemory:
+        settings = self.settings
         try:
-            self.memory = ConversationMemory(
+            return ConversationMemory(
                 counter=self.counter,
                 instructions=SYSTEM_PROMPT,
                 budget=ContextBudget(
@@ -160,55 +254,24 @@ class Memora:
             )
         except ValueError as error:  # checked up front, before any work
             raise ConfigError(f"Token budget settings do not fit together: {error} (see README, 'Configuration').") from None
-        self.last_prepared: PreparedContext | None = None
-        self.last_memories: list[MemorySearchResult] = []
-        self.extraction_error: str | None = None
-        self.extraction_failures = 0
-        self.extraction_skipped: list[Skipped] = []  # items of extraction results that could not be applied
-        self.memory_full_noticed = False
-        self.embedding_failure_noticed = False
-        self.awaiting: ProfileProposal | None = None
-        self.turn_active = False
-        self.question_due = False
-        self.deleted = False
-        self._pending_jobs: list[PendingExtraction] = []
-        self._due_notices: list[str] = []  # arrived while a reply streamed; shown after it
-        self._unsaved_notes: list[str] = []
+
+    def _resume_session(self, new_session: bool) -> None:
+        """The saved conversation, or a fresh one that keeps usage, unread messages and undo."""
         state = SessionState() if new_session else self.sessions.load()
-        if new_session:  # a fresh conversation; memory and what undo can take back stay
+        if new_session:
             previous = self.sessions.load()
             state.usage = previous.usage
             state.pending_extractions = previous.pending_extractions
             state.changes, state.undone = previous.changes, previous.undone
         self.memory.load_state(state.model_dump(mode="json"))
-        self._pending_jobs = list(state.pending_extractions)
-        self._changes: list[ChangeSet] = list(state.changes)
-        self._undone: list[UndoneMemory] = list(state.undone)
-        self.worker: ExtractionWorker | None = None
-        if start_worker:
-            self.worker = ExtractionWorker(
-                Extractor(
-                    model=self.model,
-                    store=self.store,
-                    profiles=self.profiles,
-                    proposals=self.proposals,
-                    on_tokens=lambda n: self._add_usage("extraction", n),
-                    counter=self.counter,
-                    ledger=self.ledger,
-                ),
-                on_outcome=self._extraction_done,
-                on_failure=self._extraction_failed,
-            )
-            if self.model.configured:
-                for pending in self._pending_jobs:
-                    self.worker.submit(self._resumed_job(pending))
-        if new_session:
-            self.save_session()
+        self.turn.pending_jobs = list(state.pending_extractions)
+        self._changes = list(state.changes)
+        self._undone = list(state.undone)
 
     # -- notices ----------------------------------------------------------------------
     def set_notify(self, notify: Callable[[str], None]) -> None:
         """Where notices go from now on (the REPL's console once it is ready)."""
-        self._notify = notify
+        self.notify.target = notify
 
     def take_unsaved_notes(self) -> list[str]:
         """Notices about messages whose memories could not be saved, once each.
@@ -216,35 +279,30 @@ class Memora:
         The REPL prints them at the next prompt rather than when the worker
         fails, so they never land in the middle of a streaming reply."""
         with self._lock:
-            notes, self._unsaved_notes = self._unsaved_notes, []
+            notes, self.turn.unsaved_notes = self.turn.unsaved_notes, []
         return notes
 
     def unsaved_messages(self) -> int:
         """How many messages still wait to have their memories read (what ``exit`` waits for)."""
-        if self.worker is None or not self.worker.pending:
+        if not self.worker.pending:
             return 0
         with self._lock:
-            return len(self._pending_jobs)
+            return len(self.turn.pending_jobs)
 
     def retry_pending_extractions(self, timeout: float | None = 30.0) -> int:
         """Queue again every message whose extraction failed (``reindex`` calls this
         once the store matches the model again); returns how many."""
-        if self.worker is None or not self.model.configured:
+        if not self.model.configured:
             return 0
         self.worker.wait_idle(timeout)  # whatever is still pending now is not queued
         with self._lock:
-            jobs = list(self._pending_jobs)
+            jobs = list(self.turn.pending_jobs)
         for pending in jobs:
             self.worker.submit(ExtractionJob(pending.text, pending.said_at, pending.job_id))
         return len(jobs)
 
-    def notify(self, message: str) -> None:
-        try:
-            self._notify(message)
-        except Exception:  # a broken terminal must not break the worker
-            log.exception("notify failed")
-
-    def _add_usage(self, kind: str, tokens: int) -> None:
+    def add_usage(self, kind: str, tokens: int) -> None:
+        """Count tokens spent outside a chat turn (a 'search', extraction)."""
         with self._lock:
             self.memory.add_token_usage(tokens, kind)
 
@@ -257,27 +315,11 @@ class Memora:
         notes: list[str] = []
         with self._lock:
             self.memory.add_user_message(text)
-            self.turn_active = True
-            self.awaiting = None  # a new message is not an answer to an earlier question
+            self.turn.turn_active = True
+            self.turn.awaiting = None  # a new message is not an answer to an earlier question
         try:
             early = self._read_correction_early(text, now)
-            wrong = {r.record.id for r in early.retractions} if early else set()
-            memories, knowledge_items = self._recall(text, notes)
-            digest = tuple(item for item in self._digest() if item.memory_id not in wrong)
-            in_digest = {item.text for item in digest}
-            memories = [m for m in memories if m.content not in in_digest and m.id not in wrong]  # said once is enough
-            background = build_background_messages(
-                self.profiles.get(),
-                memories,
-                digest=digest,
-                hint=pick_follow_up(
-                    self.store.catalog.follow_up_candidates(now, self.settings.proactive_days), now, self.settings.proactive_days
-                ),
-                knowledge=knowledge_items,
-                now=now,
-                changes=[r.record.content for r in early.retractions] if early else (),
-                mistakes=self._mistake_notes(text),
-            )
+            background = self._background(text, now, early, notes)
             with self._lock:
                 prepared = self.memory.prepare_context(background_messages=background)
             if prepared.summary_failed:
@@ -286,17 +328,46 @@ class Memora:
                 instructions=SYSTEM_PROMPT, messages=prepared.context_messages, on_delta=on_delta
             )
         except KeyboardInterrupt:
-            with self._lock:
-                self.memory.rollback_last_user_message()
-                self.turn_active = False
+            self._roll_back_turn()
             raise TurnCancelled("Reply cancelled; that message was not kept.") from None
         except BaseException:
-            with self._lock:
-                self.memory.rollback_last_user_message()
-                self.turn_active = False
+            self._roll_back_turn()
             raise
+        job = self._commit_turn(text, now, reply, prepared)
+        self._after_reply(job, early, prepared, now, notes)
+        if reply.incomplete:
+            notes.append(f"(reply cut off: {reply.incomplete}) The reply was kept as far as it got; raise MEMORA_MAX_OUTPUT_TOKENS for longer answers.")
+        return TurnResult(reply=reply, prepared=prepared, memories=list(prepared.background.memories), notes=notes)
+
+    def _background(self, text: str, now: datetime, early: PreparedExtraction | None, notes: list[str]):
+        """This turn's background: what a correction read early retracts is left out of it."""
+        wrong = {r.record.id for r in early.retractions} if early else set()
+        memories, knowledge_items = self._recall(text, notes)
+        digest = tuple(item for item in self._digest() if item.memory_id not in wrong)
+        in_digest = {item.text for item in digest}
+        memories = [m for m in memories if m.content not in in_digest and m.id not in wrong]  # said once is enough
+        return build_background_messages(
+            self.profiles.get(),
+            memories,
+            digest=digest,
+            hint=pick_follow_up(
+                self.store.catalog.follow_up_candidates(now, self.settings.proactive_days), now, self.settings.proactive_days
+            ),
+            knowledge=knowledge_items,
+            now=now,
+            changes=[r.record.content for r in early.retractions] if early else (),
+            mistakes=self._mistake_notes(text),
+        )
+
+    def _roll_back_turn(self) -> None:
         with self._lock:
-            self.turn_active = False
+            self.memory.rollback_last_user_message()
+            self.turn.turn_active = False
+
+    def _commit_turn(self, text: str, now: datetime, reply: ReplyResult, prepared: PreparedContext) -> PendingExtraction:
+        """Keep the turn: the conversation, the request's breakdown and the message to read for memories."""
+        with self._lock:
+            self.turn.turn_active = False
             self.memory.finish_turn(reply.text, prepared.context_messages, reply.total_tokens)
             self.memory.last_request = {
                 "sections": prepared.sections,
@@ -304,32 +375,32 @@ class Memora:
                 "budget": prepared.budget,
                 "at": now.isoformat(),
             }
-            self.last_prepared = prepared
-            self.last_memories = list(prepared.background.memories)
+            self.turn.last_prepared = prepared
             job = PendingExtraction(job_id=uuid.uuid4().hex[:8], text=text, said_at=now)
-            self._pending_jobs.append(job)
+            self.turn.pending_jobs.append(job)
         self.save_session()
         self.activity.record_turn(now)
-        if early and early.retractions and self.worker is not None:
+        return job
+
+    def _after_reply(
+        self, job: PendingExtraction, early: PreparedExtraction | None, prepared: PreparedContext, now: datetime, notes: list[str]
+    ) -> None:
+        """Once the reply is out: apply an early-read correction, mark the follow-up asked, queue extraction."""
+        if early and early.retractions:
             outcome = ExtractionOutcome()
-            self.worker.extractor.retract(early.retractions, outcome)  # right away, now that the reply is out
+            self.worker.extractor.retract(early.retractions, outcome)
             notes.extend(outcome.notices)
             self._note_skipped(outcome)
             self.record_changes("turn", [(old, None) for old in outcome.retracted], job_id=job.job_id)
         hint = prepared.background.hint
         if hint is not None:  # asked once: the catalog knows now, Chroma after the reply
-            self.store.mark_followed_up(hint.memory_id, now, sync_chroma=self.worker is None)
-        if self.worker is not None:
-            if hint is not None:
-                self.worker.submit_task(lambda: self.store.push_metadata(hint.memory_id))
-            self.worker.submit(ExtractionJob(job.text, job.said_at, job.job_id, prepared=early))
-        if reply.incomplete:
-            notes.append(f"(reply cut off: {reply.incomplete}) The reply was kept as far as it got; raise MEMORA_MAX_OUTPUT_TOKENS for longer answers.")
-        return TurnResult(reply=reply, prepared=prepared, memories=list(prepared.background.memories), notes=notes)
+            self.store.mark_followed_up(hint.memory_id, now, sync_chroma=False)
+            self.worker.submit_task(lambda: self.store.push_metadata(hint.memory_id))
+        self.worker.submit(ExtractionJob(job.text, job.said_at, job.job_id, prepared=early))
 
     def _read_correction_early(self, text: str, now: datetime) -> PreparedExtraction | None:
         """For a message that looks like a correction, read it before the reply."""
-        if self.worker is None or self.store.mismatch or not looks_like_correction(text):
+        if self.store.mismatch or not looks_like_correction(text):
             return None
         try:
             return self.worker.extractor.prepare(ExtractionJob(text, now))
@@ -356,15 +427,15 @@ class Memora:
             return [], []
         try:
             vector = self.store.embed([text])[0]
-            self._add_usage("embeddings", self.store.last_embedding_tokens)
+            self.add_usage("embeddings", self.store.last_embedding_tokens)
             memories, _ = retrieve_relevant_memories(
                 self.store, text, n_results=MEMORIES_PER_TURN, vector=vector, now=self.clock()
             )
             knowledge_items = self.knowledge.search(vector)
             return memories, knowledge_items
         except EmbeddingError as error:
-            if not self.embedding_failure_noticed:
-                self.embedding_failure_noticed = True
+            if not self.turn.embedding_failure_noticed:
+                self.turn.embedding_failure_noticed = True
                 notes.append(f"Answering without memories this time: {error}")
             return [], []
 
@@ -389,7 +460,7 @@ class Memora:
     # -- extraction callbacks (worker thread) -------------------------------------------
     def _job_finished(self, job: ExtractionJob) -> None:
         with self._lock:
-            self._pending_jobs = [p for p in self._pending_jobs if p.job_id != job.job_id]
+            self.turn.pending_jobs = [p for p in self.turn.pending_jobs if p.job_id != job.job_id]
         self.save_session()
 
     @staticmethod
@@ -407,7 +478,7 @@ class Memora:
         for item in outcome.skipped:
             log.warning("extraction skipped a %s (%s): %s", item.kind, item.text, item.reason)
         with self._lock:
-            self.extraction_skipped.extend(outcome.skipped)
+            self.turn.extraction_skipped.extend(outcome.skipped)
 
     def _extraction_done(self, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
         self._note_skipped(outcome)
@@ -424,19 +495,19 @@ class Memora:
             self._job_finished(job)
         for notice in outcome.notices:
             if "Memory is full" in notice:
-                if self.memory_full_noticed:
+                if self.turn.memory_full_noticed:
                     continue
-                self.memory_full_noticed = True
+                self.turn.memory_full_noticed = True
             self._deliver(notice)
         line = self._change_line(steps)
         if line:
             self._deliver(line)
-        if outcome.proposals and self.awaiting is None:
+        if outcome.proposals and self.turn.awaiting is None:
             with self._lock:
-                if self.turn_active:
+                if self.turn.turn_active:
                     # A reply is streaming: the question waits until it is over, so that
                     # a "yes" can only ever answer the question printed right before it.
-                    self.question_due = True
+                    self.turn.question_due = True
                     return
             self.ask_next_proposal()
 
@@ -444,8 +515,8 @@ class Memora:
         """Show a background notice now, or after the reply when one is streaming:
         never in the middle of the tutor's words."""
         with self._lock:
-            if self.turn_active:
-                self._due_notices.append(notice)
+            if self.turn.turn_active:
+                self.turn.due_notices.append(notice)
                 return
         self.notify(notice)
 
@@ -453,11 +524,11 @@ class Memora:
         """Called by the REPL once a turn's output is printed: show the notices and
         ask the question that arrived while the reply was streaming."""
         with self._lock:
-            due, self._due_notices = self._due_notices, []
+            due, self.turn.due_notices = self.turn.due_notices, []
         for notice in due:
             self.notify(notice)
-        if self.question_due:
-            self.question_due = False
+        if self.turn.question_due:
+            self.turn.question_due = False
             self.ask_next_proposal()
 
     def _extraction_failed(self, job: ExtractionJob, reason: str, remaining: dict | None = None) -> None:
@@ -465,17 +536,17 @@ class Memora:
         it has failed too often."""
         gave_up = False
         with self._lock:
-            self.extraction_failures += 1
-            self.extraction_error = f"{self.clock().strftime('%H:%M')} {reason}"
-            for index, pending in enumerate(self._pending_jobs):
+            self.turn.extraction_failures += 1
+            self.turn.extraction_error = f"{self.clock().strftime('%H:%M')} {reason}"
+            for index, pending in enumerate(self.turn.pending_jobs):
                 if pending.job_id == job.job_id:
                     attempts = pending.attempts + 1
                     if attempts >= MAX_EXTRACTION_ATTEMPTS:
-                        del self._pending_jobs[index]
+                        del self.turn.pending_jobs[index]
                         gave_up = True
                     else:
                         update = {"attempts": attempts} if remaining is None else {"attempts": attempts, "remaining": remaining}
-                        self._pending_jobs[index] = pending.model_copy(update=update)
+                        self.turn.pending_jobs[index] = pending.model_copy(update=update)
                     break
         self.save_session()
         if gave_up:
@@ -489,20 +560,20 @@ class Memora:
                 "Memora will try again after 'reindex' or at the next start."
             )
         with self._lock:
-            self._unsaved_notes.append(note)
+            self.turn.unsaved_notes.append(note)
 
     def ask_next_proposal(self) -> ProfileProposal | None:
         proposal = self.proposals.first()
-        self.awaiting = proposal
+        self.turn.awaiting = proposal
         if proposal is not None:
             self.notify(proposal.question())
         return proposal
 
     def answer_proposal(self, accept: bool, proposal_id: str | None = None) -> str:
         """Apply or discard a pending proposal (the first one unless ``proposal_id``)."""
-        target = proposal_id or (self.awaiting.id if self.awaiting else None)
+        target = proposal_id or (self.turn.awaiting.id if self.turn.awaiting else None)
         proposal = self.proposals.take(target)
-        self.awaiting = None
+        self.turn.awaiting = None
         if proposal is None:
             return "There is no pending profile change."
         if accept:
@@ -585,7 +656,7 @@ class Memora:
 
     # -- sessions -----------------------------------------------------------------------
     def save_session(self) -> None:
-        if self.deleted:
+        if self.turn.deleted:
             return  # 'forget user' removed this learner: writing now would bring a file back
         with self._lock:  # snapshot and write together: an older snapshot never lands last
             state = self.memory.to_state()
@@ -595,7 +666,7 @@ class Memora:
                 summary=state["summary"],
                 usage=state["usage"],
                 last_request=state["last_request"],
-                pending_extractions=list(self._pending_jobs),
+                pending_extractions=list(self.turn.pending_jobs),
                 changes=[c.model_copy(deep=True) for c in self._changes],
                 undone=list(self._undone),
             )
@@ -607,22 +678,80 @@ class Memora:
     def reset_session(self) -> None:
         with self._lock:
             self.memory.reset()
-            self.last_prepared = None
+            self.turn.last_prepared = None
         self.save_session()
 
     def wait_for_extraction(self, timeout: float | None = 30.0) -> bool:
-        return self.worker.wait_idle(timeout) if self.worker else True
+        return self.worker.wait_idle(timeout)
 
     def close(self, timeout: float | None = 10.0) -> bool:
         """Finish queued extraction (bounded) and save the session."""
-        finished = self.worker.close(timeout) if self.worker else True
+        finished = self.worker.close(timeout)
         self.save_session()
         return finished
 
+    # -- what other modules ask of the session --------------------------------------------
+    def forget_learner(self) -> None:
+        """This learner is being deleted: stop the worker and write nothing of theirs from now on."""
+        with self._lock:
+            self.turn.deleted = True
+        self.worker.cancel()
+
+    def set_memory_cap(self, cap: int | None) -> None:
+        self.store.set_memory_cap(cap)
+        with self._lock:
+            self.turn.memory_full_noticed = False  # a new cap earns a new "memory is full" notice
+
+    def rewrite_session_texts(self, rewrite: Callable[[str], str]) -> bool:
+        """Pass the conversation, its summary and the unread messages through
+        ``rewrite`` (what 'forget' does to a forgotten text); True when any changed."""
+        changed = False
+        with self._lock:
+            for message in self.memory.messages:
+                new = rewrite(message["content"])
+                changed |= new != message["content"]
+                message["content"] = new
+            summary = rewrite(self.memory.summary)
+            changed |= summary != self.memory.summary
+            self.memory.summary = summary
+            jobs = []
+            for job in self.turn.pending_jobs:
+                new = rewrite(job.text)
+                changed |= new != job.text
+                jobs.append(job.model_copy(update={"text": new}) if new != job.text else job)
+            self.turn.pending_jobs = jobs
+        if changed:
+            self.save_session()
+        return changed
+
     # -- reports ------------------------------------------------------------------------
     @property
-    def last_background(self) -> Background | None:
-        return self.last_prepared.background if self.last_prepared else None
+    def last_prepared(self) -> PreparedContext | None:
+        return self.turn.last_prepared
+
+    @property
+    def awaiting(self) -> ProfileProposal | None:
+        """The profile question just asked, which a bare "yes" or "no" answers."""
+        return self.turn.awaiting
+
+    @property
+    def extraction_error(self) -> str | None:
+        return self.turn.extraction_error
+
+    @property
+    def extraction_failures(self) -> int:
+        return self.turn.extraction_failures
+
+    @property
+    def extraction_skipped(self) -> list[Skipped]:
+        with self._lock:
+            return list(self.turn.extraction_skipped)
+
+    @property
+    def pending_jobs(self) -> list[PendingExtraction]:
+        """Messages whose memories are not read yet, oldest first."""
+        with self._lock:
+            return list(self.turn.pending_jobs)
 
     def now(self) -> datetime:
         return self.clock()

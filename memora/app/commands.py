@@ -17,7 +17,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TYPE_CHECKING
 
 from memora.engine.errors import CommandError, MemoraError
 from memora.engine.records import CATEGORIES, MEMORY_TYPES
@@ -25,6 +25,9 @@ from memora.app.terminal import Console, render_table
 from memora.engine.text_utils import quoted, shorten
 from memora.engine.timeutil import time_ago
 from user_profile import CEFR_LEVELS, CORRECTION_STYLES
+
+if TYPE_CHECKING:
+    from memora.app.assistant import Memora
 
 # A line is a command only when it has the command's shape; otherwise it is
 # chat. The rules, in order (the README's "Commands" section lists them too):
@@ -107,7 +110,7 @@ class CommandSpec:
 class CommandRouter:
     """Finds and runs commands against a ``Memora`` app, printing to a ``Console``."""
 
-    def __init__(self, app, console: Console):
+    def __init__(self, app: Memora, console: Console):
         self.app = app
         self.console = console
         self.specs: dict[str, CommandSpec] = {}
@@ -376,7 +379,7 @@ class CommandRouter:
                 return
             value = parts[1].lower()
             if value in ("off", "none"):
-                self.app.store.set_memory_cap(None)
+                self.app.set_memory_cap(None)
                 self.console.say("Memory cap removed.")
                 return
             if not value.isdecimal():  # "²".isdigit() is True, but int("²") fails
@@ -389,8 +392,7 @@ class CommandRouter:
                     f"You have {current} memories, more than a cap of {cap}; the cap was not changed. "
                     f"Forget {current - cap} first ('forget <id>'), or choose {current} or more."
                 )
-            self.app.store.set_memory_cap(cap)
-            self.app.memory_full_noticed = False
+            self.app.set_memory_cap(cap)
             if cap == current:
                 self.console.say(f"Memory cap set to {cap}. Memory is now full: new memories are not saved until you forget some.")
             else:
@@ -527,7 +529,7 @@ class CommandRouter:
         results, tokens = retrieve_relevant_memories(
             self.app.store, args, n_results=10, include_below_threshold=True, now=self.app.now()
         )
-        self.app._add_usage("embeddings", tokens)
+        self.app.add_usage("embeddings", tokens)
         rows = [
             ["*" if r.passed else "", f"{r.score:.3f}", f"{r.dense_score:.2f}", f"{r.lexical_score:.2f}", r.id, r.created_at.astimezone().strftime("%Y-%m-%d"), r.content]
             for r in results
@@ -596,7 +598,7 @@ class CommandRouter:
             console=self.console,
             clock=self.app.now,
             model=self.app.model,
-            on_tokens=lambda n: self.app._add_usage("grading", n),
+            on_tokens=lambda n: self.app.add_usage("grading", n),
         )
         self.console.say(drill.run())
 

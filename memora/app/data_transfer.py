@@ -35,20 +35,30 @@ import math
 import re
 from datetime import date, datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from memora.engine.activity import ActivityLog, DayActivity
 from memora.engine.errors import ImportFileError, MemoraError
 from memora.engine.ledger import MAX_MISTAKES, Mistake, clean_mistake_text
 from long_term_memory import PartialWriteError
 from memora.app.proposals import MAX_PENDING, ProfileProposal
-from memora.engine.records import CATEGORIES, MAX_MEMORY_CHARS, SOURCES, MemoryRecord, clean_memory_text
+from memora.engine.records import (
+    MAX_MEMORY_CHARS,
+    MemoryRecord,
+    StoredField,
+    clean_memory_text,
+    reserved_metadata_keys,
+    stored_fields,
+)
 from memora.app.session import ChatMessage
 from memora.engine.storage import atomic_write_text
 from memora.engine.text_utils import clean_text, normalized_key
 from user_profile import MAX_PROFILE_ITEMS, UserProfile, clean_profile_value, normalize_level
+
+if TYPE_CHECKING:
+    from memora.app.assistant import Memora
 
 EXPORT_FORMAT = "memora-export"
 EXPORT_VERSION = 1
@@ -70,14 +80,6 @@ _FIRST_YEAR, _LAST_YEAR = 1970, 2999
 # a hex id, or one holding a digit, in lower case.
 _ID = re.compile(r"[0-9a-f]{4,64}|(?=[0-9a-z_-]*[0-9])[0-9a-z_-]{4,64}")
 _METADATA_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
-# Keys Memora itself derives from a record's fields (long_term_memory._RESERVED_KEYS).
-_RESERVED_METADATA = {
-    "user_id", "created_at", "created_at_ts", "memory_type", "category", "source", "status",
-    "last_seen", "last_seen_ts", "valid_until", "valid_until_ts", "superseded_by", "supersedes",
-    "change_reason", "event_date", "followed_up_at", "followed_up_ts",
-}
-
-
 def _clean_block(text: str, limit: int, what: str) -> str:
     """Conversation text keeps its line breaks; control and escape characters go."""
     lines = [clean_text(line) for line in str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")]
@@ -108,62 +110,60 @@ def _checked(function, *args):
         raise ValueError(str(error).rstrip(".")) from None
 
 
-class ExportedMemory(BaseModel):
+def _export_annotation(spec: StoredField):
+    """A stored field's type in an export file, from its persistence schema."""
+    kind = spec.kind
+    if kind == "choice":
+        annotation = Literal[spec.how.choices]  # type: ignore[valid-type]
+    else:
+        annotation = {"datetime": datetime, "date": date}.get(kind, str)
+    if spec.required or spec.default is not None:
+        return (annotation, ... if spec.required or kind == "choice" else spec.default)
+    field_info = Field(default=None, max_length=spec.how.max_chars) if spec.how.max_chars else None
+    return (annotation | None, field_info)
+
+
+def _valid_id(cls, value: str | None) -> str | None:
+    if value is not None and not _ID.fullmatch(value):
+        raise ValueError(f"{clean_text(value)[:70]!r} is not a memory id (4-64 lower-case letters, digits, '_' or '-')")
+    return value
+
+
+def _date_is_text(cls, value):
+    return _iso_text(value)
+
+
+def _date_in_range(cls, value):
+    return _in_range(value)
+
+
+def _clean_optional_text(cls, value: str | None) -> str | None:
+    return clean_text(value) or None if value is not None else None
+
+
+class _ExportedMemoryChecks(BaseModel):
+    """What every exported memory is checked for; ``export_model`` adds the
+    fields, and the checks each field's kind needs, from the record's schema."""
+
     model_config = ConfigDict(extra="forbid")
+    record_type: ClassVar[type] = MemoryRecord
 
-    id: str
-    content: str
-    created_at: datetime
-    memory_type: Literal["semantic", "episodic"]
-    category: Literal[CATEGORIES]  # type: ignore[valid-type]
-    source: Literal[SOURCES]  # type: ignore[valid-type]
-    status: Literal["current", "superseded"]
-    last_seen: datetime | None = None
-    valid_until: datetime | None = None
-    superseded_by: str | None = None
-    supersedes: str | None = None
-    change_reason: str | None = Field(default=None, max_length=100)
-    event_date: date | None = None
-    followed_up_at: datetime | None = None
-    metadata: dict[str, str | bool | int | float] = Field(default_factory=dict)
-
-    @field_validator("id", "superseded_by", "supersedes")
-    @classmethod
-    def _ids(cls, value: str | None) -> str | None:
-        if value is not None and not _ID.fullmatch(value):
-            raise ValueError(f"{clean_text(value)[:70]!r} is not a memory id (4-64 lower-case letters, digits, '_' or '-')")
-        return value
-
-    @field_validator("content", mode="before")
+    @field_validator("content", mode="before", check_fields=False)
     @classmethod
     def _content(cls, value):
         if not isinstance(value, str):
             raise ValueError("the text must be a string")
         return _checked(clean_memory_text, value)
 
-    @field_validator("created_at", "last_seen", "valid_until", "followed_up_at", "event_date", mode="before")
-    @classmethod
-    def _dates_are_text(cls, value):
-        return _iso_text(value)
-
-    @field_validator("created_at", "last_seen", "valid_until", "followed_up_at", "event_date")
-    @classmethod
-    def _dates_in_range(cls, value):
-        return _in_range(value)
-
-    @field_validator("change_reason")
-    @classmethod
-    def _reason(cls, value: str | None) -> str | None:
-        return clean_text(value) or None if value is not None else None
-
-    @field_validator("metadata")
+    @field_validator("metadata", check_fields=False)
     @classmethod
     def _metadata(cls, values: dict) -> dict:
         if len(values) > MAX_METADATA_KEYS:
             raise ValueError(f"{len(values)} metadata keys; the limit is {MAX_METADATA_KEYS}")
+        reserved = reserved_metadata_keys(cls.record_type)
         cleaned = {}
         for key, value in values.items():
-            if not _METADATA_KEY.fullmatch(key) or key in _RESERVED_METADATA:
+            if not _METADATA_KEY.fullmatch(key) or key in reserved:
                 raise ValueError(f"metadata key {clean_text(key)[:40]!r} is not allowed")
             if isinstance(value, str):
                 value = clean_text(value)
@@ -175,21 +175,50 @@ class ExportedMemory(BaseModel):
         return cleaned
 
     @model_validator(mode="after")
-    def _status_agrees(self) -> "ExportedMemory":
+    def _status_agrees(self):
         if self.status == "current" and (self.superseded_by or self.valid_until):
             raise ValueError(f"memory {self.id} is current but has a successor or an end date")
         if self.id in (self.superseded_by, self.supersedes):
             raise ValueError(f"memory {self.id} links to itself")
         return self
 
-    def to_record(self, user_id: str) -> MemoryRecord:
-        return MemoryRecord(user_id=user_id, **self.model_dump())
+    def to_record(self, user_id: str):
+        return self.record_type(user_id=user_id, **self.model_dump())
 
     @classmethod
-    def from_record(cls, record: MemoryRecord) -> "ExportedMemory":
+    def from_record(cls, record: MemoryRecord):
         fields = {name: getattr(record, name) for name in cls.model_fields if name != "metadata"}
         metadata = {k: v for k, v in record.metadata.items() if isinstance(v, (str, int, float, bool))}
         return cls.model_construct(**fields, metadata=metadata)
+
+
+def export_model(record_type: type = MemoryRecord) -> type[_ExportedMemoryChecks]:
+    """The export file's model of ``record_type``: one field per exported record
+    field, in the record's order, then the extras; each checked by its kind."""
+    exported = [spec for spec in stored_fields(record_type) if spec.how.exported]
+    ids = [s.name for s in exported if s.kind == "id"]
+    dates = [s.name for s in exported if s.kind in ("datetime", "date")]
+    texts = [s.name for s in exported if s.kind == "text" and s.name != "content"]
+    checks = {}
+    if ids:
+        checks["_ids"] = field_validator(*ids)(_valid_id)
+    if dates:
+        checks["_dates_are_text"] = field_validator(*dates, mode="before")(_date_is_text)
+        checks["_dates_in_range"] = field_validator(*dates)(_date_in_range)
+    if texts:
+        checks["_text"] = field_validator(*texts)(_clean_optional_text)
+    model = create_model(
+        f"Exported{record_type.__name__.removesuffix('Record')}",
+        __base__=_ExportedMemoryChecks,
+        __validators__=checks,
+        **{spec.name: _export_annotation(spec) for spec in exported},
+        metadata=(dict[str, str | bool | int | float], Field(default_factory=dict)),
+    )
+    model.record_type = record_type
+    return model
+
+
+ExportedMemory = export_model()
 
 
 class ExportedSession(BaseModel):
@@ -320,12 +349,12 @@ def _shown(path) -> str:
     return clean_text(str(path)) or repr(str(path))
 
 
-def default_export_path(app) -> Path:
+def default_export_path(app: Memora) -> Path:
     stamp = app.now().strftime("%Y%m%d-%H%M%S")
     return app.paths.folder / f"memora-export-{app.settings.user}-{stamp}.json"
 
 
-def build_export(app) -> ExportFile:
+def build_export(app: Memora) -> ExportFile:
     """The export, as stored: built without the import checks, so that an export
     always succeeds (the importer names whatever it cannot take back)."""
     records = app.store.all_records()
@@ -347,7 +376,7 @@ def build_export(app) -> ExportFile:
     )
 
 
-def export_data(app, path: Path) -> Path:
+def export_data(app: Memora, path: Path) -> Path:
     path = Path(path)
     try:
         if path.is_dir():  # inside the try: stat() raises for a too-long name (ENAMETOOLONG)
@@ -455,7 +484,7 @@ def read_export(path: Path) -> ExportFile:
         raise _refuse(path, f"is not a valid Memora export ({_first_problem(error)})") from None
 
 
-def _plan_profile(app, path: Path, export: ExportFile) -> UserProfile:
+def _plan_profile(app: Memora, path: Path, export: ExportFile) -> UserProfile:
     """The merged profile (existing values win; lists united), within the profile's limits."""
     current = app.profiles.get()
 
@@ -481,7 +510,7 @@ def _plan_profile(app, path: Path, export: ExportFile) -> UserProfile:
     )
 
 
-def import_data(app, path: Path) -> str:
+def import_data(app: Memora, path: Path) -> str:
     """Restore an export, all or nothing, without destroying anything already here
     (see the module docstring)."""
     path = Path(path)
@@ -581,13 +610,13 @@ def import_data(app, path: Path) -> str:
     )
 
 
-def _import_files(app) -> dict[str, Path]:
+def _import_files(app: Memora) -> dict[str, Path]:
     paths = app.paths
     return {"profile": paths.profile, "proposals": paths.proposals, "session": paths.session,
             "mistakes": paths.mistakes, "activity": paths.activity}
 
 
-def _snapshot_files(app) -> dict[str, str | None]:
+def _snapshot_files(app: Memora) -> dict[str, str | None]:
     """The files an import changes besides the memories, as they are now (None: absent)."""
     snapshot = {}
     for key, path in _import_files(app).items():
@@ -598,7 +627,7 @@ def _snapshot_files(app) -> dict[str, str | None]:
     return snapshot
 
 
-def _put_files_back(app, snapshot: dict) -> None:
+def _put_files_back(app: Memora, snapshot: dict) -> None:
     for key, path in _import_files(app).items():
         if key not in snapshot:
             continue
@@ -608,7 +637,7 @@ def _put_files_back(app, snapshot: dict) -> None:
             atomic_write_text(Path(path), snapshot[key])
 
 
-def finish_interrupted_import(app) -> None:
+def finish_interrupted_import(app: Memora) -> None:
     """At start: finish undoing an import that a crash cut short (the store put
     its memories back when it opened; the other files are put back here)."""
     interrupted = app.store.interrupted_import

@@ -25,9 +25,12 @@ import contextlib
 import json
 import re
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, TYPE_CHECKING
 
 from memora.engine.storage import atomic_write_text
+
+if TYPE_CHECKING:
+    from memora.app.assistant import Memora
 
 FORGOTTEN = "[forgotten]"
 # An export starts with its format key (data_transfer writes it first), so a
@@ -100,26 +103,9 @@ def scrub_text(text: str, finder: TextFinder) -> str:
     return text
 
 
-def scrub_session(app, finder: TextFinder) -> bool:
+def scrub_session(app: Memora, finder: TextFinder) -> bool:
     """Replace forgotten texts in the conversation and pending jobs; True if any was found."""
-    changed = False
-    with app._lock:
-        for message in app.memory.messages:
-            new = scrub_text(message["content"], finder)
-            changed |= new != message["content"]
-            message["content"] = new
-        summary = scrub_text(app.memory.summary, finder)
-        changed |= summary != app.memory.summary
-        app.memory.summary = summary
-        jobs = []
-        for job in app._pending_jobs:
-            new = scrub_text(job.text, finder)
-            changed |= new != job.text
-            jobs.append(job.model_copy(update={"text": new}) if new != job.text else job)
-        app._pending_jobs = jobs
-    if changed:
-        app.save_session()
-    return changed
+    return app.rewrite_session_texts(lambda text: scrub_text(text, finder))
 
 
 def _history_entries(raw: str) -> list[tuple[list[str], list[str]]]:
@@ -165,7 +151,7 @@ def scrub_input_history(path: Path, finder: TextFinder, console=None) -> int:
     return removed
 
 
-def learner_exports(app, name: str) -> list[Path]:
+def learner_exports(app: Memora, name: str) -> list[Path]:
     """The learner's exports in their data folder (by name, or by content for a renamed one)."""
     paths = app.settings.paths_for(name)
     folder = paths.folder
@@ -232,7 +218,7 @@ def erase_notice(console, store) -> None:
         )
 
 
-def forget_everywhere(app, texts: Iterable[str], console=None) -> None:
+def forget_everywhere(app: Memora, texts: Iterable[str], console=None) -> None:
     """Remove forgotten texts from the session and the line history."""
     finder = TextFinder(texts)
     if not finder:

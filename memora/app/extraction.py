@@ -1,7 +1,7 @@
 """Memory extraction, off the response path.
 
-After each reply the learner's message (never the assistant's reply, seed 003)
-goes to a background worker, which makes one structured-output call
+After each reply the learner's message (never the assistant's reply: what the
+tutor said is not a fact about the learner) goes to a background worker, which makes one structured-output call
 (``ExtractionResult``) and then, for each result:
 
 * **facts**: an exact repeat, or one that says the same thing in words
@@ -13,13 +13,14 @@ goes to a background worker, which makes one structured-output call
   learner spoke.
 * **profile changes**: a new goal or preference is applied with a visible
   notice; setting a level when none is set likewise; changing an existing
-  level or removing anything becomes a *proposal* that the learner confirms
-  (seed 003, P1 option C).
+  level or removing anything becomes a *proposal* that the learner confirms,
+  because a misread message must not silently overwrite what was true.
 * **mistakes**: real errors in the learner's own English go to the mistake
   ledger (``ledger.LedgerStore.record``), where a repeat of an earlier
   mistake counts against its entry instead of adding one.
 * **corrections** ("No, I never said ..."): the matching memories are
-  superseded and the learner is told what changed (seed 003, P3 A). When a
+  superseded (kept in the history, not deleted) and the learner is told what
+  changed, so a wrong correction can be seen and undone. When a
   message looks like a correction (``looks_like_correction``), it is read
   *before* the reply: the wrong memory is left out of that turn's context, the
   reply is asked to confirm the change, and it is superseded as soon as the
@@ -61,7 +62,7 @@ from memora.app.proposals import ProfileProposal, ProposalStore
 from memora.engine.records import MAX_MEMORY_CHARS, MemoryRecord
 from memora.engine.retrieval import rank
 from memora.engine.text_utils import clean_text, normalized_key, quoted, shorten
-from memora.engine.timeutil import now_anchor, parse_date, resolve_relative_date
+from memora.engine.timeutil import now_anchor, resolve_event_date
 from memora.engine.tokens import TokenCounter
 from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
 
@@ -417,7 +418,7 @@ class Extractor:
     def _event_date(self, fact: ExtractedFact, said_at: datetime) -> date | None:
         if fact.category != "schedule":
             return None
-        return resolve_relative_date(fact.event_phrase, said_at) or parse_date(fact.event_date)
+        return resolve_event_date(fact.event_date, fact.event_phrase, said_at, sentence=fact.text)
 
     def _apply_fact(self, fact: ExtractedFact, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
         store = self.store
@@ -426,29 +427,21 @@ class Extractor:
         event_date = self._event_date(fact, job.said_at)
         existing = store.catalog.find_exact(text)
         if existing is not None:
-            store.touch(existing.id)
-            outcome.duplicates.append(existing.id)
+            self._refresh(existing.id, outcome)
             return
         vector = store.embed([text])[0]  # once, for the candidates and for storing
         candidates = self.candidates(text, vector, category)
-        for candidate in sorted(candidates, key=lambda c: c.distance):
-            if is_near_duplicate(store.embedder.name, text, candidate.record.content, candidate.distance):
-                store.touch(candidate.record.id)
-                outcome.duplicates.append(candidate.record.id)
-                return
-        decision = MemoryDecision(action="ADD", target_id=None, text=None)
-        if candidates:
-            payload = json.dumps({"new_fact": text, "existing_memories": [self._shown(c.record) for c in candidates]}, ensure_ascii=False)
-            decision = self._parse(RECONCILE_PROMPT, payload, MemoryDecision, "Memory reconciliation")
-        targets = {c.record.id: c.record for c in candidates}
-        target = targets.get((decision.target_id or "").strip())
-        if target is not None:
-            target = store.get(target.id)  # another session may have changed it since it was listed
-            target = target if target is not None and target.is_current else None
+        repeat = next(
+            (c for c in sorted(candidates, key=lambda c: c.distance)
+             if is_near_duplicate(store.embedder.name, text, c.record.content, c.distance)),
+            None,
+        )
+        if repeat is not None:
+            self._refresh(repeat.record.id, outcome)
+            return
+        decision, target = self._decide(text, candidates)
         if decision.action == "NOOP" and candidates:
-            kept = target or min(candidates, key=lambda c: c.distance).record
-            store.touch(kept.id)
-            outcome.duplicates.append(kept.id)
+            self._refresh((target or min(candidates, key=lambda c: c.distance).record).id, outcome)
             return
         if decision.action == "UPDATE" and target is not None:
             merged = clean_text(decision.text or "")
@@ -476,6 +469,24 @@ class Extractor:
             vector=vector,
         )
         outcome.added.append(added.id)
+
+    def _refresh(self, memory_id: str, outcome: ExtractionOutcome) -> None:
+        """A fact already known: its memory is seen again, nothing is added."""
+        self.store.touch(memory_id)
+        outcome.duplicates.append(memory_id)
+
+    def _decide(self, text: str, candidates: list[Candidate]) -> tuple[MemoryDecision, MemoryRecord | None]:
+        """The model's decision about ``text`` beside its related memories, and the
+        current memory it names (None when it names none that is still current)."""
+        if not candidates:
+            return MemoryDecision(action="ADD", target_id=None, text=None), None
+        payload = json.dumps({"new_fact": text, "existing_memories": [self._shown(c.record) for c in candidates]}, ensure_ascii=False)
+        decision = self._parse(RECONCILE_PROMPT, payload, MemoryDecision, "Memory reconciliation")
+        target = {c.record.id: c.record for c in candidates}.get((decision.target_id or "").strip())
+        if target is not None:
+            target = self.store.get(target.id)  # another session may have changed it since it was listed
+            target = target if target is not None and target.is_current else None
+        return decision, target
 
     @staticmethod
     def _shown(record: MemoryRecord) -> dict:

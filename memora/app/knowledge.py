@@ -1,7 +1,7 @@
 """Tutor knowledge notes: Markdown in ``knowledge/``, indexed in Chroma.
 
-Seed 001's "lore", adapted to a tutor: the persona, grammar tips, travel
-phrases... Each ``*.md`` file is split at its ``##`` headings; each section is
+What the tutor knows rather than what it knows about the learner: the
+persona, grammar tips, travel phrases... Each ``*.md`` file is split at its ``##`` headings; each section is
 one chunk in the ``memora-knowledge`` collection, tagged with its file's
 content hash. ``sync()`` re-embeds only files whose hash changed, drops chunks
 of deleted files, and rebuilds everything if the embedding model changed.
@@ -26,8 +26,7 @@ COLLECTION = "memora-knowledge"
 MAX_CHUNK_CHARS = 1200
 
 # Minimum cosine similarity (1 - distance) for a note to enter the context.
-# Seed 001 sets its lore threshold permissively (LORE_DISTANCE_MAX = 0.72)
-# because a wrong hit costs one turn of slightly off-topic context and the
+# The threshold is permissive because a wrong hit costs one turn of slightly off-topic context and the
 # next turn recovers, while a wrong *memory* misinforms the tutor about the
 # learner. So a note passes at 0.40 similarity (distance 0.60), where a memory
 # matched by meaning alone needs 0.50 (0.5 x cosine >= RETRIEVAL_MIN_SCORE).

@@ -1,11 +1,12 @@
 """Proactive follow-up: which remembered plan, if any, to ask about this turn.
 
-Seed 001, 第二關, extended with event dates. A current ``schedule`` memory is a
-candidate when it has not been followed up yet and
+A tutor who remembers a plan and asks how it went shows it was listening. A
+current ``schedule`` memory is a candidate when it has not been followed up yet and
 
 * its event date has passed (the date was resolved from "next Tuesday" against
   the moment the learner said it), or
-* it has no date and is at least ``proactive_days`` old (the seed's rule).
+* it has no date and is at least ``proactive_days`` old (by then an undated
+  plan has most likely happened).
 
 Never for something said less than a day ago: asking "how did it go?" hours
 after hearing about it only shows the tutor was not listening. Only the oldest

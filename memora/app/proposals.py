@@ -1,7 +1,8 @@
 """Profile changes waiting for the learner's yes or no.
 
-Seed 003 (P1, option C): a change to an existing profile value, or a removal,
-is never applied silently. It is stored here (atomically, so it survives a
+A change to an existing profile value, or a removal, is never applied
+silently: a misread message must not quietly overwrite what the learner said
+before, while a new goal costs nothing to take back. It is stored here (atomically, so it survives a
 restart) and asked about at the end of the reply; ``yes``/``no`` or
 ``profile confirm``/``profile reject`` settles it.
 """
@@ -137,8 +138,3 @@ class ProposalStore:
                     atomic_write_model(self.path, state)
                     return proposal
         return None
-
-    def clear(self) -> None:
-        with file_lock(self.path):
-            if self.path.exists():
-                atomic_write_model(self.path, _ProposalFile())

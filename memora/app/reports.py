@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from context_builder import SECTION_TAGS, digest_item_text, hint_plan_text, retrieved_text
 from memora.engine.timeutil import time_ago
 from memora.engine.text_utils import shorten
 
+if TYPE_CHECKING:
+    from memora.app.assistant import Memora
+
 Table = tuple[str, list[str], list[list[str]]]
 
 
-def status_rows(app) -> list[Table]:
+def status_rows(app: Memora) -> list[Table]:
     settings = app.settings
     store = app.store
     cap = store.memory_cap
@@ -36,7 +41,7 @@ def status_rows(app) -> list[Table]:
     budget_rows = [[name, str(sections.get(name, "-")), str(caps[name])] for name in ("instructions", "background", "summary", "recent", "current")]
     budget_rows.append(["total", str(last.get("total", "-")), str(budget.total)])
     usage = memory.usage
-    pending = app.worker.pending if app.worker else 0
+    pending = app.worker.pending
     extraction_state = f"{usage.extraction}"
     usage_rows = [
         ["chat", str(usage.chat)],
@@ -63,7 +68,7 @@ def status_rows(app) -> list[Table]:
     ]
 
 
-def why_report(app) -> list[Table]:
+def why_report(app: Memora) -> list[Table]:
     prepared = app.last_prepared
     if prepared is None:
         return [("Why", ["note"], [["No chat request has been made in this session yet."]])]
@@ -74,7 +79,7 @@ def why_report(app) -> list[Table]:
     section_rows.append(["(whole request)", f"{prepared.total_tokens} of {prepared.budget}"])
     tables: list[Table] = [("Sections of the last background", ["section", "tokens"], section_rows)]
     if not background.has_data:
-        sent = "only the current local time was sent" if background else "no background message was sent"
+        sent = "only the current local time was sent" if background.clock else "no background message was sent"
         tables.append(("Background", ["note"], [[f"({sent})"]]))
         return tables
     profile_rows = [[line.removeprefix("- ")] for line in background.profile_lines()]

@@ -1,4 +1,5 @@
-"""The conversation state that survives a restart (seed 003, P4).
+"""The conversation state that survives a restart, so closing the terminal
+does not end the conversation.
 
 After every turn Memora saves the recent messages, the running summary, token
 usage, the last request's token breakdown, any extraction jobs that have
@@ -17,6 +18,7 @@ from typing import Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory import TokenUsage
 from memora.engine.storage import atomic_write_model, file_lock, load_model_file
 
 SESSION_VERSION = 2
@@ -27,14 +29,6 @@ class ChatMessage(BaseModel):
 
     role: Literal["user", "assistant"]
     content: str
-
-
-class UsageCounts(BaseModel):
-    chat: int = 0
-    embeddings: int = 0
-    summaries: int = 0
-    extraction: int = 0
-    grading: int = 0
 
 
 class PendingExtraction(BaseModel):
@@ -74,7 +68,7 @@ class SessionState(BaseModel):
     saved_at: datetime | None = None
     messages: list[ChatMessage] = Field(default_factory=list)
     summary: str = ""
-    usage: UsageCounts = Field(default_factory=UsageCounts)
+    usage: TokenUsage = Field(default_factory=TokenUsage)
     last_request: dict | None = None
     pending_extractions: list[PendingExtraction] = Field(default_factory=list)
     changes: list[ChangeSet] = Field(default_factory=list)  # oldest first; 'undo' takes the last
@@ -118,7 +112,3 @@ class SessionStore:
     def save(self, state: SessionState) -> None:
         with file_lock(self.path):
             atomic_write_model(self.path, state)
-
-    def delete(self) -> None:
-        with file_lock(self.path):
-            self.path.unlink(missing_ok=True)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from memora.engine.errors import OutputClosed
-from memora.engine.text_utils import TerminalFilter, for_terminal  # noqa: F401 (re-exported for the consoles' callers)
+from memora.engine.text_utils import TerminalFilter, for_terminal, shorten  # noqa: F401 (re-exported for the consoles' callers)
 
 PROMPT = "You: "
 REPLY_LABEL = "Memora: "
@@ -51,9 +51,6 @@ class Console:
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
         self.say(render_table(title, columns, rows))
 
-    def markdown(self, text: str) -> None:
-        self.say(text)
-
     @contextlib.contextmanager
     def reply_stream(self) -> Iterator[Callable[[str], None]]:
         raise NotImplementedError
@@ -62,7 +59,7 @@ class Console:
 
 def render_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], max_width: int = 160) -> str:
     """A plain-text table: aligned columns, long cells shortened."""
-    cells = [[for_terminal(c) for c in columns]] + [[_cell(v, max_width) for v in row] for row in rows]
+    cells = [[for_terminal(c) for c in columns]] + [[shorten(v, max_width, for_display=True) for v in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     lines = [title] if title else []
     for index, row in enumerate(cells):
@@ -72,11 +69,6 @@ def render_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str
     if not rows:
         lines.append("(none)")
     return "\n".join(lines)
-
-
-def _cell(value, limit: int) -> str:
-    text = " ".join(for_terminal(value).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class PlainConsole(Console):
@@ -231,9 +223,6 @@ class RichConsole(Console):
         for row in rows:
             table.add_row(*[_text(v) for v in row])
         self.out.print(table)
-
-    def markdown(self, text: str) -> None:
-        self.out.print(_markdown(for_terminal(text)))
 
     @contextlib.contextmanager
     def reply_stream(self) -> Iterator[Callable[[str], None]]:

@@ -1,7 +1,7 @@
 """Learners: listing them and deleting everything of one.
 
 Each learner's files live in their own folder (the default learner's at the
-top of the data folder, as the design card has it) and their memories in
+top of the data folder, so a single learner's files are where they always were) and their memories in
 their own Chroma collection and catalog; nothing is shared between learners.
 """
 
@@ -10,9 +10,13 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memora.engine.config import DEFAULT_USER, validate_user_name
 from long_term_memory import catalog_path, collection_name
+
+if TYPE_CHECKING:
+    from memora.app.assistant import Memora
 
 
 @dataclass(frozen=True)
@@ -22,7 +26,7 @@ class LearnerInfo:
     memories: int
 
 
-def known_users(app) -> list[str]:
+def known_users(app: Memora) -> list[str]:
     names = {DEFAULT_USER, app.settings.user}
     users_dir = app.settings.users_dir
     if users_dir.is_dir():
@@ -44,7 +48,7 @@ def known_users(app) -> list[str]:
     return sorted(names, key=lambda n: (n != DEFAULT_USER, n))
 
 
-def list_users(app) -> list[LearnerInfo]:
+def list_users(app: Memora) -> list[LearnerInfo]:
     from memora.engine.catalog import MemoryCatalog
 
     infos = []
@@ -63,7 +67,7 @@ def list_users(app) -> list[LearnerInfo]:
     return infos
 
 
-def has_data(app, name: str) -> bool:
+def has_data(app: Memora, name: str) -> bool:
     """Whether ``name`` is the current learner or has anything stored here."""
     name = validate_user_name(name)
     if name == app.settings.user:
@@ -79,7 +83,7 @@ def has_data(app, name: str) -> bool:
         return True  # cannot tell: let the confirmation decide rather than claim there is nothing
 
 
-def delete_user(app, name: str, *, remove_exports: bool = True) -> str:
+def delete_user(app: Memora, name: str, *, remove_exports: bool = True) -> str:
     """Delete the profile, session, proposals, input history, mistake ledger, activity
     log and memories of ``name``, and their exports in the data folder unless ``remove_exports`` is False."""
     from memora.app.erasure import learner_exports
@@ -89,9 +93,7 @@ def delete_user(app, name: str, *, remove_exports: bool = True) -> str:
     paths = app.settings.paths_for(name)
     removed = []
     if name == app.settings.user:
-        app.deleted = True  # nothing of this learner is written from now on
-        if app.worker is not None:
-            app.worker.cancel()
+        app.forget_learner()  # nothing of this learner is written from now on
         store = app.store
     else:
         store = None

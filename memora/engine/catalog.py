@@ -28,10 +28,9 @@ from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
 from memora.engine import lexical
-from memora.engine.records import STATUS_CURRENT, MemoryRecord
+from memora.engine.records import STATUS_CURRENT, MemoryRecord, catalog_columns, from_catalog_row
 from memora.engine.storage import FILE_MODE, ensure_private_dir, file_lock, quarantine
 from memora.engine.text_utils import normalized_key
-from memora.engine.timeutil import parse_date
 
 SCHEMA_VERSION = 5
 # BM25 constants of the lexical side (README, "Retrieval"): b=0.3 rather than the
@@ -53,30 +52,9 @@ POSTINGS_SHARE = 0.01
 # the next start (MemoryCatalog.compact, ChromaConnection.compact).
 COMPACT_WAIT_MS = 2000
 
-_SCHEMA = """
+_SCHEMA_TEMPLATE = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS memories (
-    rid INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    user_id TEXT NOT NULL,
-    content TEXT NOT NULL,
-    norm_key TEXT NOT NULL,
-    memory_type TEXT NOT NULL,
-    category TEXT NOT NULL,
-    source TEXT NOT NULL,
-    status TEXT NOT NULL,
-    created_ts REAL NOT NULL,
-    last_seen_ts REAL,
-    valid_until_ts REAL,
-    superseded_by TEXT,
-    supersedes TEXT,
-    change_reason TEXT,
-    event_date TEXT,
-    followed_up_ts REAL,
-    extra TEXT NOT NULL DEFAULT '{}',
-    n_terms INTEGER NOT NULL DEFAULT 0,
-    terms TEXT NOT NULL DEFAULT ''
-);
+CREATE TABLE IF NOT EXISTS memories ({memory_columns});
 -- Vectors live apart so that scanning memories never reads 1.5 KB per row.
 CREATE TABLE IF NOT EXISTS memory_vectors (rid INTEGER PRIMARY KEY, vector BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS memories_user_status ON memories (user_id, status);
@@ -89,6 +67,23 @@ CREATE INDEX IF NOT EXISTS memories_event ON memories (event_date) WHERE event_d
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(terms, tokenize = 'unicode61 remove_diacritics 0');
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_vocab USING fts5vocab(memories_fts, row);
 """
+# The record's own columns come from its persistence schema (records.stored_fields);
+# the rest are the catalog's: the text's key for exact repeats, the extras as
+# JSON and the lexical terms.
+_RECORD_COLUMNS = catalog_columns()
+_DERIVED_COLUMNS = {
+    "norm_key": "TEXT NOT NULL",
+    "extra": "TEXT NOT NULL DEFAULT '{}'",
+    "n_terms": "INTEGER NOT NULL DEFAULT 0",
+    "terms": "TEXT NOT NULL DEFAULT ''",
+}
+_SCHEMA = _SCHEMA_TEMPLATE.format(
+    memory_columns=", ".join(
+        ["rid INTEGER PRIMARY KEY"]
+        + [f"{name} {declared}" for name, (declared, _) in _RECORD_COLUMNS.items()]
+        + [f"{name} {declared}" for name, declared in _DERIVED_COLUMNS.items()]
+    )
+)
 _DROP = """
 DROP TABLE IF EXISTS memories_vocab;
 DROP TABLE IF EXISTS memories_fts;
@@ -97,22 +92,12 @@ DROP TABLE IF EXISTS memories;
 DROP TABLE IF EXISTS meta;
 """
 
-_COLUMNS = (
-    "id, user_id, content, norm_key, memory_type, category, source, status, created_ts, last_seen_ts, "
-    "valid_until_ts, superseded_by, supersedes, change_reason, event_date, followed_up_ts, extra"
-)
-_WRITE_COLUMNS = _COLUMNS + ", n_terms, terms"
+_COLUMNS = ", ".join([*_RECORD_COLUMNS, "extra"])
+_WRITE_COLUMNS = ", ".join([*_RECORD_COLUMNS, *_DERIVED_COLUMNS])
+_EXPECTED_COLUMNS = {"rid", *_RECORD_COLUMNS, *_DERIVED_COLUMNS}
+_WRITE_PLACEHOLDERS = ", ".join("?" * (len(_RECORD_COLUMNS) + len(_DERIVED_COLUMNS)))
 # A candidate row carries its whole record, so the results need no second read.
 _CANDIDATE_COLUMNS = ", ".join(f"m.{c} AS {c}" for c in _COLUMNS.split(", ")) + ", m.terms AS terms, m.n_terms AS n_terms, v.vector AS vector"
-_N_WRITE = 19
-
-
-def _ts(value: datetime | None) -> float | None:
-    return value.timestamp() if value is not None else None
-
-
-def _dt(value: float | None) -> datetime | None:
-    return datetime.fromtimestamp(value).astimezone() if value is not None else None
 
 
 def _blob(vector: Sequence[float] | None) -> bytes | None:
@@ -120,24 +105,11 @@ def _blob(vector: Sequence[float] | None) -> bytes | None:
 
 
 def _row_values(record: MemoryRecord) -> tuple:
+    """The values of ``_WRITE_COLUMNS`` for ``record``; the lexical terms come last."""
     words = lexical.terms(record.content)
     return (
-        record.id,
-        record.user_id,
-        record.content,
+        *(value_of(record) for _, value_of in _RECORD_COLUMNS.values()),
         normalized_key(record.content),
-        record.memory_type,
-        record.category,
-        record.source,
-        record.status,
-        record.created_at.timestamp(),
-        _ts(record.last_seen),
-        _ts(record.valid_until),
-        record.superseded_by,
-        record.supersedes,
-        record.change_reason,
-        record.event_date.isoformat() if record.event_date else None,
-        _ts(record.followed_up_at),
         json.dumps(record.metadata, ensure_ascii=False, sort_keys=True),
         len(words),
         " ".join(words),
@@ -145,24 +117,7 @@ def _row_values(record: MemoryRecord) -> tuple:
 
 
 def _record(row: sqlite3.Row) -> MemoryRecord:
-    return MemoryRecord(
-        id=row["id"],
-        user_id=row["user_id"],
-        content=row["content"],
-        memory_type=row["memory_type"],
-        category=row["category"],
-        source=row["source"],
-        status=row["status"],
-        created_at=_dt(row["created_ts"]),
-        last_seen=_dt(row["last_seen_ts"]),
-        valid_until=_dt(row["valid_until_ts"]),
-        superseded_by=row["superseded_by"],
-        supersedes=row["supersedes"],
-        change_reason=row["change_reason"],
-        event_date=parse_date(row["event_date"]),
-        followed_up_at=_dt(row["followed_up_ts"]),
-        metadata=json.loads(row["extra"] or "{}"),
-    )
+    return from_catalog_row(row, extras=json.loads(row["extra"] or "{}"))
 
 
 class LexicalSearch(NamedTuple):
@@ -181,14 +136,10 @@ class MemoryCatalog:
     """SQLite catalog of one learner's memories (thread-safe within a process)."""
 
     def __init__(self, path: Path | str, user_id: str):
-        self.path = Path(path) if str(path) != ":memory:" else path
+        self.path = Path(path)
         self.user_id = user_id
-        if isinstance(self.path, Path):
-            ensure_private_dir(self.path.parent)
+        ensure_private_dir(self.path.parent)
         self._lock = threading.RLock()
-        if not isinstance(self.path, Path):
-            self._open()
-            return
         # Opened under the catalog's lock: two processes creating or migrating it at
         # once get SQLITE_BUSY, which must never be mistaken for corruption.
         with file_lock(self.path):
@@ -206,7 +157,7 @@ class MemoryCatalog:
                 self._open()
 
     def _open(self) -> None:
-        if isinstance(self.path, Path) and not self.path.exists():
+        if not self.path.exists():
             os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE))  # owner-only, like every data file
         self._db = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
@@ -219,7 +170,9 @@ class MemoryCatalog:
             self._db.execute("PRAGMA secure_delete=ON")
             self._db.executescript(_SCHEMA)
             version = self.get_meta("schema_version")
-            if version is not None and version != str(SCHEMA_VERSION):
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(memories)")}
+            # A new record field changes the columns without a new version number.
+            if (version is not None and version != str(SCHEMA_VERSION)) or columns != _EXPECTED_COLUMNS:
                 # A derived index: drop it; the store rebuilds it from Chroma.
                 self._db.executescript(_DROP)
                 self._db.executescript(_SCHEMA)
@@ -282,7 +235,7 @@ class MemoryCatalog:
                 db.execute("DELETE FROM memories_fts WHERE rowid = ?", (old["rid"],))
                 db.execute("DELETE FROM memory_vectors WHERE rid = ?", (old["rid"],))
             cursor = db.execute(
-                f"INSERT OR REPLACE INTO memories ({_WRITE_COLUMNS}) VALUES ({', '.join('?' * _N_WRITE)})", values
+                f"INSERT OR REPLACE INTO memories ({_WRITE_COLUMNS}) VALUES ({_WRITE_PLACEHOLDERS})", values
             )
             rid = cursor.lastrowid
             if vector is not None:
@@ -298,7 +251,7 @@ class MemoryCatalog:
             return
         values = _row_values(record)
         db.execute(
-            f"UPDATE memories SET ({_WRITE_COLUMNS}) = ({', '.join('?' * _N_WRITE)}) WHERE rid = ?",
+            f"UPDATE memories SET ({_WRITE_COLUMNS}) = ({_WRITE_PLACEHOLDERS}) WHERE rid = ?",
             (*values, row["rid"]),
         )
         db.execute("DELETE FROM memories_fts WHERE rowid = ?", (row["rid"],))

@@ -25,6 +25,7 @@ from urllib.parse import urlparse
 
 from memora.engine.errors import StoreError
 from memora.engine.storage import ensure_private_dir, file_lock
+from memora.engine.text_utils import shorten
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -96,7 +97,7 @@ class ChromaConnection:
                 client.heartbeat()
             except Exception as error:
                 raise StoreError(
-                    f"Cannot reach the Chroma server at {self.url}: {type(error).__name__}: {_short(error)}"
+                    f"Cannot reach the Chroma server at {self.url}: {type(error).__name__}: {shorten(str(error), 200)}"
                 ) from None
             return client
         check_local_store(self.path)
@@ -108,7 +109,7 @@ class ChromaConnection:
                 return chromadb.PersistentClient(path=str(self.path), settings=settings)
         except Exception as error:
             raise StoreError(
-                f"Cannot open the memory store at {self.path}: {type(error).__name__}: {_short(error)}"
+                f"Cannot open the memory store at {self.path}: {type(error).__name__}: {shorten(str(error), 200)}"
             ) from None
 
     def collection(self, name: str, *, metadata: dict | None = None, create: bool = True):
@@ -129,7 +130,7 @@ class ChromaConnection:
             if not create:
                 raise
             raise StoreError(
-                f"Cannot open collection {name} in {self.location}: {type(error).__name__}: {_short(error)}"
+                f"Cannot open collection {name} in {self.location}: {type(error).__name__}: {shorten(str(error), 200)}"
             ) from None
 
     def has_collection(self, name: str) -> bool:
@@ -240,8 +241,3 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 def _open_sqlite(path: Path, timeout: float = 30) -> sqlite3.Connection:
     return sqlite3.connect(str(path), timeout=timeout, isolation_level=None)
-
-
-def _short(error: Exception, limit: int = 200) -> str:
-    text = " ".join(str(error).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,8 +1,9 @@
 """Settings and every path Memora reads or writes, from one place.
 
 All data lives under one data folder: beside ``chatbot.py`` by default, moved by
-``MEMORA_HOME`` or ``--data-dir``. The default learner keeps the design card's
-file names at the top of that folder; other learners (``--user NAME``) get a
+``MEMORA_HOME`` or ``--data-dir``. The default learner keeps the original
+file names at the top of that folder (a data folder from before learners
+existed opens as it is); other learners (``--user NAME``) get a
 folder of their own under ``users/``. Long-term memories of every learner live
 in ``memora_db/``, one Chroma collection and one catalog file per learner.
 """
@@ -57,6 +58,9 @@ DEFAULT_MAX_RETRIES = 2
 DEFAULT_MEMORY_CAP = 2000
 DEFAULT_RECENCY_HALF_LIFE_DAYS = 180.0
 DEFAULT_PROACTIVE_DAYS = 3
+# Items per profile list (goals, preferences): enough for anyone, and it keeps
+# the profile, which is sent every turn, from growing without end.
+DEFAULT_MAX_PROFILE_ITEMS = 100
 
 _USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 
@@ -113,6 +117,8 @@ class Settings:
     memory_cap: int = DEFAULT_MEMORY_CAP
     recency_half_life_days: float = DEFAULT_RECENCY_HALF_LIFE_DAYS
     proactive_days: int = DEFAULT_PROACTIVE_DAYS
+    max_profile_items: int = DEFAULT_MAX_PROFILE_ITEMS
+    debug: bool = False  # the debug log on stderr (MEMORA_DEBUG)
     chroma_url: str | None = None
     knowledge_dir: Path = KNOWLEDGE_DIR
     no_color: bool = False  # NO_COLOR (no-color.org) or --plain
@@ -142,6 +148,7 @@ class Settings:
             "max_retries": "MEMORA_MAX_RETRIES",
             "memory_cap": "MEMORA_MEMORY_CAP",
             "proactive_days": "MEMORA_PROACTIVE_DAYS",
+            "max_profile_items": "MEMORA_MAX_PROFILE_ITEMS",
         }
         for key, var in ints.items():
             if env.get(var):
@@ -152,6 +159,7 @@ class Settings:
                 values[key] = _parse_number(var, env[var], float)
         if env.get("MEMORA_KNOWLEDGE_DIR"):
             values["knowledge_dir"] = Path(env["MEMORA_KNOWLEDGE_DIR"]).expanduser()
+        values["debug"] = bool(env.get("MEMORA_DEBUG"))
         chroma_url = chroma_url_from_env(env)
         if chroma_url:
             values["chroma_url"] = chroma_url
@@ -168,6 +176,7 @@ class Settings:
             "background tokens (MEMORA_BACKGROUND_TOKENS)": self.background_tokens,
             "max output tokens (MEMORA_MAX_OUTPUT_TOKENS)": self.max_output_tokens,
             "memory cap (MEMORA_MEMORY_CAP)": self.memory_cap,
+            "profile list limit (MEMORA_MAX_PROFILE_ITEMS)": self.max_profile_items,
             "timeout (MEMORA_TIMEOUT)": self.timeout,
             "recency half-life (MEMORA_RECENCY_HALF_LIFE_DAYS)": self.recency_half_life_days,
         }

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
 from memora.engine.errors import EmbeddingError, MemoraError
+from memora.engine.text_utils import CJK_RANGES
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 
@@ -166,7 +167,7 @@ class OpenAIEmbedder:
             raise EmbeddingError(f"The embedding request failed ({type(error).__name__}).") from None
 
 
-_TOKEN = re.compile(r"[a-z0-9]+|[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+_TOKEN = re.compile(rf"[a-z0-9]+|[{CJK_RANGES}]")
 
 
 class HashEmbedder:
@@ -196,33 +197,9 @@ class HashEmbedder:
         return EmbeddingResult([self._vector(t) for t in texts], sum(len(t.split()) for t in texts))
 
 
-class ChromaFunctionEmbedder:
-    """Adapts a Chroma ``EmbeddingFunction`` (``fn(input=[...])``) to ``Embedder``."""
-
-    def __init__(self, function):
-        self._function = function
-        name = getattr(function, "name", None)
-        try:
-            name = name() if callable(name) else name
-        except TypeError:
-            name = None
-        self.name = f"chroma:{name or type(function).__name__}"
-
-    def embed(self, texts: Sequence[str]) -> EmbeddingResult:
-        try:
-            vectors = self._function(input=list(texts))
-        except Exception as error:
-            raise EmbeddingError(f"The embedding function failed: {type(error).__name__}") from None
-        return EmbeddingResult([[float(x) for x in v] for v in vectors], 0)
-
-
-def as_embedder(function) -> Embedder:
-    """Accept an ``Embedder``, a Chroma embedding function or ``None`` (local)."""
-    if function is None:
-        return LocalEmbedder()
-    if hasattr(function, "embed") and hasattr(function, "name") and isinstance(function.name, str):
-        return function
-    return ChromaFunctionEmbedder(function)
+def as_embedder(embedder: Embedder | None) -> Embedder:
+    """The given ``Embedder``, or the local model when there is none."""
+    return LocalEmbedder() if embedder is None else embedder
 
 
 def make_embedder(model: str, *, client_factory: Callable[[], object] | None, counter=None) -> Embedder:

@@ -21,9 +21,10 @@ import re
 import unicodedata
 from functools import lru_cache
 
-_CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_TOKEN = re.compile(rf"[{_CJK_RANGES}]+|[^\W_{_CJK_RANGES}]+(?:'[^\W_{_CJK_RANGES}]+)*", re.UNICODE)
-_IS_CJK = re.compile(rf"[{_CJK_RANGES}]")
+from memora.engine.text_utils import CJK_RANGES
+
+_TOKEN = re.compile(rf"[{CJK_RANGES}]+|[^\W_{CJK_RANGES}]+(?:'[^\W_{CJK_RANGES}]+)*", re.UNICODE)
+_IS_CJK = re.compile(rf"[{CJK_RANGES}]")
 
 STOP_WORDS = frozenset(
     """

@@ -16,12 +16,13 @@ provider's side for later retrieval.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence, TypeVar
 
 from memora.engine.config import Settings
 from memora.engine.errors import ModelCallError, ModelNotConfigured
 from memora.engine.prompts import SUMMARY_PROMPT
+from memora.engine.text_utils import shorten
 
 T = TypeVar("T")
 
@@ -36,6 +37,16 @@ LOCAL_SERVER_PLACEHOLDER_KEY = "memora-local"
 CUT_OFF_LEAD = "(reply cut off)"
 NOT_KEPT = "That message was not kept; send it again."
 CUT_OFF = f"{CUT_OFF_LEAD} The connection closed before the reply was complete. {NOT_KEPT}"
+
+
+@dataclass
+class _Received:
+    """What a reply stream has delivered so far."""
+
+    parts: list[str] = field(default_factory=list)
+    usage: object = None
+    incomplete: str | None = None  # why the server stopped early (a token limit), if it did
+    finished: bool = False  # the server said the response is over
 
 
 @dataclass(frozen=True)
@@ -103,9 +114,9 @@ class ModelClient:
             detail = _error_detail(error)
             message = f"{what} failed with HTTP {error.status_code}{': ' + detail if detail else ''}."
         elif isinstance(error, openai.APIError):
-            message = f"{what} failed: {_one_line(str(error))}"
+            message = f"{what} failed: {shorten(str(error), 160)}"
         else:
-            message = f"{what} failed: {type(error).__name__}: {_one_line(str(error))}"
+            message = f"{what} failed: {type(error).__name__}: {shorten(str(error), 160)}"
         return ModelCallError(self.redact(message))
 
     # -- calls ------------------------------------------------------------------------
@@ -122,10 +133,7 @@ class ModelClient:
         can roll the turn back.
         """
         client = self.openai()
-        parts: list[str] = []
-        usage = None
-        incomplete = None
-        finished = False
+        received = _Received()
         stream = None
         try:
             stream = client.responses.create(
@@ -137,26 +145,7 @@ class ModelClient:
                 max_output_tokens=self.settings.max_output_tokens,
             )
             for event in stream:
-                kind = getattr(event, "type", "")
-                if kind == "response.output_text.delta":
-                    parts.append(event.delta)
-                    on_delta(event.delta)
-                elif kind == "response.completed":
-                    usage = getattr(event.response, "usage", None)
-                    finished = True
-                elif kind == "response.incomplete":
-                    finished = True
-                    response = getattr(event, "response", None)
-                    usage = getattr(response, "usage", None)
-                    details = getattr(response, "incomplete_details", None)
-                    incomplete = getattr(details, "reason", None) or "incomplete"
-                elif kind == "response.failed":
-                    error = getattr(getattr(event, "response", None), "error", None)
-                    detail = getattr(error, "message", None) or "unknown error"
-                    raise ModelCallError(self.redact(f"{CUT_OFF_LEAD} the model failed: {detail}. {NOT_KEPT}"))
-                elif kind == "error":
-                    detail = getattr(event, "message", None) or "unknown"
-                    raise ModelCallError(self.redact(f"{CUT_OFF_LEAD} the model reported an error: {detail}. {NOT_KEPT}"))
+                self._read_event(event, received, on_delta)
         except (ModelCallError, KeyboardInterrupt):
             raise
         except Exception as error:
@@ -167,21 +156,45 @@ class ModelClient:
                     stream.close()
                 except Exception:
                     pass
-        text = "".join(parts)
-        if not finished:
+        text = "".join(received.parts)
+        if not received.finished:
             # The stream ended without the server saying the response was over (the
             # connection closed, a proxy gave up): what arrived is a fragment, and
             # keeping it would let the next turns build on half an answer.
             raise ModelCallError(CUT_OFF)
-        if not text.strip() and incomplete is None:
+        if not text.strip() and received.incomplete is None:
             raise ModelCallError("The model returned an empty reply.")
+        usage = received.usage
         return ReplyResult(
             text=text,
             input_tokens=getattr(usage, "input_tokens", None),
             output_tokens=getattr(usage, "output_tokens", None),
             total_tokens=getattr(usage, "total_tokens", None),
-            incomplete=incomplete,
+            incomplete=received.incomplete,
         )
+
+    def _read_event(self, event, received: "_Received", on_delta: Callable[[str], None]) -> None:
+        """One streamed event: text is shown and kept, the end is noted, a failure raises."""
+        kind = getattr(event, "type", "")
+        if kind == "response.output_text.delta":
+            received.parts.append(event.delta)
+            on_delta(event.delta)
+        elif kind == "response.completed":
+            received.usage = getattr(event.response, "usage", None)
+            received.finished = True
+        elif kind == "response.incomplete":
+            received.finished = True
+            response = getattr(event, "response", None)
+            received.usage = getattr(response, "usage", None)
+            details = getattr(response, "incomplete_details", None)
+            received.incomplete = getattr(details, "reason", None) or "incomplete"
+        elif kind == "response.failed":
+            error = getattr(getattr(event, "response", None), "error", None)
+            detail = getattr(error, "message", None) or "unknown error"
+            raise ModelCallError(self.redact(f"{CUT_OFF_LEAD} the model failed: {detail}. {NOT_KEPT}"))
+        elif kind == "error":
+            detail = getattr(event, "message", None) or "unknown"
+            raise ModelCallError(self.redact(f"{CUT_OFF_LEAD} the model reported an error: {detail}. {NOT_KEPT}"))
 
     def parse(self, *, instructions: str, input_text: str, text_format: type[T], what: str) -> tuple[T, int]:
         """Structured output into ``text_format``; returns (parsed, total tokens)."""
@@ -226,10 +239,5 @@ def _error_detail(error) -> str:
     if isinstance(body, dict):
         message = body.get("message") or (body.get("error") or {}).get("message") if isinstance(body.get("error"), dict) else body.get("message")
         if message:
-            return _one_line(str(message))
+            return shorten(str(message), 160)
     return ""
-
-
-def _one_line(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -8,6 +8,13 @@ import unicodedata
 _WHITESPACE = re.compile(r"\s+")
 
 
+# Scripts written without spaces between words, for a regex character class:
+# kana, CJK Extension A, CJK Unified Ideographs, CJK Compatibility Ideographs
+# and Hangul syllables. (The Yijing hexagrams between Extension A and the
+# unified block are symbols, not writing.)
+CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+
+
 def clean_text(text: str) -> str:
     """One tidy line: escape sequences and control and format characters removed,
     whitespace collapsed. A whole sequence goes (``ESC ] 0 ; title BEL``), not just
@@ -30,8 +37,13 @@ def normalized_key(text: str) -> str:
     return _TRAILING.sub("", text) or text
 
 
-def shorten(text: str, limit: int) -> str:
-    text = clean_text(text)
+def shorten(text: str, limit: int, *, for_display: bool = False) -> str:
+    """``text`` as one clean line of at most ``limit`` characters, "…" marking a cut.
+
+    ``for_display`` keeps format characters (the zero-width joiners inside an
+    emoji family) that stored text drops; escape sequences go either way.
+    """
+    text = " ".join(for_terminal(text).split()) if for_display else clean_text(text)
     return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
 
 

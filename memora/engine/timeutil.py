@@ -9,16 +9,12 @@ stored timestamps.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import Callable
 
 Clock = Callable[[], datetime]
 
-WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-_WEEKDAY_ABBR = {name[:3]: i for i, name in enumerate(WEEKDAYS)} | {"tues": 1, "thur": 3, "thurs": 3}
-_ZH_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
-_NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-                 "eight": 8, "nine": 9, "ten": 10, "couple of": 2, "few": 3}
 
 
 def system_clock() -> datetime:
@@ -84,19 +80,140 @@ def _plural(n: int, unit: str) -> str:
     return f"{n} {unit}{'' if n == 1 else 's'} ago"
 
 
+# -- one grammar for spoken dates ------------------------------------------------------
+# The same phrases are read twice: when a fact is extracted (to give a plan its
+# day) and every time a stored memory is shown to the model (to reword "next
+# Tuesday" against the day it was said). Both go through ``_mentions`` below, so
+# a phrase the one understands the other understands too, and they can never
+# disagree about which day it names.
+
+WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+_WEEKDAY_ABBR = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "weds": 2, "thu": 3, "thur": 3, "thurs": 3,
+                 "fri": 4, "sat": 5, "sun": 6}
+_WORD_ABBR = ("sun", "sat", "wed")
+_ZH_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+_NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+                 "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a few": 3,
+                 "several": 3}
 _MONTH_NUMBERS = {name: i + 1 for i, name in enumerate(
     ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"]
 )}
-_MONTH_WORD = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 _ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "兩": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 # A month and day said without a year that lies this many days or fewer in the
 # past is the one just gone ("my test on Nov 20 went well"); further back, the
-# speaker means next year's ("my exam is on Jan 5", said in December).
+# speaker means next year's ("my exam is on Jan 5", said in December). In a
+# sentence about the past it is always the one just gone.
 _RECENT_PAST_DAYS = 30
+# A plan further away than this is a slip or a joke ("in 100000000 days"): no date.
+_PLAUSIBLE_YEARS = 100
+_SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}  # first month, northern hemisphere
+_ZH_SEASONS = {"春天": "spring", "夏天": "summer", "秋天": "autumn", "冬天": "winter"}
+
+_NUM = r"(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a couple of|a few|several)"
+_UNIT = r"(?:day|week|wk|fortnight|month|year|yr)"
+# Full names first so "Monday" is never read as "Mon"; an abbreviation's full
+# stop is taken only mid-sentence ("next Mon. at 5"), never a sentence's own.
+_WD = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tues?|weds?|thu(?:rs?)?|fri|sat|sun)\b(?:\.(?=\s+[a-z0-9]))?"
+_MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_REL = r"(?:next|this coming|this past|the coming|the past|this|coming|last|past)"
+_PART = r"(?:\s+(?P<{}>morning|afternoon|evening|night))?"
+_ZH_N = r"(?:\d+|[零一兩两二三四五六七八九十]{1,3})"
+_ZH_WEEK = r"(?:週|周|星期|禮拜|礼拜)"
+_ZH_STEP = r"(?:下下個|下下个|下下|下個|下个|下|這個|这个|這|这|本|上上個|上上个|上上|上個|上个|上)"
+_TOMORROW = r"(?:tomorrow|tmrw|tmr|tmw|tomorow|tommorow|tommorrow|2morrow|2moro)"
+
+# Each alternative names its kind in a group; ``_resolve`` turns a match into
+# (granularity, date, part of day). At one position the first alternative that
+# matches wins, so longer phrases come first ("the day after tomorrow" before
+# "tomorrow", "Friday after next" before "on Friday").
+_GRAMMAR = re.compile(
+    "|".join(
+        [
+            r"(?:\bon\s+)?\b(?P<iso>\d{4}-\d{1,2}-\d{1,2})\b",
+            r"(?:\bon\s+)?\b(?P<md_m>" + _MONTH + r")\.?\s+(?:the\s+)?(?P<md_d>\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(?P<md_y>\d{4})\b)?",
+            r"(?:\bon\s+)?(?:\bthe\s+)?\b(?P<dm_d>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<dm_m>" + _MONTH + r")\b(?:,?\s+(?P<dm_y>\d{4})\b)?",
+            r"(?:(?P<zd_y>\d{4})年)?(?P<zd_m>[0-9一二三四五六七八九十]{1,3})月(?P<zd_d>[0-9一二三四五六七八九十]{1,3})[日號号]",
+            r"\b(?P<dat>(?:the\s+)?day\s+after\s+" + _TOMORROW + r")\b",
+            r"\b(?P<dby>(?:the\s+)?day\s+before\s+yesterday)\b",
+            r"\b(?P<tomorrow>" + _TOMORROW + r")" + _PART.format("tpart") + r"\b",
+            r"\b(?P<yesterday>yesterday|yday)" + _PART.format("ypart") + r"\b",
+            r"\b(?P<last_night>last night)\b",
+            r"\b(?P<today>(?:later )?today|tonight|tonite|this (?:morning|afternoon|evening))\b",
+            r"(?:\bon\s+)?(?:\bthe\s+)?\b(?P<wan>" + _WD + r")\s+after\s+next\b",
+            r"(?:\bon\s+)?\b(?P<wiw>" + _WD + r")\s+(?P<wiw_rel>next|this|last)\s+week\b",
+            r"(?:\bon\s+)?\b(?<!the )(?<!The )(?P<wd_rel>" + _REL + r")\s+(?P<wd>" + _WD + r")" + _PART.format("wpart") + r"(?!\w)",
+            r"(?:\bon\s+)?\b(?P<wdom>" + _WD + r"),?\s+(?:the\s+)?(?P<wdom_d>\d{1,2})(?:st|nd|rd|th)\b(?!\s+of\b)",
+            r"(?:\bon\s+)?\bthe\s+(?P<domm>\d{1,2})(?:st|nd|rd|th)\s+of\s+(?P<domm_rel>next|this|last)\s+month\b",
+            # "on the 3rd", not "the 3rd floor": a bare ordinal is a day only before a pause or "at 5"
+            r"(?P<dom_on>\bon\s+)?\bthe\s+(?P<dom>\d{1,2})(?:st|nd|rd|th)\b(?!\s+of\b)(?!\s+(?!(?:at|and|or|to|until|till|before|after|in|for)\b)[a-z])",
+            r"\b(?P<in_word>in|within)\s+(?P<in_n>" + _NUM + r")\s+(?P<in_unit>" + _UNIT + r")s?\b(?:['\u2019]s?(?:\s+time\b)?|\s+time\b)?",
+            r"\b(?P<fn_n>" + _NUM + r")\s+(?P<fn_unit>" + _UNIT + r")s?\s+from\s+(?P<fn_from>now|today|" + _TOMORROW + r")\b",
+            r"\b(?P<ago_n>" + _NUM + r")\s+(?P<ago_unit>" + _UNIT + r")s?\s+ago\b",
+            r"\b(?:the\s+)?(?P<an_span>week|weekend|month|year)\s+after\s+next\b",
+            r"\b(?:on\s+|at\s+|over\s+)?(?P<we_rel>" + _REL + r")\s+weekend\b",
+            r"\b(?:on|at|over)\s+the\s+(?P<we_the>weekend)\b",
+            r"\b(?P<span_rel>next|this coming|this past|the coming|this|last|coming)\s+(?P<span>week|month|year)\b",
+            r"\b(?P<se_rel>" + _REL + r")\s+(?P<season>spring|summer|autumn|fall|winter)\b",
+            r"(?P<zh_fixed>大後天|大后天|大前天|後天|后天|明天|明晚|明早|今天|今晚|今早|昨天|昨晚|前天)",
+            r"(?P<zse_rel>明年|今年|去年)(?P<zse>春天|夏天|秋天|冬天)",
+            r"(?<!每)(?P<zh_rel>" + _ZH_STEP + r")?" + _ZH_WEEK + r"(?P<zh_wd>[一二三四五六日天])",
+            r"(?<!每)(?P<zh_we_rel>下下|下|這|这|本|上上|上)?(?:個|个)?(?P<zh_we>週末|周末)",
+            r"(?P<zh_span_rel>" + _ZH_STEP + r")(?P<zh_span>週|周|星期|禮拜|礼拜|月)",
+            r"(?P<zh_year>明年|今年|去年|前年|後年|后年)",
+            r"(?P<zh_n>" + _ZH_N + r")(?:個|个)?(?P<zh_unit>天|週|周|星期|禮拜|礼拜|月|年)(?:以|之)?(?P<zh_dir>後|后|前)",
+            # Only a plan or an event names a day with a bare weekday ("on Friday"):
+            # in a habit it recurs; see ``_Mention.bare``.
+            r"(?P<bare_on>\bon\s+)?\b(?P<bare_wd>" + _WD + r")" + _PART.format("bpart") + r"(?!\w)",
+            r"\b(?:the\s+)?(?P<we_bare>weekend)\b",
+        ]
+    ),
+    re.IGNORECASE,
+)
+
+# Tense decides a bare day ("had a test on Friday" is the Friday gone, "has a
+# test on Friday" the coming one). A clause reads as past when it has a past
+# verb and nothing present or future beside it.
+_CLAUSE_BREAK = re.compile(r"[.!?;\u3002\uff01\uff1f\uff1b\uff0c](?:\s|$)|\b(?:and|but|while|whereas)\b|[\uff0c\u4f46]", re.IGNORECASE)
+_PAST_VERB = re.compile(
+    r"\b(?:was|were|had|did|went|came|got|took|made|met|saw|gave|left|began|wrote|ate|drank|flew|spoke|told|felt|"
+    r"found|lost|won|thought|bought|brought|caught|taught|ran|swam|sang|forgot|sent|spent|paid|sat|wore|rode|drove|"
+    r"broke|chose|fell|heard|kept|slept|stood|understood|woke|became|knew|\w{3,}ed)\b|[了過过]|剛|刚|已經|已经",
+    re.IGNORECASE,
+)
+_NOT_PAST_ED = {"need", "speed", "proceed", "exceed", "succeed", "indeed", "breed", "embed", "interested", "excited",
+                "tired", "scared", "worried", "bored", "pleased", "supposed", "used", "married", "retired", "qualified",
+                "experienced", "advanced", "based", "related", "named", "called", "scheduled", "planned", "booked",
+                "expected", "required", "allowed", "prepared", "determined", "concerned", "stressed", "nervous"}
+_NOT_PAST = re.compile(
+    r"\b(?:is|are|am|will|shall|has|have|can|must|should|going to|gonna|plans?|planning|wants?|hopes?|hoping|"
+    r"intends?|expects?|needs?|next|upcoming|coming|tomorrow)\b|['\u2019]ll\b|[要會会將将想]|打算|準備|准备|計劃|计划",
+    re.IGNORECASE,
+)
+# A date that comes round every year is not one day to place on the calendar.
+_RECURRING = re.compile(r"\b(?:birthday|anniversary|every|each|annual|annually|yearly)\b|生日|每", re.IGNORECASE)
+# Words that point back in time: such a phrase never takes the plan's stored date.
+_PAST_POINTING = re.compile(r"\b(?:yesterday|yday|last|past|ago)\b|昨|前|上|去年", re.IGNORECASE)
+# After these, a label's own "on"/"in" is dropped: "by Fri 4 Dec", "since Oct 2026".
+_PREPOSITION_BEFORE = re.compile(
+    r"\b(?:by|until|till|til|before|after|since|from|of|during|through|to|for|about|around)\s+$", re.IGNORECASE
+)
 
 
-def _month_number(word: str) -> int:
-    return next(number for name, number in _MONTH_NUMBERS.items() if name.startswith(word[:3]))
+def _clause(text: str, start: int, end: int) -> str:
+    breaks = [m for m in _CLAUSE_BREAK.finditer(text)]
+    left = max((m.end() for m in breaks if m.end() <= start), default=0)
+    right = min((m.start() for m in breaks if m.start() >= end), default=len(text))
+    return text[left:start] + " " + text[end:right]
+
+
+def _is_past(clause: str) -> bool:
+    past = any(m.group(0).lower() not in _NOT_PAST_ED for m in _PAST_VERB.finditer(clause))
+    return past and not _NOT_PAST.search(clause)
+
+
+def _amount(raw: str) -> int:
+    raw = " ".join(raw.lower().split())
+    return int(raw) if raw.isdigit() else _NUMBER_WORDS.get(raw, 1)
 
 
 def _zh_number(text: str) -> int | None:
@@ -111,117 +228,335 @@ def _zh_number(text: str) -> int | None:
     return (_ZH_DIGITS.get(tens, 1) if tens else 1) * 10 + (_ZH_DIGITS.get(ones, 0) if ones else 0)
 
 
-def _month_day(month: int, day: int, today: date) -> date | None:
-    """The date of ``month``/``day`` nearest to what a speaker means (see ``_RECENT_PAST_DAYS``)."""
-    for year in (today.year, today.year + 1):
-        try:
-            candidate = date(year, month, day)
-        except ValueError:
-            return None
-        if (today - candidate).days <= _RECENT_PAST_DAYS:
-            return candidate
-    return None
+def _month_number(word: str) -> int:
+    return next(number for name, number in _MONTH_NUMBERS.items() if name.startswith(word.lower()[:3]))
 
 
 def _add_months(day: date, months: int) -> date:
-    month_index = day.month - 1 + months
-    year, month = day.year + month_index // 12, month_index % 12 + 1
+    """``day`` moved by whole months, on the same day or the month's last when it is shorter."""
+    index = day.year * 12 + day.month - 1 + months
+    year, month = index // 12, index % 12 + 1
     for last in (31, 30, 29, 28):
         try:
             return date(year, month, min(day.day, last))
         except ValueError:
-            continue
+            if not 1 <= year <= 9999:
+                raise
     raise ValueError(day)  # pragma: no cover - every month has 28 days
 
 
-def resolve_relative_date(phrase: str | None, now: datetime) -> date | None:
-    """Resolve a spoken date against ``now``; ``None`` when it cannot be resolved.
+def _month_day(month: int, day: int, base: date, year: int | None, past: bool) -> date:
+    """The date of ``month``/``day`` nearest to what a speaker means (see ``_RECENT_PAST_DAYS``)."""
+    if year is not None:
+        return date(year, month, day)
+    for candidate_year in ((base.year, base.year - 1) if past else (base.year, base.year + 1)):
+        candidate = date(candidate_year, month, day)
+        if (past and candidate <= base) or (not past and (base - candidate).days <= _RECENT_PAST_DAYS):
+            return candidate
+    raise ValueError("no such day")  # pragma: no cover - one of the two years always fits
 
-    Handles ISO dates ("2026-12-03"), month and day ("Dec 3", "3rd of December",
-    "12月3日"), today / tonight / tomorrow / yesterday and their Chinese forms,
-    "in 3 days" / "in two weeks" / "3天後", weekdays ("next Tuesday", "on Fri",
-    "下週二"), "next week" / "下週", "this weekend" / "週末", "next month" /
-    "下個月". "next <weekday>" means the first such day after today (as most
-    speakers use it); "this <weekday>" the one in the current week, or today.
-    "next week" and "next month" resolve to their first day, the earliest date
-    the plan can fall on, so a follow-up never comes before the event.
-    """
-    if not phrase:
-        return None
-    text = phrase.strip().lower()
-    today = now.date()
-    iso = re.search(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b", text)
-    if iso:
+
+def _day_of_month(number: int, base: date, past: bool, weekday: int | None) -> date:
+    """"the 3rd" ("Monday the 7th"): the nearest such day ahead, or just gone in a
+    sentence about the past; with a weekday, the nearest month where the two agree."""
+    step = -1 if past else 1
+    for months in range(0, 12 * step, step):
+        month_start = _add_months(base.replace(day=1), months)
         try:
-            return date(int(iso.group(1)), int(iso.group(2)), int(iso.group(3)))
+            candidate = month_start.replace(day=number)
         except ValueError:
+            continue
+        if (candidate < base if past else candidate >= base) or candidate == base:
+            if weekday is None or candidate.weekday() == weekday:
+                return candidate
+    raise ValueError("no such day")
+
+
+def _weekday_on(target: int, base: date, relation: str) -> date:
+    if relation == "last":
+        return base - timedelta(days=(base.weekday() - target) % 7 or 7)
+    ahead = (target - base.weekday()) % 7
+    if relation == "this":
+        return base + timedelta(days=ahead)
+    return base + timedelta(days=ahead or 7)  # next, coming, on: the first one after today
+
+
+def _weekday_index(word: str) -> int:
+    word = word.lower().rstrip(".")
+    return WEEKDAYS.index(word) if word in WEEKDAYS else _WEEKDAY_ABBR[word]
+
+
+def _relation(words: str | None, default: str = "on") -> str:
+    """``next`` / ``this`` / ``last`` / ``on`` from the words before a weekday or span."""
+    words = " ".join((words or "").lower().split())
+    if words in ("this past", "the past", "past", "last"):
+        return "last"
+    if words in ("next", "this coming", "the coming", "coming"):
+        return "next"
+    return "this" if words == "this" else default
+
+
+def _resolve_weekend(relation: str, base: date) -> tuple[str, date, str]:
+    saturday = base + timedelta(days=(5 - base.weekday()) % 7)
+    if base.weekday() == 6:
+        saturday = base - timedelta(days=1)  # on a Sunday, "this weekend" is the one under way
+    saturday += timedelta(days={"next": 7, "last": -7, "after_next": 14}.get(relation, 0))
+    return "weekend", saturday, ""
+
+
+def _span(span: str, step: int, base: date) -> tuple[str, date, str]:
+    if span == "week":
+        return "week", base - timedelta(days=base.weekday()) + timedelta(days=7 * step), ""
+    if span == "month":
+        return "month", _add_months(base.replace(day=1), step), ""
+    return "year", date(base.year + step, 1, 1), ""
+
+
+def _season(name: str, relation: str, base: date) -> tuple[str, date, str]:
+    """The season's first day: "next" is the first to start after today, "last" the
+    last to end before it, "this" the one under way or else the nearer one."""
+    first_month = _SEASONS[name]
+    starts = [date(year, first_month, 1) for year in range(base.year - 2, base.year + 2)]
+    spans = [(start, _add_months(start, 3) - timedelta(days=1)) for start in starts]
+    if relation == "next":
+        start = next(s for s, _ in spans if s > base)
+    elif relation == "last":
+        start = [s for s, e in spans if e < base][-1]
+    else:
+        start = min(spans, key=lambda span: 0 if span[0] <= base <= span[1] else min(abs((span[0] - base).days), abs((span[1] - base).days)))[0]
+    return "season", start, ""
+
+
+def _zh_step(prefix: str) -> int:
+    return {"下下": 2, "下": 1, "上上": -2, "上": -1}.get(prefix.rstrip("個个"), 0)
+
+
+def _offset(unit: str, n: int, base: date) -> tuple[str, date, str]:
+    """``n`` days, weeks, fortnights, months or years from ``base`` (negative: before it)."""
+    unit = {"wk": "week", "yr": "year"}.get(unit, unit)
+    if unit == "day":
+        return "day", base + timedelta(days=n), ""
+    if unit in ("week", "fortnight"):
+        return "about", base + timedelta(days=n * (14 if unit == "fortnight" else 7)), ""
+    return "about", _add_months(base, n * (12 if unit == "year" else 1)), ""
+
+
+def _resolve(match: re.Match, base: date, past: bool) -> tuple[str, date, str] | None:
+    """(granularity, date, part of day) of a phrase said on ``base``; ``past``: its clause is about the past."""
+    g = {key: value for key, value in match.groupdict().items() if value is not None}
+    text = match.group(0).lower()
+    if "iso" in g:
+        year, month, day = (int(part) for part in g["iso"].split("-"))
+        return "day", date(year, month, day), ""
+    if "md_m" in g or "dm_m" in g:
+        month, day, year = (g["md_m"], g["md_d"], g.get("md_y")) if "md_m" in g else (g["dm_m"], g["dm_d"], g.get("dm_y"))
+        return "day", _month_day(_month_number(month), int(day), base, int(year) if year else None, past), ""
+    if "zd_m" in g:
+        month, day = _zh_number(g["zd_m"]), _zh_number(g["zd_d"])
+        if not month or not day:
             return None
-    named = re.search(_MONTH_WORD + r"\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b", text) or re.search(
-        r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH_WORD + r"\b", text
-    )
-    if named:
-        first, second = named.group(1), named.group(2)
-        month_word, day = (first, second) if not first.isdigit() else (second, first)
-        return _month_day(_month_number(month_word), int(day), today)
-    zh_date = re.search(r"([0-9一二三四五六七八九十]{1,3})月([0-9一二三四五六七八九十]{1,3})[日號号]", phrase)
-    if zh_date:
-        month, day = _zh_number(zh_date.group(1)), _zh_number(zh_date.group(2))
-        return _month_day(month, day, today) if month and day else None
-    if re.search(r"\b(today|tonight|this (morning|afternoon|evening))\b", text) or "今天" in text or "今晚" in text:
-        return today
-    if "day after tomorrow" in text or "後天" in text or "后天" in text:
-        return today + timedelta(days=2)
-    if re.search(r"\btomorrow\b", text) or "明天" in text:
-        return today + timedelta(days=1)
-    if re.search(r"\byesterday\b", text) or "昨天" in text:
-        return today - timedelta(days=1)
-    match = re.search(r"\bin (\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|a few) (day|week|month)s?\b", text)
-    if match:
-        amount_raw = match.group(1).replace("a couple of", "couple of").replace("a few", "few")
-        amount = int(amount_raw) if amount_raw.isdigit() else _NUMBER_WORDS.get(amount_raw, 1)
-        if match.group(2) == "month":
-            return _add_months(today, amount)
-        return today + timedelta(days=amount * (7 if match.group(2) == "week" else 1))
-    zh_later = re.search(r"([0-9一二三四五六七八九十兩两]{1,3})\s*(天|週|周|個星期|个星期|個月|个月)(?:後|后|以後|以后)", phrase)
-    if zh_later and _zh_number(zh_later.group(1)):
-        amount, unit = _zh_number(zh_later.group(1)), zh_later.group(2)
-        if unit.endswith("月"):
-            return _add_months(today, amount)
-        return today + timedelta(days=amount * (1 if unit == "天" else 7))
-    if re.search(r"\bnext month\b", text) or re.search(r"下(個|个)?月", phrase):
-        return _add_months(today.replace(day=1), 1)
-    if re.search(r"\bnext weekend\b", text) or re.search(r"下(個|个)?(週末|周末)", phrase):
-        # Said on a weekday: the weekend after the coming one; said at the weekend: the next one.
-        weekday = today.weekday()
-        return today + timedelta(days=(5 - weekday) % 7 or 7) if weekday >= 5 else today + timedelta(days=5 - weekday + 7)
-    if re.search(r"\b(this |the )?weekend\b", text) or "週末" in phrase or "周末" in phrase:
-        return today + timedelta(days=(5 - today.weekday()) % 7 if today.weekday() <= 5 else 0)
-    if re.search(r"\bnext week\b", text) or re.fullmatch(r"下(個|个)?(週|周|星期|禮拜|礼拜)", phrase.strip()):
-        return today + timedelta(days=7 - today.weekday())
-    zh = re.search(r"(下下|下|這|这|本)?(?:個|个)?(?:週|周|星期|禮拜|礼拜)([一二三四五六日天])", phrase)
-    if zh:
-        target = _ZH_WEEKDAY[zh.group(2)]
-        prefix = zh.group(1) or ""
-        monday = today - timedelta(days=today.weekday())
-        weeks = 2 if prefix == "下下" else 1 if prefix == "下" else 0
-        resolved = monday + timedelta(days=7 * weeks + target)
-        if not prefix and resolved < today:
-            resolved += timedelta(days=7)
-        return resolved
-    match = re.search(r"\b(next|this|on|coming)?\s*(" + "|".join(list(WEEKDAYS) + list(_WEEKDAY_ABBR)) + r")\b", text)
-    if match:
-        word = match.group(2)
-        target = WEEKDAYS.index(word) if word in WEEKDAYS else _WEEKDAY_ABBR[word]
-        ahead = (target - today.weekday()) % 7
-        if match.group(1) == "this":
-            return today + timedelta(days=ahead)
-        return today + timedelta(days=ahead or 7)
+        return "day", _month_day(month, day, base, int(g["zd_y"]) if "zd_y" in g else None, past), ""
+    if "dat" in g:
+        return "day", base + timedelta(days=2), ""
+    if "dby" in g:
+        return "day", base - timedelta(days=2), ""
+    if "tomorrow" in g:
+        return "day", base + timedelta(days=1), g.get("tpart", "").lower()
+    if "yesterday" in g:
+        return "day", base - timedelta(days=1), g.get("ypart", "").lower()
+    if "last_night" in g:
+        return "day", base - timedelta(days=1), "night"
+    if "today" in g:
+        part = "night" if text in ("tonight", "tonite") else text.split()[1] if text.startswith("this ") else ""
+        return "day", base, part
+    if "wan" in g:
+        return "day", _weekday_on(_weekday_index(g["wan"]), base, "next") + timedelta(days=7), ""
+    if "wiw" in g:  # "Tuesday next week": that week's Tuesday
+        _, monday, _ = _span("week", {"next": 1, "last": -1}.get(g["wiw_rel"].lower(), 0), base)
+        return "day", monday + timedelta(days=_weekday_index(g["wiw"])), ""
+    if "wd" in g:
+        relation = _relation(g["wd_rel"])
+        if past and relation == "this":
+            relation = "last" if _weekday_index(g["wd"]) != base.weekday() else "this"
+        return "day", _weekday_on(_weekday_index(g["wd"]), base, relation), g.get("wpart", "").lower()
+    if "domm" in g:  # "the 3rd of next month"
+        _, first, _ = _span("month", {"next": 1, "last": -1}.get(g["domm_rel"].lower(), 0), base)
+        return "day", first.replace(day=int(g["domm"])), ""
+    if "wdom" in g or "dom" in g:
+        return "day", _day_of_month(int(g.get("wdom_d") or g["dom"]), base, past,
+                                    _weekday_index(g["wdom"]) if "wdom" in g else None), ""
+    for key, sign in (("in", 1), ("fn", 1), ("ago", -1)):
+        if f"{key}_n" in g:
+            start = base + timedelta(days=1) if g.get("fn_from", "now").lower() not in ("now", "today") else base
+            return _offset(g[f"{key}_unit"].lower(), sign * _amount(g[f"{key}_n"]), start)
+    if "an_span" in g:
+        span = g["an_span"].lower()
+        return _resolve_weekend("after_next", base) if span == "weekend" else _span(span, 2, base)
+    if "we_rel" in g or "we_the" in g or "we_bare" in g:
+        relation = _relation(g.get("we_rel"), default="this")
+        return _resolve_weekend("last" if past and relation == "this" and base.weekday() < 5 else relation, base)
+    if "span" in g:
+        return _span(g["span"].lower(), {"next": 1, "last": -1}.get(_relation(g["span_rel"]), 0), base)
+    if "season" in g:
+        return _season(g["season"].lower().replace("fall", "autumn"), _relation(g["se_rel"], default="this"), base)
+    if "zh_fixed" in g:
+        shift = {"大後天": 3, "大后天": 3, "後天": 2, "后天": 2, "明天": 1, "明晚": 1, "明早": 1,
+                 "昨天": -1, "昨晚": -1, "前天": -2, "大前天": -3}.get(text, 0)
+        part = "night" if text.endswith("晚") else "morning" if text.endswith("早") else ""
+        return "day", base + timedelta(days=shift), part
+    if "zse" in g:
+        year = base.year + {"明年": 1, "今年": 0, "去年": -1}[g["zse_rel"]]
+        name = _ZH_SEASONS[g["zse"]]
+        return "season", date(year, _SEASONS[name], 1), ""
+    if "zh_wd" in g:
+        prefix = g.get("zh_rel", "")
+        target = _ZH_WEEKDAY[g["zh_wd"]]
+        if not prefix:
+            return "day", _weekday_on(target, base, "last" if past else "on"), ""
+        monday = base - timedelta(days=base.weekday())
+        return "day", monday + timedelta(days=7 * _zh_step(prefix) + target), ""
+    if "zh_we" in g:
+        prefix = g.get("zh_we_rel", "")
+        step = _zh_step(prefix)
+        if not prefix and past and base.weekday() < 5:
+            step = -1
+        relation = {2: "after_next", 1: "next", -1: "last"}.get(step, "this")
+        granularity, saturday, part = _resolve_weekend(relation, base)
+        return granularity, saturday - timedelta(days=7) if step == -2 else saturday, part
+    if "zh_span" in g:
+        return _span("month" if g["zh_span"] == "月" else "week", _zh_step(g["zh_span_rel"]), base)
+    if "zh_year" in g:
+        step = {"明年": 1, "今年": 0, "去年": -1, "前年": -2, "後年": 2, "后年": 2}[g["zh_year"]]
+        return _span("year", step, base)
+    if "zh_n" in g:
+        n = _zh_number(g["zh_n"])
+        if not n:
+            return None
+        unit = {"天": "day", "月": "month", "年": "year"}.get(g["zh_unit"], "week")
+        return _offset(unit, -n if g["zh_dir"] == "前" else n, base)
+    if "bare_wd" in g:
+        return "day", _weekday_on(_weekday_index(g["bare_wd"]), base, "last" if past else "on"), g.get("bpart", "").lower()
+    return None  # pragma: no cover - every alternative is handled above
+
+
+def _span_of(granularity: str, day: date) -> tuple[date, date]:
+    """The days a resolved phrase covers."""
+    if granularity == "about":
+        return day - timedelta(days=3), day + timedelta(days=3)
+    if granularity == "weekend":
+        return day, day + timedelta(days=1)
+    if granularity == "week":
+        return day, day + timedelta(days=6)
+    if granularity in ("month", "season", "year"):
+        months = {"month": 1, "season": 3, "year": 12}[granularity]
+        return day, _add_months(day, months) - timedelta(days=1)
+    return day, day
+
+
+@dataclass(frozen=True)
+class _Mention:
+    start: int
+    end: int
+    granularity: str
+    day: date
+    part: str
+    bare: bool  # a bare weekday or weekend: a day only in a plan or an event
+    absolute: bool  # a calendar date ("Dec 3", "12月3日")
+    backward: bool  # worded as past ("last", "ago", "上")
+    within: bool = False  # "within 3 days": by that day, not on it
+
+
+def _mentions(text: str, base: date, *, phrase: bool = False, past: bool | None = None) -> list[_Mention]:
+    """Every time phrase in ``text`` said on ``base``, resolved; phrases past the calendar are skipped.
+
+    ``phrase``: ``text`` is itself the time expression (an extracted event
+    phrase), so a weekday needs no "on" before it. ``past``: the tense of the
+    sentence it comes from; by default each phrase's own clause decides.
+    """
+    found = []
+    for match in _GRAMMAR.finditer(text):
+        g = match.groupdict()
+        if g.get("bare_wd"):
+            word = g["bare_wd"].rstrip(".")
+            # "sun", "sat" and "wed" are words too: a weekday only when capitalised
+            if word.lower() in _WORD_ABBR and not word[0].isupper():
+                continue
+            # in running text only "on Friday", "on Thurs" name a day
+            if not phrase and (not g.get("bare_on") or (word.lower() not in WEEKDAYS and not word[0].isupper())):
+                continue
+        if (g.get("we_bare") or (g.get("dom") and not g.get("dom_on"))) and not phrase:
+            continue
+        try:
+            tense = _is_past(_clause(text, match.start(), match.end())) if past is None else past
+            resolved = _resolve(match, base, tense)
+        except (ValueError, OverflowError):  # "in 99999 years", "Feb 30": left as said
+            continue
+        if resolved is None:
+            continue
+        granularity, day, part = resolved
+        bare = bool(g.get("bare_wd") or g.get("we_the") or g.get("we_bare")
+                    or (g.get("zh_wd") and not g.get("zh_rel")) or (g.get("zh_we") and not g.get("zh_we_rel")))
+        absolute = bool(g.get("iso") or g.get("md_m") or g.get("dm_m") or g.get("zd_m"))
+        found.append(_Mention(match.start(), match.end(), granularity, day, part, bare, absolute,
+                              bool(_PAST_POINTING.search(match.group(0))), (g.get("in_word") or "").lower() == "within"))
+    return found
+
+
+def _plausible(day: date, base: date) -> bool:
+    return abs(day.year - base.year) <= _PLAUSIBLE_YEARS
+
+
+def resolve_relative_date(phrase: str | None, now: datetime, *, sentence: str | None = None) -> date | None:
+    """The day a spoken time expression names, said at ``now``; ``None`` when it names none.
+
+    Reads what ``resolve_time_phrases`` reads (one grammar): calendar dates
+    ("2026-12-03", "Dec 3", "3rd of December", "12月3日"), days ("tomorrow",
+    "tmrw", "後天"), weekdays ("next Tues", "last Friday", "this past Fri",
+    "下週二", "上週五", "Friday after next"), amounts ("in 3 days", "in a
+    fortnight", "two days from now", "three days ago", "3天後", "兩週後"), and
+    weeks, weekends, months, seasons and years ("next week", "the week after
+    next", "last month", "next summer", "下下週", "上個月"). A span resolves
+    to its first day, or to today when it is under way, the earliest day the
+    plan can fall on, so a follow-up never comes before the event.
+    ``sentence``: the sentence the phrase comes from; its tense decides a bare
+    day ("had a test on Friday" is the Friday just gone).
+    """
+    if not phrase or not phrase.strip():
+        return None
+    return _first_day(phrase.strip(), now.date(), phrase=True, past=_is_past(sentence) if sentence else None)
+
+
+def _first_day(text: str, base: date, *, phrase: bool, past: bool | None = None) -> date | None:
+    """The plan day of the first time phrase in ``text`` (see ``resolve_relative_date``)."""
+    for mention in _mentions(text, base, phrase=phrase, past=past):
+        day = mention.day
+        first, last = _span_of(mention.granularity, day)
+        if mention.granularity not in ("day", "about") and first <= base <= last:
+            day = base
+        return day if _plausible(day, base) else None
     return None
+
+
+def resolve_event_date(stated: str | None, phrase: str | None, said_at: datetime, *, sentence: str | None = None) -> date | None:
+    """A plan's day from what extraction returned: the model's ``stated`` date
+    (it read the whole sentence, tense included) when it is a real, plausible
+    day, else the day ``phrase`` (or, lacking one, ``sentence``) names. A bad
+    date is ``None``: the fact is kept without one.
+    """
+    base = said_at.date()
+    day = parse_date(stated)
+    if day is not None and _plausible(day, base):
+        return day
+    if phrase and phrase.strip():
+        return resolve_relative_date(phrase, said_at, sentence=sentence)
+    # No phrase given: the sentence is read as running text, where "sat" is a verb
+    # and only "on Friday" names a day.
+    return _first_day(sentence, base, phrase=False) if sentence else None
 
 
 # -- dates as the model should read them ------------------------------------------------
 # The background shows every memory with the day it was said, and rewrites the
-# relative time phrases inside it ("next Tuesday", "明天", "last month") into
+# time phrases inside it ("next Tuesday", "明天", "last month", "Dec 3") into
 # absolute dates placed relative to *now*. A phrase is only true at the moment
 # it was said: "has a test next Tuesday", read ten days later, names a day that
 # has already passed, and a model reading it literally would wish the learner
@@ -274,160 +609,6 @@ def on_day(day: date, today: date) -> str:
     return f"on {short_date(day, today, weekday=True)} ({relative_days(day, today)})"
 
 
-_NUM = r"(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a couple of|a few|several)"
-_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
-_PART = r"(?:\s+(?P<{}>morning|afternoon|evening|night))?"
-_ZH_DAY = r"[一二三四五六日天]"
-_ZH_WEEK = r"(?:週|周|星期|禮拜|礼拜)"
-_ZH_NUM = {"一": 1, "兩": 2, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
-
-# Each alternative names its kind in a group; ``_resolve`` turns a match into
-# (granularity, date). Longer phrases come first so "the day after tomorrow"
-# is never read as "tomorrow".
-_RELATIVE = re.compile(
-    "|".join(
-        [
-            r"\bthe day after tomorrow\b",
-            r"\bthe day before yesterday\b",
-            r"\b(?P<tomorrow>tomorrow)" + _PART.format("tpart") + r"\b",
-            r"\b(?P<yesterday>yesterday)" + _PART.format("ypart") + r"\b",
-            r"\blast night\b",
-            r"\b(?:later )?today\b|\btonight\b|\bthis (?:morning|afternoon|evening)\b",
-            r"\b(?:on )?(?P<wd_rel>next|this coming|this|coming|last)\s+(?P<wd>" + _WEEKDAY + r")\b",
-            r"\bin (?P<in_n>" + _NUM + r") (?P<in_unit>day|week|month|year)s?(?: time)?\b",
-            r"\b(?P<ago_n>" + _NUM + r") (?P<ago_unit>day|week|month|year)s? ago\b",
-            r"\b(?:on |at |over )?(?P<we_rel>this coming|this|next|last) weekend\b",
-            r"\b(?:on|at|over) the (?P<we_the>weekend)\b",
-            r"\b(?P<span_rel>next|this|last) (?P<span>week|month|year)\b",
-            r"大後天|大后天|後天|后天|明天|明晚|今天|今晚|昨天|昨晚|前天",
-            r"(?<!每)(?P<zh_rel>下下|下個|下个|下|這個|这个|這|这|本|上個|上个|上)?" + _ZH_WEEK + r"(?P<zh_wd>" + _ZH_DAY + r")",
-            r"(?<!每)(?P<zh_we>下|這|这|本|上)?(?:個|个)?" + r"(?:週末|周末)",
-            r"(?P<zh_span_rel>下個|下个|下|這個|这个|這|这|本|上個|上个|上)(?P<zh_span>週|周|星期|禮拜|礼拜|月)",
-            r"明年|今年|去年",
-            r"(?P<zh_n>\d+|[一兩两二三四五六七八九十])(?:個|个)?(?P<zh_unit>天|週|周|星期|禮拜|礼拜|月)(?P<zh_dir>後|后|前)",
-        ]
-    ),
-    re.IGNORECASE,
-)
-
-# A bare weekday or weekend ("on Friday", "at the weekend", "週二", "週末")
-# names a day only in a plan or an event; in a habit ("has yoga on Friday",
-# "週末爬山") it means every week, so it is left alone there.
-_BARE_WEEKDAY = re.compile(r"\bon (?P<wd>" + _WEEKDAY + r")\b(?!s)", re.IGNORECASE)
-
-
-def _amount(raw: str) -> int:
-    raw = raw.lower().replace("a couple of", "couple of").replace("a few", "few")
-    if raw.isdigit():
-        return int(raw)
-    return {**_NUMBER_WORDS, "eleven": 11, "twelve": 12, "several": 3}.get(raw, 1)
-
-
-def _weekday_on(target: int, base: date, relation: str) -> date:
-    ahead = (target - base.weekday()) % 7
-    if relation == "last":
-        return base - timedelta(days=(base.weekday() - target) % 7 or 7)
-    if relation == "this":
-        return base + timedelta(days=ahead)
-    return base + timedelta(days=ahead or 7)  # next, coming, on: the first one after today
-
-
-def _shift_months(day: date, months: int) -> date:
-    index = day.year * 12 + day.month - 1 + months
-    return date(index // 12, index % 12 + 1, 1)
-
-
-def _resolve(match: re.Match, base: date) -> tuple[str, date, str] | None:
-    """(granularity, date, part of day) of a relative phrase said on ``base``."""
-    text = match.group(0).lower()
-    g = match.groupdict()
-    part = (g.get("tpart") or g.get("ypart") or "").lower()
-    if text == "the day after tomorrow" or text in ("後天", "后天"):
-        return "day", base + timedelta(days=2), ""
-    if text in ("大後天", "大后天"):
-        return "day", base + timedelta(days=3), ""
-    if text == "the day before yesterday" or text == "前天":
-        return "day", base - timedelta(days=2), ""
-    if g.get("tomorrow") or text in ("明天", "明晚"):
-        return "day", base + timedelta(days=1), part or ("night" if text == "明晚" else "")
-    if g.get("yesterday") or text in ("昨天", "昨晚", "last night"):
-        return "day", base - timedelta(days=1), part or ("night" if text in ("昨晚", "last night") else "")
-    if text in ("today", "later today", "今天"):
-        return "day", base, ""
-    if text in ("tonight", "今晚"):
-        return "day", base, "night"
-    if text in ("this morning", "this afternoon", "this evening"):
-        return "day", base, text.split()[1]
-    if g.get("wd"):
-        relation = g["wd_rel"].lower().split()[-1] if g.get("wd_rel") else "on"
-        relation = "next" if relation == "coming" else relation
-        return "day", _weekday_on(WEEKDAYS.index(g["wd"].lower()), base, relation), ""
-    if g.get("in_n") or g.get("ago_n"):
-        n = _amount(g.get("in_n") or g.get("ago_n"))
-        unit = (g.get("in_unit") or g.get("ago_unit")).lower()
-        sign = 1 if g.get("in_n") else -1
-        if unit == "day":
-            return "day", base + timedelta(days=sign * n), ""
-        if unit == "week":
-            return "about", base + timedelta(days=sign * 7 * n), ""
-        if unit == "month":
-            return "about", _shift_months(base, sign * n).replace(day=min(base.day, 28)), ""
-        return "about", base.replace(year=base.year + sign * n, day=min(base.day, 28)), ""
-    if g.get("we_rel") or g.get("we_the"):
-        relation = (g.get("we_rel") or "this").lower().split()[0]
-        return _resolve_weekend(relation, base)
-    if g.get("span"):
-        return _span(g["span"].lower(), g["span_rel"].lower(), base)
-    if g.get("zh_wd"):
-        prefix = g.get("zh_rel") or ""
-        target = _ZH_WEEKDAY[g["zh_wd"]]
-        monday = base - timedelta(days=base.weekday())
-        weeks = {"下下": 2, "下個": 1, "下个": 1, "下": 1, "上個": -1, "上个": -1, "上": -1}.get(prefix, 0)
-        day = monday + timedelta(days=7 * weeks + target)
-        if not prefix and day < base:
-            day += timedelta(days=7)
-        return "day", day, ""
-    if "週末" in text or "周末" in text:
-        prefix = g.get("zh_we") or ""
-        relation = {"下": "next", "上": "last"}.get(prefix, "this")
-        return _resolve_weekend(relation, base)
-    if g.get("zh_span"):
-        span = "month" if g["zh_span"] == "月" else "week"
-        prefix = g["zh_span_rel"]
-        relation = "next" if prefix.startswith("下") else "last" if prefix.startswith("上") else "this"
-        return _span(span, relation, base)
-    if text in ("明年", "今年", "去年"):
-        return _span("year", {"明年": "next", "今年": "this", "去年": "last"}[text], base)
-    if g.get("zh_n"):
-        raw = g["zh_n"]
-        n = int(raw) if raw.isdigit() else _ZH_NUM.get(raw, 1)
-        sign = -1 if g["zh_dir"] == "前" else 1
-        unit = g["zh_unit"]
-        if unit == "天":
-            return "day", base + timedelta(days=sign * n), ""
-        if unit == "月":
-            return "about", _shift_months(base, sign * n).replace(day=min(base.day, 28)), ""
-        return "about", base + timedelta(days=sign * 7 * n), ""
-    return None
-
-
-def _resolve_weekend(relation: str, base: date) -> tuple[str, date, str]:
-    saturday = base + timedelta(days=(5 - base.weekday()) % 7)
-    if base.weekday() == 6:
-        saturday = base - timedelta(days=1)  # on a Sunday, "this weekend" is the one under way
-    saturday += timedelta(days={"next": 7, "last": -7}.get(relation, 0))
-    return "weekend", saturday, ""
-
-
-def _span(span: str, relation: str, base: date) -> tuple[str, date, str]:
-    step = {"next": 1, "last": -1}.get(relation, 0)
-    if span == "week":
-        return "week", base - timedelta(days=base.weekday()) + timedelta(days=7 * step), ""
-    if span == "month":
-        return "month", _shift_months(base.replace(day=1), step), ""
-    return "year", date(base.year + step, 1, 1), ""
-
-
 def _label(granularity: str, day: date, today: date, part: str = "") -> str:
     if granularity == "day":
         if part:
@@ -445,6 +626,12 @@ def _label(granularity: str, day: date, today: date, part: str = "") -> str:
         offset = (day - (today - timedelta(days=today.weekday()))).days // 7
         where = {0: "this week", 1: "next week", -1: "last week"}.get(offset) or relative_days(day, today)
         return f"in the week of {short_date(day, today, weekday=True)} ({where})"
+    if granularity == "season":
+        first, last = _span_of("season", day)
+        name = next(name for name, month in _SEASONS.items() if month == day.month)
+        year = f"{day.year}/{(day.year + 1) % 100:02d}" if day.month == 12 else str(day.year)
+        where = "under way" if first <= today <= last else relative_days(first, today)
+        return f"in {name} {year} ({where})"
     if granularity == "month":
         offset = (day.year - today.year) * 12 + day.month - today.month
         where = {0: "this month", 1: "next month", -1: "last month"}.get(offset) or (
@@ -458,7 +645,14 @@ def _label(granularity: str, day: date, today: date, part: str = "") -> str:
     return f"in {day.year} ({where})"
 
 
-_PAST_POINTING = re.compile(r"\b(?:yesterday|last|ago)\b|昨|前天|上|去年|前$", re.IGNORECASE)
+def _event_mention(mentions: list[_Mention], event_date: date) -> int | None:
+    """Which phrase the plan's stored date belongs to: the one whose days hold it,
+    else the first that does not point back in time."""
+    for index, mention in enumerate(mentions):
+        first, last = _span_of(mention.granularity, mention.day)
+        if first <= event_date <= last:
+            return index
+    return next((index for index, mention in enumerate(mentions) if not mention.backward), None)
 
 
 def resolve_time_phrases(
@@ -469,55 +663,46 @@ def resolve_time_phrases(
     event_date: date | None = None,
     bare_weekdays: bool = False,
 ) -> str:
-    """``text`` with its relative time phrases replaced by absolute dates placed
-    relative to ``now`` ("next Tuesday", said on Sun 29 Nov and read on 9 Dec,
-    becomes "on Tue 1 Dec (8 days ago)").
+    """``text`` with its time phrases replaced by absolute dates placed relative
+    to ``now`` ("next Tuesday", said on Sun 29 Nov and read on 9 Dec, becomes
+    "on Tue 1 Dec (8 days ago)"; "on Dec 3" becomes "on Thu 3 Dec (6 days ago)").
 
-    ``event_date``, when known, is the authority for the first forward-looking
-    phrase (it was resolved when the learner spoke); with no phrase to replace
-    it is appended, so a dated plan always shows its date. ``bare_weekdays``
-    also rewrites "on Friday" (plans and events only: in a habit it recurs).
+    ``event_date``, when known, is the authority for the phrase it belongs to
+    (it was settled when the learner spoke, by a model that read the whole
+    sentence); with no phrase to replace it is appended, so a dated plan always
+    shows its date. ``bare_weekdays`` also rewrites "on Friday" (plans and
+    events only: in a habit it recurs).
     """
     today = local_date(now, now)
     base = local_date(said_at, now)
-    used_event = event_date is None
+    mentions = [
+        m for m in _mentions(text, base)
+        if (bare_weekdays or not m.bare) and not (m.absolute and _RECURRING.search(_clause(text, m.start, m.end)))
+    ]
+    target = _event_mention(mentions, event_date) if event_date is not None else None
     pieces: list[str] = []
     last = 0
-    spans = [(m, False) for m in _RELATIVE.finditer(text)]
-    if bare_weekdays:
-        taken = [(m.start(), m.end()) for m, _ in spans]
-        for m in _BARE_WEEKDAY.finditer(text):
-            if all(m.end() <= a or m.start() >= b for a, b in taken):
-                spans.append((m, True))
-        spans.sort(key=lambda pair: pair[0].start())
-    for match, bare in spans:
-        g = match.groupdict()
-        if not bare and not bare_weekdays and (
-            g.get("we_the") or (g.get("zh_wd") and not g.get("zh_rel")) or (match.group(0).endswith(("週末", "周末")) and not g.get("zh_we"))
-        ):
-            continue
-        try:
-            if bare:
-                resolved = ("day", _weekday_on(WEEKDAYS.index(match.group("wd").lower()), base, "on"), "")
-            else:
-                resolved = _resolve(match, base)
-        except (ValueError, OverflowError):  # "in 99999 years": past the calendar, left as said
-            resolved = None
-        if resolved is None:
-            continue
-        granularity, day, part = resolved
-        if not used_event and not _PAST_POINTING.search(match.group(0)):
-            granularity, day, used_event = "day", event_date, True
-        before, after = text[last : match.start()], text[match.end() : match.end() + 1]
+    for index, mention in enumerate(mentions):
+        granularity, day, part = mention.granularity, mention.day, mention.part
+        if index == target:
+            granularity, day = "day", event_date
+        before, after = text[last : mention.start], text[mention.end : mention.end + 1]
         label = _label(granularity, day, today, part)
+        possessive = text[mention.end : mention.end + 2] in ("'s", "\u2019s")  # "next week's lesson"
+        if possessive or mention.within or _PREPOSITION_BEFORE.search(before):
+            label = label.removeprefix("on ").removeprefix("in ")  # "by Fri 4 Dec", "since Oct 2026"
+        if mention.within:
+            label = "by " + label  # "within 3 days": by the day it names
+        if text[mention.start].isupper() and (not before.strip() or before.rstrip()[-1] in ".!?"):
+            label = label[0].upper() + label[1:]  # "On Friday, ..." opens a sentence
         if before and not before[-1].isspace() and before[-1] not in "([\"'\u201c":
             label = " " + label  # Chinese has no spaces around words: "下週二有考試"
         if after and not after.isspace() and after not in ".,;:!?)]\"'\u201d\u3002\uff0c\uff1b\uff1a\uff01\uff1f":
             label += " "
         pieces.extend((before, label))
-        last = match.end()
+        last = mention.end
     pieces.append(text[last:])
     result = "".join(pieces)
-    if not used_event:
+    if event_date is not None and target is None:
         result = f"{result.rstrip().rstrip('.')} \u2014 {on_day(event_date, today)}"
     return result

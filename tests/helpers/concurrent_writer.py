@@ -57,9 +57,10 @@ def main() -> None:
         return
     tag, count, go_file = sys.argv[3], int(sys.argv[4]), Path(sys.argv[5])
     if mode == "goals":
+        from memora.engine.config import Settings
         from user_profile import UserProfileStore
 
-        store = UserProfileStore(data_dir / "user_profile.json")
+        store = UserProfileStore(data_dir / "user_profile.json", max_items=Settings.from_env().max_profile_items)
         print("ready", flush=True)
         wait_for(go_file)
         for number in range(1, count + 1):
