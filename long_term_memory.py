@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from memora.engine.catalog import MemoryCatalog
-from memora.engine.lexical import say_the_same
+from memora.engine.lexical import MINUS_SIGN, MINUS_SIGNS, say_the_same
 from memora.engine.chroma_backend import ChromaConnection
 from memora.engine.embeddings import Embedder, as_embedder
 from memora.engine.errors import CommandError, EmbeddingModelMismatch, MemoryFullError, StoreError
@@ -95,6 +96,7 @@ RELATED_DISTANCE = {
 DEFAULT_RELATED_DISTANCE = 0.55
 
 _SPECIFIC = re.compile(
+    MINUS_SIGN + "|"  # a minus sign: -10 degrees is not 10 degrees
     r"\d+|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
     r"|\b(?:not|never|no|cannot|don't|doesn't|didn't|won't|can't|isn't|aren't|quit|stopped|anymore)\b"
     r"|\b(?:morning|afternoon|evening|night|tonight|today|tomorrow|yesterday|weekend|weekday)s?\b"
@@ -112,8 +114,16 @@ def catalog_path(db_dir: Path, user_id: str) -> Path:
 
 
 def _specifics(text: str) -> list[str]:
-    # "doesn't" and "does not" negate alike; which negation it is still counts.
-    return sorted("not" if m.lower().endswith(("n't", "cannot")) else m.lower() for m in _SPECIFIC.findall(text))
+    # NFKC first, as the word comparison does: a full-width "２０" is "20".
+    return sorted(_specific_key(m) for m in _SPECIFIC.findall(unicodedata.normalize("NFKC", text)))
+
+
+def _specific_key(match: str) -> str:
+    # "doesn't" and "does not" negate alike, and "-10" typed with U+2212 is "-10";
+    # which negation or which number it is still counts.
+    if match.lower().endswith(("n't", "cannot")):
+        return "not"
+    return "-" if match in MINUS_SIGNS else match.lower()
 
 
 def _differs_in_specifics(a: str, b: str) -> bool:
@@ -693,6 +703,8 @@ class LongTermMemoryStore:
                 # Chroma merges metadata on update; a key is removed only by setting it to None.
                 metadata.update({k: None for k in to_chroma_metadata(stored[record.id]) if k not in metadata})
                 collection.update(ids=[record.id], metadatas=[metadata])
+        if doomed:
+            self.erase_deleted()  # a memory taken back is deleted as 'forget' deletes: no bytes left
         return RevertResult(tuple(stored[i] for i in doomed), tuple(revived), tuple(skipped))
 
     def edit(self, memory_id: str, new_content: str) -> MemoryRecord:

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from fake_openai import FakeOpenAIServer  # noqa: E402
+from helpers.fake_openai import FakeOpenAIServer  # noqa: E402
 
 
 def load_turns(path: Path) -> tuple[list[tuple[str, str, datetime]], str, str]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,8 @@ for path in (str(ROOT), str(TESTS)):
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from fake_openai import FakeOpenAIServer  # noqa: E402
+from helpers.clock import FakeClock  # noqa: E402
+from helpers.fake_openai import FakeOpenAIServer  # noqa: E402
 
 NETGUARD = TESTS / "netguard"
 _LOOPBACK = {"127.0.0.1", "::1", "localhost", "0.0.0.0"}
@@ -57,6 +57,15 @@ def block_network(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def no_retry_backoff(monkeypatch):
+    """Retries happen at once: tests count the attempts the client makes, and its
+    backoff (0.5 s, doubling) would only make them slow and timing-dependent."""
+    from openai._base_client import SyncAPIClient
+
+    monkeypatch.setattr(SyncAPIClient, "_calculate_retry_timeout", lambda *args, **kwargs: 0.0)
+
+
+@pytest.fixture(autouse=True)
 def isolated_env(monkeypatch, tmp_path):
     for name in list(os.environ):
         if name.startswith(("MEMORA_", "OPENAI_", "CHROMA_")) and name != "MEMORA_REQUIRE_LOCAL_MODELS":
@@ -70,20 +79,6 @@ def isolated_env(monkeypatch, tmp_path):
 def server():
     with FakeOpenAIServer() as srv:
         yield srv
-
-
-class FakeClock:
-    """A clock tests can move: ``clock.advance(days=3)``."""
-
-    def __init__(self, start: datetime | None = None):
-        self.now = (start or datetime(2026, 11, 29, 10, 0)).astimezone()
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta) -> datetime:
-        self.now = self.now + timedelta(**delta)
-        return self.now
 
 
 @pytest.fixture

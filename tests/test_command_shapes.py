@@ -60,6 +60,49 @@ LINES = [
     ("mistakes I make when I speak", CHAT),
     ("progress is slow this month", CHAT),
     ("progress report", CHAT),
+    ("progress since May has been slow", CHAT),
+    # punctuation and quotes around the words that make a sentence
+    ("remember when, in class, we did idioms", CHAT),
+    ("remember that!", CHAT),
+    ("Remember that, please", CHAT),
+    ("remember when\u2026", CHAT),
+    ("remember how!", CHAT),
+    ("remember \u2018when\u2019 we met", CHAT),
+    ('remember "when" we met', CHAT),
+    ("remember \u201cwhat\u201d I said", CHAT),
+    ("remember (when we met)", CHAT),
+    ("search for!", CHAT),
+    ("search, for a word that means tired", CHAT),
+    ("forget it!", CHAT),
+    ('forget "it"', CHAT),
+    ("memories, of my childhood", CHAT),
+    ("history: is it a hard subject", CHAT),
+    # the command word as a noun, the verb second
+    ("search engines are useful", CHAT),
+    ("search results were bad today", CHAT),
+    ("search terms can be tricky", CHAT),
+    ("memories fade over time", CHAT),
+    ("memories make us who we are", CHAT),
+    ("import tariffs are high in my country", CHAT),
+    ("import taxes have gone up", CHAT),
+    ("export restrictions are strict", CHAT),
+    ("export sales were good this year", CHAT),
+    ("history repeats itself", CHAT),
+    ("history books are heavy", CHAT),
+    ("profile pictures are important on LinkedIn", CHAT),
+    ("status updates are annoying", CHAT),
+    ("users can be rude online", CHAT),
+    ("help desks are always busy", CHAT),
+    # "remember" + a noun phrase: a request to recall, not a fact to store
+    ("remember our trip to Kyoto", CHAT),
+    ("remember the good old days", CHAT),
+    ("remember the lesson", CHAT),
+    ("remember last week's lesson", CHAT),
+    ("remember my birthday", CHAT),
+    ("remember our first class", CHAT),
+    ("remember that song we sang", CHAT),
+    ("remember those idioms", CHAT),
+    ("remember Anna's party", CHAT),
     # commands
     ("help", COMMAND),
     ("help forget", COMMAND),
@@ -69,11 +112,30 @@ LINES = [
     ("profile goal pass IELTS", COMMAND),
     ("remember I have a job interview on Friday", COMMAND),
     ("remember my sister lives in Leeds", COMMAND),
+    ("remember that I live in Taipei", COMMAND),
+    ("Remember that my exam is on Friday", COMMAND),
+    ("remember I'm vegetarian", COMMAND),
+    ("remember we moved to Osaka", COMMAND),
+    ("remember our teacher is strict", COMMAND),
+    ("remember my parents live in Tainan", COMMAND),
+    ("remember Anna is my teacher", COMMAND),
+    ("remember the exam was moved to Monday", COMMAND),
+    ("remember Tom likes jazz", COMMAND),
+    ("remember Kept fact: the learner plays the oboe", COMMAND),
+    ("remember The learner sings in a choir", COMMAND),
+    ("remember the learner's dog is called Mochi", COMMAND),
+    ("remember Anna's birthday is in May", COMMAND),
+    ("remember 我住在台北", COMMAND),
+    ("remember \u201cI\u201d is always capitalised for me", COMMAND),
+    ("/remember the lesson", COMMAND),
+    ("search job interview", COMMAND),
+    ("search Kyoto", COMMAND),
+    ("memories Kyoto", COMMAND),
+    ("memories job interview", COMMAND),
     ("memories", COMMAND),
     ("memories --all", COMMAND),
     ("memories interview", COMMAND),
     ("memory cap", COMMAND),
-    ("search job interview", COMMAND),
     ("status", COMMAND),
     ("why", COMMAND),
     ("users", COMMAND),
@@ -193,3 +255,20 @@ def test_help_keeps_bracketed_arguments(make_app, run_repl):
     t = run_repl(make_app(), ["help"])
     assert "export [path]" in t.text
     assert "[text]" in t.text and "memory cap [<n>|off]" in t.text
+
+
+@pytest.mark.parametrize(
+    "line, stored",
+    [
+        ("remember that I live in Taipei", "I live in Taipei"),
+        ("remember that my sister is a nurse", "my sister is a nurse"),
+        ("remember I drink green tea", "I drink green tea"),
+        ("/remember the good old days", "the good old days"),
+        ("remember 我住在台北", "我住在台北"),
+    ],
+)
+def test_remember_stores_the_statement_and_recall_requests_go_to_the_tutor(make_app, server, run_repl, line, stored):
+    app = make_app()
+    run_repl(app, [line, "remember the good old days", "remember our trip to Kyoto"])
+    assert [r.content for r in app.store.list()] == [stored]
+    assert [request.last_user for request in server.chats] == ["remember the good old days", "remember our trip to Kyoto"]

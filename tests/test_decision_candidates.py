@@ -184,3 +184,59 @@ def test_an_old_fact_is_still_a_candidate_under_many_newer_ones_of_its_category(
     extractor = app.worker.extractor
     vector = app.store.embed([MOVED])[0]
     assert taipei.id in {c.record.id for c in extractor.candidates(MOVED, vector, "identity")}
+
+
+# -- facts stored with ``remember`` carry no category ("other"), yet a new fact of
+# any category may contradict them ------------------------------------------------
+
+TOKYO_CROWD = [
+    (f"The learner {what} in Tokyo.", category)
+    for what, category in [
+        ("visited a friend", "other"), ("saw a concert", "other"), ("ate sushi", "preference"),
+        ("bought a camera", "other"), ("took a cooking class", "learning"), ("ran a marathon", "habit"),
+        ("stayed at a small hotel", "other"), ("met a pen pal", "identity"), ("studied Japanese for a week", "learning"),
+        ("got lost on the subway", "other"), ("has a cousin living", "identity"), ("went to a baseball game", "other"),
+        ("wants to open a cafe", "goal"), ("lost a wallet", "other"), ("likes the night views", "preference"),
+        ("had a job interview", "schedule"), ("visited the fish market", "other"), ("watched fireworks", "other"),
+        ("practised English with tourists", "learning"), ("shops for books every summer", "habit"),
+        ("has an aunt working", "identity"), ("saw Mount Fuji from a tower", "other"), ("tried karaoke", "preference"),
+        ("plans a trip every year", "goal"), ("gave a talk at a conference", "other"), ("rode a rental bike", "other"),
+        ("met the learner's partner", "identity"), ("celebrated a birthday", "other"), ("went to a jazz bar", "preference"),
+        ("visited a temple at dawn", "other"),
+    ]
+]
+
+
+@pytest.mark.parametrize(
+    "remembered, moved, category",
+    [
+        ("I live in Taipei", "The learner moved to Tokyo last month.", "identity"),
+        ("My home is in Taipei", "The learner now lives in Tokyo.", "identity"),
+        ("我住在台北", "The learner moved to Tokyo last month.", "identity"),
+        ("我住在台北", "學習者上個月搬到東京。", "identity"),
+        ("I work at a bank", "The learner quit the bank job and now works at a school.", "other"),
+        ("I drink coffee every morning", "The learner stopped drinking coffee.", "habit"),
+    ],
+)
+@pytest.mark.parametrize("also_remembered", [0, 10], ids=["crowd-extracted", "crowd-partly-remembered"])
+def test_a_remembered_fact_reaches_the_decision_in_a_crowded_store(
+    make_app, server, run_repl, local_embedder, remembered, moved, category, also_remembered
+):
+    """30 related memories from conversation (and, in the second case, 10 of them
+    typed with ``remember`` too): the fact stored with ``remember`` is still shown."""
+    app = make_app(embedder=local_embedder)
+    run_repl(app, [f"remember {remembered}"])
+    [stored] = app.store.list()
+    assert (stored.content, stored.category, stored.source) == (remembered, "other", "command")
+    for n, (text, cat) in enumerate(TOKYO_CROWD):
+        app.store.add(text, category=cat, source="command" if n < also_remembered else "extracted")
+    assert app.store.count() == 31
+
+    server.script("extraction", extraction(fact(moved, category)))
+    server.script("reconcile", {"action": "SUPERSEDE", "target_id": stored.id, "text": None})
+    say(app, "Big news about where I live and what I do.")
+    [decision] = server.of_kind("reconcile")
+    assert listed(decision).get(stored.id) == remembered
+    assert app.store.get(stored.id).status == "superseded"
+    current = [r.content for r in app.store.list()]
+    assert moved in current and remembered not in current and len(current) == 31

@@ -49,6 +49,9 @@ def test_the_fixture_covers_every_kind_in_both_languages():
     kinds = Counter((p["type"], p["lang"]) for p in CONTRADICTIONS)
     for kind in ("antonym", "direction", "comparative", "quantity", "negation", "relative", "place", "time", "frequency", "like_dislike"):
         assert kinds[(kind, "en")] >= 4 and kinds[(kind, "zh")] >= 1, kind
+    # what a be-form, an auxiliary, a modal or a sign changes
+    for kind in ("voice", "tense", "modality", "sign"):
+        assert kinds[(kind, "en")] >= 6 and kinds[(kind, "zh")] >= 2, kind
     styles = Counter((p["type"], p["lang"]) for p in PARAPHRASES)
     for style in ("reorder", "synonym", "added_detail"):
         assert styles[(style, "en")] >= 3 and styles[(style, "zh")] >= 2, style
@@ -102,6 +105,12 @@ ISSUE_PAIRS = [
     ("I drink coffee every day", "I drink tea every day"),
     ("我每天都喝咖啡", "我每天都喝茶"),
     ("我從台北搬到東京", "我從東京搬到台北"),
+    ("The learner is bullied at school.", "The learner bullied at school."),
+    ("The learner has been a nurse.", "The learner has a nurse."),
+    ("The learner can swim.", "The learner could swim."),
+    ("The learner's bank balance is -200 dollars.", "The learner's bank balance is 200 dollars."),
+    ("It was \u221210 degrees in Harbin.", "It was 10 degrees in Harbin."),
+    ("我是老師", "我老師"),
 ]
 
 

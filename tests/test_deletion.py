@@ -160,6 +160,7 @@ def test_forget_user_leaves_no_byte_of_the_learner(make_app, make_settings, run_
         assert me.store.count() == 1
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_forget_on_a_chroma_server_says_what_it_cannot_promise(make_app, run_repl, chroma_server):
     app = make_app(chroma_url=chroma_server, user="serverforget")
     record = app.store.add("The learner hums Trovalian songs").record

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from conftest import ROOT, child_env, run_chatbot
-from fake_openai import StreamThenFail
+from helpers.fake_openai import StreamThenFail
 
 PARTIAL = "Here is the first half of a long explanation about the present perfect, and"
 
@@ -26,6 +26,7 @@ def one_line_error(result) -> str:
     return lines[0]
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_data_dir_pointing_at_a_file_is_one_line_and_exit_2(tmp_path):
     target = tmp_path / "notes.txt"
     target.write_text("not a folder")
@@ -34,6 +35,58 @@ def test_data_dir_pointing_at_a_file_is_one_line_and_exit_2(tmp_path):
     line = one_line_error(result)
     assert str(target) in line and "is a file, not a folder" in line
     assert target.read_text() == "not a folder"
+
+
+def _loop(tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    return tmp_path / "a"
+
+
+@pytest.mark.parametrize(
+    "make_dir, says",
+    [
+        (_loop, "symbolic link that loops back on itself"),
+        (lambda tmp: _loop(tmp) / "inside", "symbolic link that loops back on itself"),
+        (lambda tmp: "", "cannot be empty"),
+        (lambda tmp: "   ", "cannot be empty"),
+    ],
+    ids=["symlink-loop", "below-a-symlink-loop", "empty", "blank"],
+)
+def test_an_unusable_data_dir_is_one_line_naming_the_cause_and_exit_2(tmp_path, make_dir, says):
+    target = make_dir(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = run_chatbot(["profile", "exit"], "--data-dir", str(target), MEMORA_EMBEDDING_MODEL="hash")
+    assert result.returncode == 2
+    line = one_line_error(result)
+    assert says in line and "--data-dir" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+
+
+@pytest.mark.parametrize(
+    "url, says",
+    [
+        ("http://[::1", "is not a valid URL (Invalid IPv6 URL)"),
+        ("http://localhost:99999", "is not a valid URL"),
+        ("http://localhost:port", "is not a valid URL"),
+        ("ftp://localhost:8000", "must look like http://host:8000"),
+        ("localhost:8000", "must look like http://host:8000"),
+        ("http://:8000", "must look like http://host:8000"),
+    ],
+)
+def test_a_malformed_chroma_url_is_one_line_naming_it_and_exit_2(tmp_path, url, says):
+    result = run_chatbot(["profile", "exit"], "--data-dir", str(tmp_path / "home"), "--chroma-url", url, MEMORA_EMBEDDING_MODEL="hash")
+    assert result.returncode == 2
+    line = one_line_error(result)
+    assert says in line and "--chroma-url" in line and url in line
+    assert "disk" not in line  # the cause named is the address, not the data folder
+    assert not (tmp_path / "home").exists()
+
+
+def test_a_malformed_chroma_host_from_the_environment_is_refused_the_same_way(tmp_path):
+    result = run_chatbot(["exit"], "--data-dir", str(tmp_path / "home"), MEMORA_EMBEDDING_MODEL="hash", CHROMA_HOST="[::1")
+    assert result.returncode == 2
+    assert "is not a valid URL" in one_line_error(result)
 
 
 def _file_size_limit(limit: int):
@@ -48,6 +101,7 @@ def _file_size_limit(limit: int):
     return apply
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 @pytest.mark.parametrize("limit", [0, 16_384])
 def test_a_disk_that_cannot_take_writes_at_start_is_one_line_and_exit_1(tmp_path, limit):
     home = tmp_path / "home"
@@ -88,6 +142,7 @@ sys.exit(chatbot.main(["--plain", "--data-dir", {home!r}]))
 """
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_a_disk_io_error_from_the_catalogs_wal_pragma_is_one_line_and_exit_1(tmp_path):
     home = tmp_path / "home"
     code = FULL_DISK_AT_WAL.format(root=str(ROOT), home=str(home))
@@ -103,6 +158,7 @@ def test_a_disk_io_error_from_the_catalogs_wal_pragma_is_one_line_and_exit_1(tmp
     )
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_output_closed_by_its_reader_stops_quietly_with_exit_1(tmp_path):
     """``printf 'status\\nexit\\n' | python chatbot.py --plain | head -3``: the
     reader leaves after the first lines; Memora stops at its next write
@@ -122,6 +178,7 @@ def test_output_closed_by_its_reader_stops_quietly_with_exit_1(tmp_path):
     assert process.returncode == 1
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_the_real_head_pipeline_prints_no_traceback(tmp_path):
     home = tmp_path / "home"
     result = subprocess.run(
@@ -146,8 +203,10 @@ def test_a_reply_that_ends_without_completed_is_a_failed_turn_rolled_back(make_a
     assert [m["content"] for m in app.memory.messages] == ["Thanks!", "A whole answer."]
     assert PARTIAL not in app.paths.session.read_text()
     assert "present perfect" not in json.dumps(server.chats[1].input)
-    app.wait_for_extraction(10)
-    assert all("present perfect" not in json.dumps(r.body) for r in server.of_kind("extraction"))
+    assert app.wait_for_extraction(10)
+    extractions = server.of_kind("extraction")  # only the kept turn is read for memories
+    assert len(extractions) == 1 and "Thanks!" in json.dumps(extractions[0].body)
+    assert "present perfect" not in json.dumps(extractions[0].body)
 
 
 def test_a_reply_the_server_ends_as_incomplete_is_kept_with_a_cut_off_notice(make_app, server, run_repl):

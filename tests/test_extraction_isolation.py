@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from fake_openai import Error
+from helpers.fake_openai import Error
 from memora.app.reports import status_rows
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from memora.engine.errors import EmbeddingError
 from memora.engine.text_utils import clean_text
+from helpers.stores import chroma_collection
 
 
 def memory(memory_id: str, content: str | None = None, **fields) -> dict:
@@ -61,7 +62,7 @@ def state_of(app) -> dict:
          r.superseded_by, r.supersedes, r.change_reason, r.event_date, r.followed_up_at, sorted(r.metadata.items()))
         for r in app.store.all_records()
     ]
-    page = app.store._coll().get(include=["documents", "metadatas"])
+    page = chroma_collection(app.store).get(include=["documents", "metadatas"])
     chroma = sorted(
         (i, d, sorted((k, v) for k, v in m.items())) for i, d, m in zip(page["ids"], page["documents"], page["metadatas"])
     )
@@ -139,6 +140,24 @@ BAD_FILES = {
                                                                                    "value": "Z9", "created_at": "2026-11-02T09:00:00+00:00"}]),
     "a session message over 8,000 characters": lambda: export(many(2), session={"messages": [{"role": "user", "content": "x" * 8001}]}),
     "not a Memora export at all": lambda: [{"note": "The learner plays the cello"}],
+    "an unknown profile level": lambda: export(many(2), profile={"english_level": "Z9"}),
+    "a profile level in lower case that is still unknown": lambda: export(many(2), profile={"english_level": "c3"}),
+    "a profile level that is a number": lambda: export(many(2), profile={"english_level": 5}),
+    "an empty profile level": lambda: export(many(2), profile={"english_level": ""}),
+    "a metadata int over 64 bits": lambda: export([memory("aaaa0001", metadata={"n": 10**30})]),
+    "a metadata int just over 64 bits": lambda: export([memory("aaaa0001", metadata={"n": 2**63})]),
+    "a metadata int under 64 bits": lambda: export([memory("aaaa0001", metadata={"n": -(2**63) - 1})]),
+    "an infinite metadata number": lambda: json.dumps(export([memory("aaaa0001", metadata={"x": "INF"})])).replace('"INF"', "1e999").encode(),
+    "a negative infinite metadata number": lambda: json.dumps(export([memory("aaaa0001", metadata={"x": "INF"})])).replace('"INF"', "-1e999").encode(),
+    "Infinity in the metadata": lambda: json.dumps(export([memory("aaaa0001", metadata={"x": float("inf")})])).encode(),
+    "a superseded memory with no successor and no end date": lambda: export([memory("aaaa0001", status="superseded"), *many(2)]),
+    "an end date before the memory was made": lambda: export(
+        [memory("aaaa0001", status="superseded", valid_until="2026-10-01T10:00:00+00:00"), *many(2)]
+    ),
+    "a successor whose end date is before its own start": lambda: export(
+        [memory("aaaa0001", status="superseded", superseded_by="aaaa0002", valid_until="2026-10-31T23:59:00+00:00"),
+         memory("aaaa0002", supersedes="aaaa0001")]
+    ),
 }
 
 
@@ -308,6 +327,7 @@ import_data(app, Path(backup))
 """
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 @pytest.mark.parametrize("where", ["the second Chroma batch", "the pending changes, after the profile"])
 def test_an_import_killed_midway_is_undone_at_the_next_start(learner, make_app, tmp_path, where):
     import subprocess
@@ -353,7 +373,7 @@ def test_restore_undoes_what_it_wrote_and_overwrote_on_either_backend(connection
     kept = store.add("The learner keeps this one").record
 
     def chroma_state():
-        page = store._coll().get(include=["documents", "metadatas", "embeddings"])
+        page = chroma_collection(store).get(include=["documents", "metadatas", "embeddings"])
         return sorted((i, d, sorted(m.items()), [round(x, 6) for x in v])
                       for i, d, m, v in zip(page["ids"], page["documents"], page["metadatas"], page["embeddings"]))
 

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import ROOT, child_env
 from memora.engine.errors import ConfigError
+from helpers.stores import chroma_collection
 
 ALICE_SECRETS = ["Alice", "violin", "Kaohsiung", "IELTS 8", "tea ceremony"]
 
@@ -56,7 +57,7 @@ def test_each_learner_has_their_own_files_and_collection(two_learners, data_dir)
     alice, bob = two_learners
     assert alice.paths.profile == data_dir / "users" / "alice" / "user_profile.json"
     assert bob.paths.session == data_dir / "users" / "bob" / "memora_session.json"
-    assert alice.store._coll().name == "memora-alice-memories" and bob.store._coll().name == "memora-bob-memories"
+    assert chroma_collection(alice.store).name == "memora-alice-memories" and chroma_collection(bob.store).name == "memora-bob-memories"
     assert json.loads(alice.paths.profile.read_text())["learning_goals"] == ["IELTS 8"]
 
 
@@ -79,6 +80,7 @@ def test_learner_names_cannot_escape_the_data_folder(make_settings, name):
         make_settings(user=name)
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_user_flag_and_environment_select_the_learner(tmp_path):
     home = tmp_path / "home"
     env = child_env(MEMORA_HOME=home, MEMORA_EMBEDDING_MODEL="hash")
@@ -102,20 +104,40 @@ def test_forgetting_the_current_learner_deletes_everything_and_exits(two_learner
     assert bob.store.count() == 4
 
 
-def test_forgetting_yourself_while_extraction_runs_brings_nothing_back(make_app, server, run_repl, data_dir):
-    from fake_openai import Delay
-
+@pytest.mark.parametrize("answer", ["while the deletion waits", "after the deletion gave up waiting"])
+def test_forgetting_yourself_while_extraction_runs_brings_nothing_back(make_app, server, run_repl, data_dir, monkeypatch, answer):
     app = make_app()
-    server.script("extraction", Delay(7, then={  # longer than a plain close() would wait
+    held = server.hold("extraction", {
         "facts": [],
         "profile_changes": [{"field": "learning_goal", "action": "add", "value": "work in London", "evidence": "I want to work in London"}],
-        "corrections": []}))
+        "corrections": []})
+    worker = app.worker
+    cancel = worker.cancel
+
+    def cancel_with_the_extraction_at_the_server(*args, **kwargs):
+        held.wait_arrived()  # the learner is deleted while their message is being read
+        assert not held.answered.is_set()
+        if answer == "while the deletion waits":
+            worker.extractor.cancelled = True
+            held.release()
+            cancel(*args, **kwargs)
+        else:
+            cancel(timeout=0)  # a model slower than the wait: its answer comes after the files are gone
+
+    close = app.close
+
+    def answer_then_close(*args, **kwargs):
+        held.release()  # (the deletion is done by the time Memora closes)
+        return close(*args, **kwargs)
+
+    monkeypatch.setattr(worker, "cancel", cancel_with_the_extraction_at_the_server)
+    monkeypatch.setattr(app, "close", answer_then_close)
     t = run_repl(app, ["I want to work in London", "forget user default", "default"], settle=False)
     assert "Deleted learner 'default'" in t.text
+    held.release()
+    assert held.answered.wait(10)  # the extraction's answer did arrive
+    assert app.wait_for_extraction(10)
     app.close(timeout=10)
-    import time
-
-    time.sleep(3)  # the delayed extraction has answered by now
     assert not (data_dir / "user_profile.json").exists()
     assert not (data_dir / "memora_session.json").exists()
     from long_term_memory import LongTermMemoryStore

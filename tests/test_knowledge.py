@@ -27,9 +27,43 @@ def test_shipped_notes_split_into_titled_sections():
         assert all(c.title and c.text and len(c.text) < 1500 for c in chunks)
 
 
-def test_knowledge_is_more_permissive_than_memories():
-    # a note matched by meaning alone passes at 0.40 similarity; a memory needs 0.5 x cosine >= 0.25
-    assert KNOWLEDGE_MIN_SIMILARITY < RETRIEVAL_MIN_SCORE / 0.5
+class ByMeaningOnly:
+    """Every stored text sits at cosine ``similarity`` from the query and shares no word with it."""
+
+    name = "test:by-meaning-only"
+
+    def __init__(self, query: str, similarity: float):
+        self.query, self.similarity = query, similarity
+
+    def embed(self, texts):
+        from memora.engine.embeddings import EmbeddingResult
+
+        other = [self.similarity, (1 - self.similarity**2) ** 0.5, 0.0]
+        return EmbeddingResult([[1.0, 0.0, 0.0] if t == self.query else other for t in texts])
+
+
+@pytest.mark.parametrize("similarity, note_found, memory_found", [(0.45, True, False), (0.35, False, False), (0.6, True, True)])
+def test_knowledge_is_more_permissive_than_memories(tmp_path, clock, similarity, note_found, memory_found):
+    """At the same similarity of meaning alone, a note enters the context where a memory does not."""
+    from memora.engine.chroma_backend import ChromaConnection
+    from memora.engine.retrieval import retrieve_relevant_memories
+    from long_term_memory import LongTermMemoryStore
+
+    query = "zzq"
+    embedder = ByMeaningOnly(query, similarity)
+    connection = ChromaConnection(tmp_path / "db")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "airport.md").write_text("# Travel\n\n## Checking in\n\nShow your passport at the desk.\n", encoding="utf-8")
+    base = KnowledgeBase(notes, connection, embedder)
+    base.sync()
+    store = LongTermMemoryStore(tmp_path / "db", embedding_function=embedder, connection=connection, clock=clock)
+    store.add("The learner flies to Osaka in spring.")
+    vector = embedder.embed([query]).vectors[0]
+    found_notes = base.search(vector)
+    memories, _ = retrieve_relevant_memories(store, query, vector=vector, now=clock())
+    assert bool(found_notes) is note_found, found_notes
+    assert bool(memories) is memory_found, memories
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +103,7 @@ def test_notes_are_reindexed_when_files_change(tmp_path, local_embedder):
     items = base.search(vector)  # the change is picked up on the next search
     assert items and items[0].source == "idioms.md"
     ielts = base.search(local_embedder.embed(["Can you help me with IELTS speaking part 2?"]).vectors[0], min_similarity=0)
-    assert all(i.source != "exam-tips.md" for i in ielts)
+    assert ielts and all(i.source != "exam-tips.md" for i in ielts)  # other notes answer; the deleted one never
 
 
 def test_a_turn_injects_notes_in_their_own_section_in_the_fixed_order(make_app, server, local_embedder):

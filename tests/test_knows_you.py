@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 import pytest
 
 from context_builder import DIGEST_SECTIONS
-from test_memory_truth import extraction, fact
+from helpers.scripts import extraction, fact
+from helpers.threads import Conductor
 
 
 def say(app, text):
@@ -140,7 +141,7 @@ def test_no_follow_up_for_something_said_hours_ago_or_for_other_categories(make_
 
 
 def test_a_failed_turn_does_not_use_up_the_follow_up(make_app, server):
-    from fake_openai import Error
+    from helpers.fake_openai import Error
 
     app = make_app()
     memory_id = seed(app, "The learner has a driving test on Friday.", days_ago=6)
@@ -271,13 +272,22 @@ def test_a_correction_supersedes_the_memory_at_once_and_says_so(make_app, server
 
 def test_a_question_that_arrives_during_a_reply_waits_for_it_so_yes_answers_the_tutor(make_app, server, run_repl):
     """The reviewer's race: the proposal comes back while the next reply streams."""
-    from fake_openai import Delay
-
     app = make_app()
     app.profiles.set_english_level("B1")
-    server.script("extraction", Delay(1.5, then=extraction(profile_changes=[level_change("B2", "I'm B2 now")])))
-    server.script("chat", "Congratulations!", Delay(3, then="Great, shall we start?"), "Here we go.")
+    proposal = server.hold("extraction", extraction(profile_changes=[level_change("B2", "I'm B2 now")]))
+    server.script("chat", "Congratulations!")
+    second = server.hold("chat", "Great, shall we start?")
+    server.script("chat", "Here we go.")
+
+    def proposal_arrives_during_the_second_reply():
+        second.wait_arrived()  # the second reply is under way
+        proposal.release()
+        assert app.wait_for_extraction(10)  # the proposal came back while it streamed
+        second.release()
+
+    conductor = Conductor(proposal_arrives_during_the_second_reply)
     t = run_repl(app, ["I'm B2 now", "Can we practise listening?", "yes"], settle=False)
+    conductor.join()
     # the question was printed after the second reply, not in the middle of it
     assert t.text.index("Great, shall we start?") < t.text.index("Update your profile level from B1 to B2?")
     # and the "yes" typed after it... answers it, because it was the last thing printed
@@ -296,7 +306,7 @@ def test_yes_after_a_tutor_question_is_chat_when_no_profile_question_is_pending(
 
 
 def test_a_correction_in_a_failed_turn_changes_nothing(make_app, server):
-    from fake_openai import Error
+    from helpers.fake_openai import Error
 
     app = make_app()
     wrong = app.store.add("The learner wants to work abroad.")
@@ -309,3 +319,19 @@ def test_a_correction_in_a_failed_turn_changes_nothing(make_app, server):
         app.chat("No, I never said that", on_delta=lambda _: None)
     app.wait_for_extraction(5)
     assert app.store.get(wrong.id).is_current  # the turn was rolled back, and so was the correction
+
+
+def test_pending_profile_changes_keep_the_newest_max_pending_across_a_restart(tmp_path):
+    """More questions than MAX_PENDING waiting: the oldest go, the newest stay in order, on disk."""
+    from memora.app.proposals import MAX_PENDING, ProfileProposal, ProposalStore
+
+    path = tmp_path / "memora_proposals.json"
+    store = ProposalStore(path)
+    values = [f"goal {n}" for n in range(MAX_PENDING + 5)]
+    for value in values:
+        assert store.add(ProfileProposal.new("learning_goal", "remove", value, None, f"I gave up {value}"))
+    assert not store.add(ProfileProposal.new("learning_goal", "remove", values[-1], None, "again"))  # no duplicate at the cap
+    reopened = ProposalStore(path)
+    assert [p.value for p in reopened.pending()] == values[-MAX_PENDING:]
+    assert reopened.first().value == values[5]  # the oldest that is left is asked first
+    assert reopened.take().value == values[5] and len(reopened.pending()) == MAX_PENDING - 1

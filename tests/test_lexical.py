@@ -67,6 +67,11 @@ def test_same_meaning_keeps_every_word_that_can_change_a_fact():
         ("My sister lives in Paris", "The learner's sister lives in Paris."),
         ("I'm from Taichung", "The learner is from Taichung."),
         ("At night the learner studies English.", "The learner studies English at night."),
+        ("The learner is bullied at school.", "At school the learner is bullied."),
+        ("I'm a nurse", "The learner is a nurse."),
+        ("It is \u221210 degrees.", "It is -10 degrees."),
+        ("It is \uff0d10 degrees.", "It is -10 degrees."),
+        ("壽司是我最喜歡的食物", "我最喜歡的食物是壽司"),
     ]
     different = [
         ("The learner moved to Tokyo.", "The learner moved from Tokyo."),
@@ -81,6 +86,33 @@ def test_same_meaning_keeps_every_word_that_can_change_a_fact():
         ("The learner will move.", "The learner won't move."),
         ("我愛他", "他愛我"),
         ("我的哥哥是老師", "我是哥哥的老師"),
+        # voice, tense and aspect: a be-form or an auxiliary is never filler
+        ("The learner is bullied at school.", "The learner bullied at school."),
+        ("The learner's son is bullied.", "The learner's son bullied."),
+        ("The learner was taught by Anna.", "The learner taught by Anna."),
+        ("The learner is being followed.", "The learner followed."),
+        ("The learner has been a nurse.", "The learner has a nurse."),
+        ("The learner was a nurse.", "The learner is a nurse."),
+        ("The learner lived in Osaka.", "The learner has lived in Osaka."),
+        ("The learner had lived in Osaka.", "The learner has lived in Osaka."),
+        ("The learner did like tea.", "The learner does like tea."),
+        # modality
+        ("The learner can swim.", "The learner could swim."),
+        ("The learner will move.", "The learner would move."),
+        ("The learner should move.", "The learner must move."),
+        ("The learner may move.", "The learner might move."),
+        ("The learner may move.", "The learner moves."),
+        ("I'll move.", "I'd move."),
+        # sign
+        ("It is -10 degrees.", "It is 10 degrees."),
+        ("It is \u221210 degrees.", "It is 10 degrees."),
+        ("It is \u201310 degrees.", "It is 10 degrees."),
+        ("It is \uff0d10 degrees.", "It is 10 degrees."),
+        ("哈爾濱是-20度", "哈爾濱是20度"),
+        # 是 and other Chinese function words
+        ("我是老師", "我老師"),
+        ("我被打了", "我打了"),
+        ("我去過日本", "我去日本"),
     ]
     assert [pair for pair in same if not say_the_same(*pair)] == []
     assert [pair for pair in different if say_the_same(*pair)] == []

@@ -9,7 +9,8 @@ import pytest
 
 from memora.engine.embeddings import HashEmbedder
 from memora.engine.errors import EmbeddingModelMismatch, MemoryFullError
-from long_term_memory import LongTermMemoryStore, collection_name
+from long_term_memory import LongTermMemoryStore, catalog_path, collection_name
+from helpers.stores import chroma_collection
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ def test_metadata_is_stored_in_chroma(make_store, clock):
     store = make_store()
     record = store.add("The learner has a test on Friday", category="schedule", created_at=clock() - timedelta(days=2),
                        metadata={"dia_id": "D1:3"})
-    got = store._coll().get(ids=[record.id], include=["metadatas"])["metadatas"][0]
+    got = chroma_collection(store).get(ids=[record.id], include=["metadatas"])["metadatas"][0]
     assert got["user_id"] == store.user_id and got["category"] == "schedule" and got["memory_type"] == "semantic"
     assert got["source"] == "command" and got["dia_id"] == "D1:3"
     assert got["created_at"].startswith("2026-11-27") and isinstance(got["created_at_ts"], float)
@@ -58,7 +59,7 @@ def test_supersede_keeps_history_and_hides_the_old_fact(make_store):
     new = store.supersede(old.id, "The learner quit coffee", reason="contradiction")
     assert [r.id for r in store.history(new.id)] == [old.id, new.id]
     assert [r.id for r in store.search("coffee", min_score=0)] == [new.id]
-    meta = store._coll().get(ids=[old.id], include=["metadatas"])["metadatas"][0]
+    meta = chroma_collection(store).get(ids=[old.id], include=["metadatas"])["metadatas"][0]
     assert meta["status"] == "superseded" and meta["superseded_by"] == new.id and "valid_until" in meta
 
 
@@ -77,7 +78,7 @@ def test_learners_never_see_each_other(make_store):
     bob.add("Bob loves spiders")
     assert [r.content for r in alice.search("spiders", min_score=0)] == ["Alice's secret: she is afraid of spiders"]
     assert [r.content for r in bob.list()] == ["Bob loves spiders"]
-    assert alice._coll().name == collection_name(alice.user_id) != bob._coll().name
+    assert chroma_collection(alice).name == collection_name(alice.user_id) != chroma_collection(bob).name
 
 
 def test_a_store_refuses_another_embedding_model_until_reindexed(make_store):
@@ -95,9 +96,9 @@ def test_catalog_is_rebuilt_from_chroma(make_store, tmp_path):
     store = make_store()
     store.add("The learner plays the violin", category="hobby")
     store.catalog.close()
-    store._catalog_path.unlink()
-    for suffix in ("-wal", "-shm"):
-        (tmp_path / "memora_db" / (store._catalog_path.name + suffix)).unlink(missing_ok=True)
+    catalog = catalog_path(store.path, store.user_id)
+    for suffix in ("", "-wal", "-shm"):
+        catalog.with_name(catalog.name + suffix).unlink(missing_ok=True)
     reopened = LongTermMemoryStore(store.path, user_id=store.user_id, connection=store.connection, embedding_function=HashEmbedder())
     [record] = reopened.list()
     assert record.content == "The learner plays the violin" and record.category == "hobby"
@@ -112,6 +113,7 @@ def test_forget_all_empties_only_this_learner(make_store):
     assert alice.count() == 0 and bob.count() == 1
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_chatbot_runs_against_a_chroma_server(chroma_server, tmp_path):
     import subprocess
     import sys
@@ -140,6 +142,7 @@ def test_chatbot_runs_against_a_chroma_server(chroma_server, tmp_path):
     assert "Cannot reach the Chroma server at http://127.0.0.1:9" in unreachable.stderr and "Traceback" not in unreachable.stderr
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_two_machines_on_one_chroma_server_see_each_others_changes(chroma_server, tmp_path):
     """Each machine has its own local catalog; the revision stamp keeps them in step."""
     from memora.engine.chroma_backend import ChromaConnection
@@ -159,3 +162,50 @@ def test_two_machines_on_one_chroma_server_see_each_others_changes(chroma_server
     assert [r.content for r in desktop.search("lives", min_score=0)] == ["The learner lives in Taipei"]
     restarted = machine("desktop")
     assert [r.content for r in restarted.list()] == ["The learner lives in Taipei"]
+
+
+OLDER_CATALOG = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE memories (rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, user_id TEXT NOT NULL, content TEXT NOT NULL,
+                       status TEXT NOT NULL, created_ts REAL NOT NULL);
+INSERT INTO meta VALUES ('schema_version', '4'), ('generation', '7');
+INSERT INTO memories VALUES (1, 'stale0000001', 'default', 'A row only the old catalog had.', 'active', 0);
+"""
+
+
+@pytest.mark.parametrize("version", ["4", "1", None], ids=["version-4", "version-1", "no-version"])
+def test_a_catalog_from_an_older_memora_is_rebuilt_from_chroma(tmp_path, clock, version):
+    """The catalog is an index of Chroma: an older layout is replaced, and every memory,
+    its history and lexical search come back from Chroma, with nothing the old file alone had."""
+    import sqlite3
+
+    from memora.engine.catalog import SCHEMA_VERSION
+    from long_term_memory import catalog_path
+
+    db = tmp_path / "memora_db"
+    store = LongTermMemoryStore(db, embedding_function=HashEmbedder(), clock=clock)
+    kept = store.add("The learner's sister lives in Lisbon.", category="family").record
+    old = store.add("The learner drinks coffee every morning.", category="habit").record
+    new = store.supersede(old.id, "The learner drinks green tea every morning.", reason="contradiction")
+    store.catalog.close()
+    path = catalog_path(db, "default")
+    for suffix in ("-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    path.unlink()
+    with sqlite3.connect(path) as older:
+        older.executescript(OLDER_CATALOG)
+        if version is None:
+            older.execute("DELETE FROM meta WHERE key = 'schema_version'")
+        else:
+            older.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
+    older.close()
+
+    reopened = LongTermMemoryStore(db, embedding_function=HashEmbedder(), clock=clock)
+    assert reopened.catalog.get_meta("schema_version") == str(SCHEMA_VERSION)
+    assert sorted(r.content for r in reopened.list()) == sorted([kept.content, new.content])
+    assert reopened.get("stale0000001") is None
+    assert [r.id for r in reopened.history(new.id)] == [old.id, new.id]
+    assert reopened.get(old.id).status == "superseded"
+    assert [r.id for r in reopened.search("Lisbon sister", min_score=0)][:1] == [kept.id]
+    reopened.add("The learner plays badminton on Sundays.", category="hobby")
+    assert reopened.count() == 3

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 
 from conftest import ROOT, child_env
-from test_memory_truth import extraction, fact
+from helpers.scripts import extraction, fact
 
 
 def test_memories_filters_by_type_category_and_text(make_app, run_repl):
@@ -78,7 +79,7 @@ def test_an_old_export_never_revives_a_superseded_fact(make_app, run_repl, tmp_p
 
 
 def test_pending_profile_changes_travel_with_an_export(make_app, make_settings, run_repl, server, tmp_path):
-    from test_memory_truth import extraction
+    from helpers.scripts import extraction
 
     app = make_app()
     app.profiles.set_english_level("B1")
@@ -162,25 +163,22 @@ def test_new_flag_starts_a_fresh_conversation(make_app, make_settings, server, c
     fresh.close()
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_a_killed_process_loses_nothing_that_was_shown(tmp_path, server):
     """SIGKILL right after a reply was printed: the next start has the turn, and re-runs its extraction."""
     server.script("extraction", extraction(fact("The learner's dog is called Biscuit.", "identity")))
     home = tmp_path / "home"
     env = child_env(MEMORA_HOME=home, MEMORA_EMBEDDING_MODEL="hash", OPENAI_BASE_URL=server.base_url)
-    server.fake.script("extraction", lambda body: time.sleep(30))  # the first extraction never finishes
+    held = server.hold("extraction")  # the first extraction never finishes
     server.fake.scripts["extraction"].rotate(1)
     proc = subprocess.Popen([sys.executable, str(ROOT / "chatbot.py"), "--plain"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
     proc.stdin.write("My dog is called Biscuit.\n")
     proc.stdin.flush()
-    shown = ""
-    deadline = time.time() + 60
-    while "Memora: Reply 1." not in shown and time.time() < deadline:
-        shown += os.read(proc.stdout.fileno(), 4096).decode()
-    assert "Memora: Reply 1." in shown
-    time.sleep(0.5)
+    held.wait_arrived()  # the reply is out and its extraction asked for: the process is killed now
     proc.send_signal(signal.SIGKILL)
-    proc.wait(10)
+    shown, _ = proc.communicate(timeout=30)
+    assert "Memora: Reply 1." in shown
 
     result = subprocess.run([sys.executable, str(ROOT / "chatbot.py"), "--plain"], input="exit\n", capture_output=True,
                             text=True, env=env, cwd=ROOT, timeout=120)

@@ -6,19 +6,7 @@ import pytest
 
 from memora.engine.errors import CommandError, MemoryFullError
 from long_term_memory import LongTermMemoryStore
-
-
-def fact(text, category="habit", memory_type="semantic", event_phrase=None, event_date=None):
-    return {"text": text, "memory_type": memory_type, "category": category, "event_phrase": event_phrase, "event_date": event_date}
-
-
-def extraction(*facts, profile_changes=(), corrections=()):
-    return {"facts": list(facts), "profile_changes": list(profile_changes), "corrections": list(corrections)}
-
-
-def say(app, text):
-    app.chat(text, on_delta=lambda _: None)
-    assert app.wait_for_extraction(10)
+from helpers.scripts import extraction, fact, say
 
 
 def test_coffee_then_quit_leaves_one_current_and_one_superseded(make_app, server):

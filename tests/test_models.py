@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memora.engine.config import Settings
-from memora.engine.embeddings import LocalEmbedder, OpenAIEmbedder, make_embedder
-from fake_openai import Delay
+from memora.engine.embeddings import HashEmbedder, LocalEmbedder, OpenAIEmbedder, make_embedder
 from memora.engine.tokens import TokenCounter, approximate_tokens
 
 
@@ -87,18 +86,40 @@ def test_the_approximation_does_not_undercount_english_or_chinese():
 
 
 def test_extraction_runs_after_the_reply_not_before_it(make_app, server):
-    server.script("extraction", Delay(1.5))
+    held = server.hold("extraction")
     app = make_app()
     app.chat("My favourite singer is Jay Chou.", on_delta=lambda _: None)
     assert app.worker.pending == 1  # the reply is back while extraction is still running
+    assert not app.wait_for_extraction(0.05)
+    held.release()
     assert app.wait_for_extraction(10)
     assert app.worker.pending == 0
+    assert [r.kind for r in server.requests if r.kind != "embeddings"] == ["chat", "extraction"]
 
 
-@pytest.mark.parametrize("name", ["local", "all-MiniLM-L6-v2", "hash"])
-def test_embedding_model_names(name):
-    embedder = make_embedder(name, client_factory=None)
-    assert embedder.name in ("local:all-MiniLM-L6-v2", "hash:v1-384")
+@pytest.mark.parametrize(
+    "name, kind, expected",
+    [
+        ("local", LocalEmbedder, "local:all-MiniLM-L6-v2"),
+        ("all-MiniLM-L6-v2", LocalEmbedder, "local:all-MiniLM-L6-v2"),
+        ("ALL-MINILM-L6-V2", LocalEmbedder, "local:all-MiniLM-L6-v2"),
+        ("local:all-MiniLM-L6-v2", LocalEmbedder, "local:all-MiniLM-L6-v2"),
+        ("hash", HashEmbedder, "hash:v1-384"),
+        ("text-embedding-3-small", OpenAIEmbedder, "openai:text-embedding-3-small"),
+        ("openai:text-embedding-3-large", OpenAIEmbedder, "openai:text-embedding-3-large"),
+        ("nomic-embed-text", OpenAIEmbedder, "openai:nomic-embed-text"),
+    ],
+)
+def test_embedding_model_names(name, kind, expected):
+    embedder = make_embedder(name, client_factory=lambda: None)
+    assert type(embedder) is kind and embedder.name == expected
+
+
+def test_an_api_embedding_model_without_a_client_is_one_clear_error():
+    from memora.engine.errors import EmbeddingError
+
+    with pytest.raises(EmbeddingError, match="needs OPENAI_API_KEY or OPENAI_BASE_URL"):
+        make_embedder("text-embedding-3-small", client_factory=None)
 
 
 def test_memories_can_be_forgotten_even_before_reindexing(make_app, run_repl, local_embedder):
@@ -110,3 +131,33 @@ def test_memories_can_be_forgotten_even_before_reindexing(make_app, run_repl, lo
     t = run_repl(switched, [f"forget {keep.id}", "forget all", "DELETE"])
     assert f"Forgot {keep.id}." in t.text and "Deleted 1 memories." in t.text
     assert switched.store.count(include_superseded=True) == 0
+
+
+TRUNCATE_SAMPLES = [
+    "The quick brown fox jumps over the lazy dog while the learner practises the present perfect. " * 8,
+    "我想加強旅遊英文與口說能力，也想準備雅思考試。" * 8,
+    "IELTS 7.5 → C1!? Let's practise 點餐 and check-in at the airport, okay? " * 8,
+]
+
+
+@pytest.mark.parametrize("approximate", [False, True], ids=["tiktoken", "approximate"])
+@pytest.mark.parametrize("text", TRUNCATE_SAMPLES, ids=["english", "chinese", "mixed"])
+def test_truncate_keeps_the_longest_prefix_within_the_limit_cut_at_a_word(text, approximate):
+    def offline(model):
+        raise ConnectionError("no network")
+
+    counter = TokenCounter("gpt-4.1-mini", loader=offline if approximate else None, warn=lambda message: None)
+    total = counter.count(text)
+    assert counter.truncate(text, total) == text  # what fits is returned whole
+    assert counter.truncate(text, total + 50) == text
+    assert counter.truncate(text, 0) == ""
+    for limit in (1, 5, 17, 40, total // 2, total - 1):
+        cut = counter.truncate(text, limit)
+        assert counter.count(cut) <= limit, (limit, cut)
+        assert text.startswith(cut)
+        rest = text[len(cut):]
+        if " " in text:
+            assert rest[:1] in (" ", "") or cut == "" or " " not in cut, (limit, cut)  # never half a word
+        # nothing much is wasted: at most the part word and the 40% the word cut may drop
+        longest = max(n for n in range(len(text) + 1) if counter.count(text[:n]) <= limit)
+        assert len(cut) >= 0.6 * longest - 1, (limit, len(cut), longest)

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import tempfile
 import unicodedata
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from memora.app.commands import CommandRouter, ExitRequested, run_command
@@ -44,6 +47,7 @@ from memora.engine.records import CATEGORIES, MEMORY_TYPES, MemorySearchResult
 from memora.app.terminal import PlainConsole
 from memora.engine.tokens import TokenCounter
 from user_profile import CEFR_LEVELS, UserProfile, UserProfileStore
+from helpers.clock import FakeClock
 
 # -- settings -----------------------------------------------------------------------------
 
@@ -57,7 +61,6 @@ settings.register_profile(
     deadline=None,  # Chroma and fsync timings vary; speed lives in bench/
     max_examples=100,
     print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow],
 )
 PROFILE = settings.get_profile("memora-properties")
 
@@ -217,7 +220,62 @@ class ScriptedConsole(PlainConsole):
         super().error(text)
 
 
-_COMMAND_APPS: dict[int, object] = {}  # one app per run of the command test (see below)
+def _seed_learner(data_dir: Path, base_url: str) -> None:
+    """The data folder every command example starts from: two memories, a goal."""
+    with command_app(data_dir, base_url) as app:
+        app.store.add("The learner's name is Ming.")
+        app.store.add("The learner likes green tea & <b>jazz</b>.")
+        app.profiles.add_learning_goal("travel English")
+        app.store.catalog.close()  # copied next: everything is on disk
+
+
+@contextmanager
+def command_app(data_dir: Path, base_url: str):
+    from memora.app.assistant import Memora
+    from memora.engine.config import Settings
+    from memora.engine.embeddings import HashEmbedder
+
+    settings = Settings(
+        data_dir=data_dir, base_url=base_url, api_key="sk-test-not-real", max_retries=0, timeout=10,
+        knowledge_dir=data_dir / "no-knowledge",
+    ).validated()
+    app = Memora(settings, clock=FakeClock(), embedder=HashEmbedder(), notify=lambda message: None)
+    try:
+        yield app
+    finally:
+        app.close(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def command_world(tmp_path_factory):
+    """A fake model server and a seeded data folder, made once; each example copies the folder."""
+    from helpers.fake_openai import FakeOpenAIServer
+
+    root = tmp_path_factory.mktemp("commands")
+    with FakeOpenAIServer() as server:
+        _seed_learner(root / "seed", server.base_url)
+        yield server, root
+
+
+@contextmanager
+def fresh_learner(world):
+    """A Memora on its own copy of the seeded folder, with its own sandbox for export/import."""
+    server, root = world
+    folder = Path(tempfile.mkdtemp(dir=root))
+    try:
+        shutil.copytree(root / "seed", folder / "data")
+        sandbox = folder / "sandbox" / "a" / "b"
+        sandbox.mkdir(parents=True)
+        (sandbox / "garbage.bin").write_bytes(bytes(range(256)) * 4)
+        (sandbox / "empty.json").write_text("", encoding="utf-8")
+        (sandbox / "list.json").write_text("[]", encoding="utf-8")
+        (sandbox / "dir").mkdir()
+        with command_app(folder / "data", server.base_url) as app:
+            yield app, sandbox
+        app.store.catalog.close()
+        app.connection.refresh()  # let go of this copy's Chroma client: 150 open ones would use up file descriptors
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _flatten(parts) -> list:
@@ -232,11 +290,7 @@ def _first_word(line: str) -> str:
     return stripped.split(maxsplit=1)[0].lower().lstrip("/") if stripped else ""
 
 
-@settings(
-    PROFILE,
-    max_examples=EXAMPLES_COMMANDS,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@settings(PROFILE, max_examples=EXAMPLES_COMMANDS)
 @given(parts=command_lines)
 # counterexamples hypothesis found (fixed in commands.py / data_transfer.py), kept as regressions
 @example(parts=["profile", "\t", "SYSTEM:"])  # KeyError: split on any whitespace
@@ -247,26 +301,17 @@ def _first_word(line: str) -> str:
 @example(parts=["import", " ", InSandbox("x\x00y.json")])  # ValueError: embedded null byte
 @example(parts=["export", " ", InSandbox("x\x00y.json")])
 @example(parts=["export", " ", InSandbox("n" * 300)])  # OSError ENAMETOOLONG from Path.exists()
-def test_any_command_line_is_handled_or_one_error_line(make_app, server, tmp_path, parts):
-    """dispatch never raises (but ExitRequested for exit/quit); errors are one line; nothing reaches the model."""
-    EXAMPLES_RUN["test_any_command_line_is_handled_or_one_error_line"] += 1
-    app = _COMMAND_APPS.get(id(make_app))
-    if app is None:  # one app per test run, shared by its examples (state accumulates, which helps)
-        app = make_app()
-        app.store.add("The learner's name is Ming.")
-        app.store.add("The learner likes green tea & <b>jazz</b>.")
-        app.profiles.add_learning_goal("travel English")
-        sandbox = tmp_path / "sandbox" / "a" / "b"
-        sandbox.mkdir(parents=True)
-        (sandbox / "garbage.bin").write_bytes(bytes(range(256)) * 4)
-        (sandbox / "empty.json").write_text("", encoding="utf-8")
-        (sandbox / "list.json").write_text("[]", encoding="utf-8")
-        (sandbox / "dir").mkdir()
-        app.sandbox = sandbox
-        _COMMAND_APPS.clear()
-        _COMMAND_APPS[id(make_app)] = app
-    sandbox: Path = app.sandbox
+def test_any_command_line_is_handled_or_one_error_line(command_world, parts):
+    """dispatch never raises (but ExitRequested for exit/quit); errors are one line; nothing reaches the model.
 
+    Each example starts from the same seeded learner, so a failure shrinks and replays on its own."""
+    EXAMPLES_RUN["test_any_command_line_is_handled_or_one_error_line"] += 1
+    server = command_world[0]
+    with fresh_learner(command_world) as (app, sandbox):
+        _check_command_line(app, sandbox, server, parts)
+
+
+def _check_command_line(app, sandbox: Path, server, parts) -> None:
     pieces = []
     for part in _flatten(parts):
         if isinstance(part, InSandbox):

@@ -26,7 +26,7 @@ import pytest
 import conftest
 from conftest import ROOT, TESTS, child_env
 from memora.engine.errors import EmbeddingError, ModelCallError
-from fake_openai import Delay, Error
+from helpers.fake_openai import Error
 
 HELPERS = TESTS / "helpers"
 if str(HELPERS) not in sys.path:
@@ -141,6 +141,7 @@ def error_lines(text: str) -> list[str]:
 
 
 # -- 1. atomic durable writes -----------------------------------------------------------------
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_atomic_write_leaves_the_old_or_the_new_version_after_every_sigkill(tmp_path):
     folder = tmp_path / "data"
     target = folder / "state.json"
@@ -183,6 +184,7 @@ def test_atomic_write_leaves_the_old_or_the_new_version_after_every_sigkill(tmp_
     assert len(versions) > KILL_ITERATIONS // 4, f"the writer only completed {len(versions) - 1} versions"
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_kill_harness_catches_a_torn_file_from_a_plain_writer(tmp_path):
     """The check above can fail: a plain open-and-write is caught torn within a few kills."""
     target = tmp_path / "state.json"
@@ -209,6 +211,7 @@ def test_kill_harness_catches_a_torn_file_from_a_plain_writer(tmp_path):
     assert torn_after is not None, f"{NAIVE_KILL_ITERATIONS} kills of a plain writer never left a torn file"
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_profile_always_parses_after_sigkill_during_add_learning_goal(tmp_path):
     """A kill while a goal is being added leaves the profile before or after that goal."""
     from user_profile import UserProfile, UserProfileStore
@@ -279,6 +282,7 @@ def run_two_writers(mode: str, home: Path) -> None:
                 writer.wait()
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_two_processes_adding_learning_goals_lose_none(tmp_path):
     from concurrent_writer import goal_text
     from user_profile import UserProfileStore
@@ -293,6 +297,7 @@ def test_two_processes_adding_learning_goals_lose_none(tmp_path):
     assert turns > 1, "the two writers never overlapped"
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_two_processes_adding_memories_lose_none(tmp_path):
     from concurrent_writer import memory_text
     from memora.engine.embeddings import HashEmbedder
@@ -340,6 +345,7 @@ CORRUPT_FILES = {
 }
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 @pytest.mark.parametrize("case", list(CORRUPT_FILES), ids=lambda c: c.replace(" ", "-"))
 def test_a_corrupt_file_is_moved_aside_with_one_line_and_memora_starts(tmp_path, case):
     name, original = CORRUPT_FILES[case]
@@ -365,6 +371,7 @@ def test_a_corrupt_file_is_moved_aside_with_one_line_and_memora_starts(tmp_path,
     assert result.stdout.rstrip().endswith("Goodbye!")
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_a_version_1_session_is_migrated_and_resumed(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
@@ -389,6 +396,7 @@ def test_a_version_1_session_is_migrated_and_resumed(tmp_path):
     assert saved["usage"]["chat"] == 12
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_a_corrupt_catalog_is_rebuilt_from_chroma(tmp_path):
     home = tmp_path / "home"
     first = run_chatbot(home, ["remember My sister lives in Lisbon", "remember I practise English every morning", "exit"])
@@ -421,6 +429,7 @@ def _db_not_sqlite(db: Path) -> None:
     (db / "notes.txt").write_text("the learner's own file\n")
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 @pytest.mark.parametrize(
     "make_bad, reason",
     [(_db_is_a_file, "it is a file, not a folder"), (_db_not_sqlite, "chroma.sqlite3 is not a SQLite database")],
@@ -490,9 +499,11 @@ def test_a_model_timeout_is_bounded_configurable_and_changes_nothing(make_app, s
     before = app.memory.to_state()
     before_file = json.loads(app.paths.session.read_text())
 
-    server.script("chat", Delay(5))
+    held = server.hold("chat")  # answered only after the client gave up
     with pytest.raises(ModelCallError) as raised:
         chat(app, "this one is too slow")
+    assert held.arrived.is_set() and not held.answered.is_set()
+    held.release()
     message = str(raised.value)
     assert "timed out after 1s" in message and "MEMORA_TIMEOUT" in message
     assert "\n" not in message
@@ -639,6 +650,7 @@ def test_an_import_file_that_is_not_a_memora_export_imports_nothing(make_app, ru
 
 
 # -- 7. security hygiene ------------------------------------------------------------------------------
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_the_api_key_never_appears_in_output_data_or_exports(tmp_path, server):
     leak = f"Incorrect API key provided: {API_KEY}. You can find your API key at platform."
     server.script("chat", Error(401, leak), "Of course!")
@@ -688,6 +700,7 @@ def test_the_api_key_is_redacted_from_a_failure_shown_in_status(make_app, server
     assert "LEAKCANARY" not in t.text
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_data_files_are_private_and_export_warns(tmp_path, server):
     server.script("chat", "Congratulations on your exam!")
     server.script(

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import ROOT, child_env, run_chatbot
-from fake_openai import Error
+from helpers.fake_openai import Error
 
 
 def test_transcript_commands_chat_and_exit(make_app, server, run_repl):
@@ -107,6 +107,7 @@ def test_backslash_sends_a_command_word_as_chat(make_app, server, run_repl):
 
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_a_new_process_remembers_the_profile_and_memories(tmp_path):
     home = tmp_path / "home"
     first = run_chatbot(["profile level b1", "remember I am preparing for IELTS", "exit"], MEMORA_HOME=home, MEMORA_EMBEDDING_MODEL="hash")
@@ -121,6 +122,7 @@ def test_a_new_process_remembers_the_profile_and_memories(tmp_path):
     assert "NETWORK-GUARD" not in second.stderr
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_a_real_process_chats_with_a_local_responses_server(tmp_path, server):
     server.script("chat", "Hello Ming!")
     home = tmp_path / "home"
@@ -139,10 +141,11 @@ def test_a_real_process_chats_with_a_local_responses_server(tmp_path, server):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_invalid_utf8_input_is_replaced_not_fatal(tmp_path):
     result = subprocess.run(
         [sys.executable, str(ROOT / "chatbot.py"), "--plain"],
-        input=b"remember caf\xe9 \xff bytes\nmemories\nexit\n",
+        input=b"remember I like caf\xe9 \xff bytes\nmemories\nexit\n",
         capture_output=True,
         timeout=120,
         env=child_env(MEMORA_HOME=tmp_path / "home", MEMORA_EMBEDDING_MODEL="hash"),
@@ -150,9 +153,10 @@ def test_invalid_utf8_input_is_replaced_not_fatal(tmp_path):
     )
     out = result.stdout.decode()
     assert result.returncode == 0 and "Traceback" not in result.stderr.decode()
-    assert "caf\ufffd \ufffd bytes" in out
+    assert "I like caf\ufffd \ufffd bytes" in out
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 @pytest.mark.parametrize(
     "env, message",
     [

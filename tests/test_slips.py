@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from conftest import run_chatbot
@@ -20,6 +22,27 @@ def test_export_to_a_missing_folder_is_refused_and_creates_nothing(make_app, run
     # an existing folder still works
     t = run_repl(app, [f"export {tmp_path / 'x.json'}"])
     assert (tmp_path / "x.json").is_file() and f"Exported to {tmp_path / 'x.json'}." in t.text
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("typed", ["{tmp}/nope/", "{tmp}/nope//", "'{tmp}/nope/'", "{tmp}/a/b/", "\"{tmp}/with space/\""])
+def test_export_to_a_missing_folder_typed_with_a_trailing_slash_is_refused(make_app, run_repl, tmp_path, typed):
+    app = make_app()
+    out = tmp_path / "out"
+    out.mkdir()
+    t = run_repl(app, [f"export {typed.format(tmp=out)}"])
+    assert "does not exist. Nothing was exported.\n" in t.text and "Exported to" not in t.text
+    assert list(out.iterdir()) == []  # no file named after the folder, no folder made
+
+
+def test_export_to_an_existing_folder_typed_with_a_trailing_slash_writes_inside_it(make_app, run_repl, tmp_path):
+    app = make_app()
+    (tmp_path / "backups").mkdir()
+    t = run_repl(app, [f"export {tmp_path}/backups/"])
+    [written] = (tmp_path / "backups").iterdir()
+    assert written.suffix == ".json" and f"Exported to {written}." in t.text
 
 
 def test_a_memory_cap_below_the_count_is_refused_and_says_what_to_do(make_app, run_repl):
@@ -84,6 +107,7 @@ def test_exit_counts_the_messages_it_saves_not_the_queued_writes(make_app):
     assert "".join(out) == "Saving memories from the last 1 message\u2026\nGoodbye!\n"
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_the_embedding_mismatch_notice_comes_after_the_welcome_line(tmp_path):
     home = tmp_path / "home"
     first = run_chatbot(["remember I sing in a choir", "exit"], MEMORA_HOME=home, MEMORA_EMBEDDING_MODEL="hash")
@@ -152,3 +176,48 @@ def test_exit_during_the_warm_up_says_what_it_waits_for_and_stops_it(make_app, r
     text = "".join(out)
     assert "Finishing start-up first (loading the embedding model and knowledge notes)…\nGoodbye!\n" in text
     assert asked == [True]  # stopped because exit asked, not by the 30 s timeout
+
+
+# -- a quote at the end of a sentence is closed once; failures say why in words ---------
+
+from fake_openai import Error  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "answer, reason",
+    [
+        (Error(500, "scripted failure."), "Memory extraction failed with HTTP 500: scripted failure)"),
+        ("this is not json {", "Memory extraction failed: the model's answer was not in the expected format)"),
+        ('{"facts": "not a list"}', "Memory extraction failed: the model's answer was not in the expected format)"),
+        ('{"facts": [], "profile_changes": []', "Memory extraction failed: the model's answer was not in the expected format)"),
+    ],
+    ids=["http-500", "not-json", "wrong-shape", "cut-off-json"],
+)
+def test_an_extraction_failure_is_told_with_a_short_reason_and_one_full_stop(make_app, server, run_repl, answer, reason):
+    server.script("extraction", answer)
+    app = make_app()
+    t = run_repl(app, ["I moved to Taipei last year.", "status"])
+    [note] = [line for line in t.text.splitlines() if line.startswith("Note: Could not save memories")]
+    assert reason in note, note
+    assert ".)" not in note and "..)" not in note and "\u201d." not in note.split("(")[0]
+    for raw in ("validation error", "ValidationError", "input_value", "type=", "pydantic"):
+        assert raw not in t.text
+
+
+@pytest.mark.parametrize("text", ["I play chess.", "I play chess!", "I play chess", "我喜歡下棋。"])
+def test_undo_closes_the_quoted_memory_with_one_full_stop(make_app, server, run_repl, text):
+    app = make_app()
+    run_repl(app, [f"remember {text}"])
+    t = run_repl(app, ["undo"])
+    [line] = [line for line in t.text.splitlines() if line.startswith("Undone (")]
+    closed = text.endswith((".", "!", "\u3002"))
+    assert line.endswith(f"removed {line.split('removed ')[1][:6]} \u201c{text}\u201d" + ("" if closed else "."))
+
+
+@pytest.mark.parametrize("evidence", ["I don't like short answers any more.", "I don't like short answers any more", "Short answers? No!"])
+def test_a_profile_question_quotes_the_learner_once_closed(evidence):
+    from memora.app.proposals import ProfileProposal
+
+    question = ProfileProposal.new("preference", "remove", "Short answers", "Short answers", evidence).question()
+    closed = evidence.endswith((".", "!", "?"))
+    assert question.startswith(f"You said \u201c{evidence}\u201d{'' if closed else '.'} Remove the ")

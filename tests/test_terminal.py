@@ -4,6 +4,8 @@ learner sees."""
 
 from __future__ import annotations
 
+import pytest
+
 import fcntl
 import os
 import pty
@@ -16,7 +18,6 @@ import time
 import pyte
 
 from conftest import ROOT, child_env
-from fake_openai import SlowStream
 
 COLUMNS, ROWS = 40, 30
 REPLY = "The present perfect links a past action to now, as in I have lived here for ten years and I still do. " * 4
@@ -77,14 +78,16 @@ class Terminal:
         return [line.rstrip() for line in screen.display]
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_ctrl_c_during_a_reply_shows_each_line_once(server, tmp_path):
-    server.script("chat", SlowStream(REPLY, pause=0.4))
+    held = server.hold("chat", REPLY, after_chars=80)  # two full lines, then the reply waits
     term = Terminal(
         MEMORA_HOME=tmp_path / "home", MEMORA_EMBEDDING_MODEL="hash", OPENAI_BASE_URL=server.base_url,
         OPENAI_API_KEY="sk-test-not-real", TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1",
     )
     assert term.wait_for(b"You:")
     term.send(b"Explain the present perfect\r")
+    held.wait_arrived()
     assert term.wait_for(b"to now, as in I have")  # the first line is full, the reply still streaming
     term.send(b"\x03")
     assert term.wait_for(b"Reply cancelled"), "\n".join(term.screen())

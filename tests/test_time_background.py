@@ -9,7 +9,7 @@ import pytest
 
 from context_builder import DigestItem, build_background_messages, memory_text
 from memory import ContextBudget, ConversationMemory
-from test_memory_truth import extraction, fact
+from helpers.scripts import extraction, fact
 from memora.engine.timeutil import resolve_time_phrases
 from memora.engine.tokens import TokenCounter
 

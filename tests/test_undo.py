@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
-from test_memory_truth import extraction, fact
+import pytest
+
+from helpers.scripts import extraction, fact
+from helpers.stores import chroma_collection
 
 
 def decide(**by_word):
@@ -90,9 +93,9 @@ def test_undo_takes_back_the_last_turn_added_removed_superseded_current_again(ma
     assert restored.change_reason is None  # as it was before the turn
     assert app.store.get(hard.id) is None
     # Chroma, the canonical store, agrees: a catalog rebuilt from it has the same state
-    [meta] = app.store._coll().get(ids=[easy.id], include=["metadatas"])["metadatas"]
+    [meta] = chroma_collection(app.store).get(ids=[easy.id], include=["metadatas"])["metadatas"]
     assert meta["status"] == "current" and not {"superseded_by", "valid_until", "change_reason"} & set(meta)
-    assert app.store._coll().get(ids=[hard.id])["ids"] == []
+    assert chroma_collection(app.store).get(ids=[hard.id])["ids"] == []
     assert f"removed {hard.id[:6]}" in t.text and f"restored {easy.id[:6]}" in t.text
     history = t.text.split(f"You: history {easy.id}")[1].split("You: history")[0]
     assert "current again by undo 2026-11-29 10:00" in history and hard.id in history
@@ -161,11 +164,17 @@ def test_undo_survives_a_restart(make_app, server, run_repl):
     assert "removed" in t.text and contents(again) == []
 
 
-def test_undo_waits_for_the_extraction_of_the_last_message(make_app, server, run_repl):
-    from fake_openai import Delay
-
+def test_undo_waits_for_the_extraction_of_the_last_message(make_app, server, run_repl, monkeypatch):
     app = make_app()
-    server.script("extraction", Delay(0.5, extraction(fact("The learner plays the violin.", "hobby"))))
+    held = server.hold("extraction", extraction(fact("The learner plays the violin.", "hobby")))
+    wait = app.wait_for_extraction
+
+    def answer_once_undo_waits(*args, **kwargs):
+        assert not held.answered.is_set()  # the extraction is still running when undo is typed
+        held.release()
+        return wait(*args, **kwargs)
+
+    monkeypatch.setattr(app, "wait_for_extraction", answer_once_undo_waits)
     t = run_repl(app, ["I play the violin.", "undo"], settle=False)
     assert "removed" in t.text and "violin" in t.text
     assert contents(app) == []
@@ -210,3 +219,65 @@ def test_revert_is_exact_in_chroma_too_embedded_and_server(connection, tmp_path,
     # a second revert of the same steps changes nothing and says why
     again = rebuilt.revert([(second.id, third.id)])
     assert again.removed == () and again.restored == () and again.skipped == ((third.id, "deleted since"),)
+
+
+# -- undo deletes for real, and a real deletion ends what undo could take back ------------
+
+from test_deletion import files_holding  # noqa: E402
+
+
+def test_undo_of_an_added_memory_leaves_no_byte_of_it_in_any_file(make_app, server, run_repl, data_dir):
+    app = make_app()
+    for i in range(30):
+        app.store.add(f"The learner keeps filler note number {i} about grammar.")
+    secret, typed = "The learner's bank PIN is Xqvzpin4471.", "I drink Wqortea tea"
+    server.script("extraction", extraction(fact(secret, "identity")))
+    server.script("reconcile", {"action": "ADD", "target_id": None, "text": None})
+    run_repl(app, ["Please keep this safe.", f"remember {typed}"])
+    assert files_holding(data_dir, "Xqvzpin4471", "Wqortea")  # the premise: both are on disk
+    t = run_repl(app, ["undo", "undo"])
+    assert t.text.count("Undone (") == 2
+    assert secret not in contents(app) and typed not in contents(app) and app.store.count() == 30
+    assert files_holding(data_dir, "Xqvzpin4471", "Wqortea") == {}
+
+
+def test_undo_of_an_update_wipes_the_taken_back_version(make_app, server, run_repl, data_dir):
+    app = make_app()
+    old = app.store.add("The learner lives in Taipei.", category="identity")
+    server.script("extraction", extraction(fact("The learner lives in Zorbatown near Taipei.", "identity")))
+    server.script("reconcile", {"action": "UPDATE", "target_id": old.id, "text": None})
+    run_repl(app, ["I live in Zorbatown, near Taipei."])
+    t = run_repl(app, ["undo"])
+    assert "Undone (" in t.text and contents(app) == ["The learner lives in Taipei."]
+    holding = files_holding(data_dir, "Zorbatown near Taipei")
+    assert holding == {}, holding
+
+
+@pytest.mark.parametrize("lines", [["forget all", "DELETE"], ["forget user default", "default"]])
+def test_forget_all_and_forget_user_clear_the_undo_stack(make_app, server, run_repl, lines):
+    app = make_app()
+    run_repl(app, ["remember I play the oboe", "remember I drink green tea"])
+    t = run_repl(app, lines + ["undo"] if lines[0] == "forget all" else lines)
+    if lines[0] == "forget all":
+        undo = t.text.split("You: undo", 1)[1]
+        assert "Nothing to undo" in undo and "deleted since" not in undo
+    again = make_app()  # the session file keeps no undo of what was deleted
+    t = run_repl(again, ["undo"])
+    assert "Nothing to undo" in t.text and "deleted since" not in t.text
+
+
+def test_forget_one_id_drops_it_from_the_undo_sets_and_keeps_the_rest(make_app, server, run_repl):
+    app = make_app()
+    server.script("extraction", extraction(fact("The learner plays the oboe.", "habit"), fact("The learner has a cat.", "identity")))
+    server.script("reconcile", *[{"action": "ADD", "target_id": None, "text": None}] * 2)
+    run_repl(app, ["I play the oboe and I have a cat.", "remember I drink green tea"])
+    [oboe] = app.store.list(text="oboe")
+    [tea] = app.store.list(text="green tea")
+    t = run_repl(app, [f"forget {tea.id}", "undo", "undo"])
+    after = t.text.split(f"You: forget {tea.id}", 1)[1]
+    assert "deleted since" not in after and "Left " not in after
+    # the first undo takes back the turn (tea's 'remember' set is gone), the second has nothing left
+    assert "Undone (the memory changes of your message" in after and after.count("Undone (") == 1
+    assert "Nothing to undo" in after.split("You: undo", 2)[2]
+    assert contents(app) == []
+    assert oboe.id not in {r.id for r in app.store.list()}

@@ -57,7 +57,7 @@ from memora.engine.records import MemorySearchResult
 from memora.engine.retrieval import retrieve_relevant_memories
 from memora.app.session import ChangeSet, PendingExtraction, SessionState, SessionStore, UndoneMemory
 from memora.engine.storage import ensure_private_dir
-from memora.engine.text_utils import quoted, shorten
+from memora.engine.text_utils import quoted
 from memora.engine.timeutil import Clock, system_clock
 from memora.engine.tokens import TokenCounter
 from user_profile import UserProfileStore
@@ -549,14 +549,15 @@ class Memora:
                         self.turn.pending_jobs[index] = pending.model_copy(update=update)
                     break
         self.save_session()
+        reason = reason.strip().rstrip(".")  # it sits inside brackets: no "failure.)."
         if gave_up:
             note = (
-                f"Gave up reading memories from \u201c{shorten(job.text, 60)}\u201d after {MAX_EXTRACTION_ATTEMPTS} "
+                f"Gave up reading memories from {quoted(job.text, 60, end='')} after {MAX_EXTRACTION_ATTEMPTS} "
                 f"failures ({reason}). Use 'remember <text>' to keep something by hand."
             )
         else:
             note = (
-                f"Could not save memories from \u201c{shorten(job.text, 60)}\u201d yet ({reason}). "
+                f"Could not save memories from {quoted(job.text, 60, end='')} yet ({reason}). "
                 "Memora will try again after 'reindex' or at the next start."
             )
         with self._lock:
@@ -597,6 +598,21 @@ class Memora:
                 del self._changes[:-MAX_UNDO]
         self.save_session()
 
+    def drop_changes(self, ids=None) -> None:
+        """A real deletion ends what undo could take back: ``forget all`` (``ids``
+        None) clears every change set, ``forget <id>`` drops the steps naming a
+        deleted id, so undo never offers to restore what no longer exists."""
+        with self._lock:
+            if ids is None:
+                self._changes, self._undone = [], []
+            else:
+                gone = set(ids)
+                for change in self._changes:
+                    change.steps = [step for step in change.steps if not gone.intersection(step)]
+                self._changes = [c for c in self._changes if c.steps]
+                self._undone = [u for u in self._undone if u.id not in gone]
+        self.save_session()
+
     def _change_line(self, steps) -> str:
         """One short line: what this turn remembered, updated or superseded."""
         parts = []
@@ -604,14 +620,14 @@ class Memora:
             new = self.store.get(new_id) if new_id else None
             if new is None:
                 continue  # retractions have their own notice
-            text = f"{new.id[:6]} \u201c{shorten(new.content, 48)}\u201d"
+            text = f"{new.id[:6]} {quoted(new.content, 48, end='')}"
             if old_id is None:
                 parts.append(f"remembered {text}")
             elif new.change_reason == "update":
                 parts.append(f"updated {old_id[:6]} \u2192 {text}")
             else:
                 old = self.store.get(old_id)
-                before = f" \u201c{shorten(old.content, 32)}\u201d" if old is not None else ""
+                before = f" {quoted(old.content, 32, end='')}" if old is not None else ""
                 parts.append(f"superseded {old_id[:6]}{before} \u2192 {text}")
         if not parts:
             return ""
@@ -627,6 +643,10 @@ class Memora:
         if change is None:
             return ["Nothing to undo: no recorded memory change is left to take back ('forget' is a real deletion and cannot be undone)."]
         result = self.store.revert(change.steps, when=self.clock())  # if this fails, the change stays undoable
+        if result.removed:  # taken back is deleted, as with 'forget': no copy of its text is left
+            from memora.app.erasure import forget_everywhere
+
+            forget_everywhere(self, [r.content for r in result.removed])
         now = self.clock()
         with self._lock:
             self._changes = [c for c in self._changes if c is not change]
@@ -635,11 +655,12 @@ class Memora:
             del self._undone[:-MAX_UNDONE_KEPT]
         self.save_session()
         what = {"turn": "your message", "remember": "'remember'", "edit": "'memory edit'"}[change.origin]
-        done = [f"removed {r.id[:6]} \u201c{shorten(r.content, 48)}\u201d" for r in result.removed]
-        done += [f"restored {r.id[:6]} \u201c{shorten(r.content, 48)}\u201d" for r in result.restored]
+        done = [("removed", r) for r in result.removed] + [("restored", r) for r in result.restored]
         lines = []
         if done:
-            lines.append(f"Undone (the memory changes of {what} at {change.at.astimezone(now.tzinfo).strftime('%H:%M')}): " + "; ".join(done) + ".")
+            # the last quote ends the sentence: quoted() adds the full stop only if the memory has none
+            parts = [f"{verb} {r.id[:6]} {quoted(r.content, 48, end='.' if i == len(done) - 1 else '')}" for i, (verb, r) in enumerate(done)]
+            lines.append(f"Undone (the memory changes of {what} at {change.at.astimezone(now.tzinfo).strftime('%H:%M')}): " + "; ".join(parts))
         for memory_id, why in result.skipped:
             lines.append(f"Left {memory_id[:6]} as it is: it was {why} (see 'history {memory_id[:6]}').")
         if self._changes:

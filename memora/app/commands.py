@@ -13,6 +13,7 @@ with a line that would be a command, begin it with a backslash
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -36,7 +37,17 @@ if TYPE_CHECKING:
 #   3. The command word followed by a word that makes it a sentence is chat:
 #      "history is my favourite subject", "memories of my childhood",
 #      "remember when we...", "search for a better word...", "forget it".
-#   4. What is left is a command; if its arguments are malformed ("forget zzzz",
+#      So is the command word used as a noun, the verb second: "search engines
+#      are useful", "import tariffs are high". Words are compared without the
+#      punctuation and quotes around them ("remember 'when' we met", "search for!").
+#   4. "remember" is the explicit store, so it stores whatever is not plainly a
+#      noun phrase. A noun phrase (it opens with the/this/those/our/my/last/
+#      Anna's... and no verb follows) is a request to recall: "remember our trip
+#      to Kyoto", "remember the lesson" go to chat, while "remember my sister
+#      lives in Leeds", "remember I ...", "remember that I ..." (stored as
+#      "I ...") and "remember Tom likes jazz" are stored. "/remember ..."
+#      stores anything.
+#   5. What is left is a command; if its arguments are malformed ("forget zzzz",
 #      "memory cap abc", "export my data") it prints its usage and nothing is sent.
 NO_ARGUMENTS = {"why", "status", "reset", "users", "reindex", "undo", "exit", "quit"}
 SUBCOMMANDS = {
@@ -57,7 +68,7 @@ SENTENCE_WORDS = {
 # Per command, openings that read as talking to the tutor rather than as arguments.
 CHAT_OPENINGS = {
     "remember": {
-        "when", "that", "how", "what", "if", "whether", "why", "who", "where", "which", "me", "us", "you",
+        "when", "how", "what", "if", "whether", "why", "who", "where", "which", "me", "us", "you",
         "it", "this", "those", "yesterday", "everything", "anything", "the time", "the day", "the first time",
         "the last time", "last time", "our last", "our first",
     },
@@ -73,11 +84,66 @@ CHAT_OPENINGS = {
 _SENTENCE_END = ".!…。！"
 _MISTAKE_ID = re.compile(r"m[0-9a-f]{1,5}")
 STATUS_ORDER = {"active": 0, "improving": 1, "mastered": 2}
+# Around a word, these never change which word it is: "when," "'when'" "“when”" "that!".
+_AROUND_WORDS = "\"'`\u2018\u2019\u201c\u201d\u00ab\u00bb\u300c\u300d.,;:!?()[]{}\u2026\u3002\uff0c\uff01\uff1f-\u2014\u2013"
+# The learner as the subject: "remember I ..." is always a statement to store.
+FIRST_PERSON = {"i", "i'm", "i've", "i'd", "i'll", "im", "ive", "myself", "we", "we're", "we've", "we'd", "we'll"}
+# The learner as the owner: "remember my sister lives in Leeds" is a statement,
+# "remember our trip to Kyoto" a noun phrase (a request to recall).
+POSSESSIVE = {"my", "mine", "our", "ours"}
+_BASE_VERBS = set(
+    "live work like love hate want need teach study play speak go come have get keep own run drive use eat "
+    "drink visit know think prefer enjoy start stop finish move stay leave take make call".split()
+)
+# A word after the first that makes "remember ..." a statement about someone else.
+STATEMENT_VERBS = SENTENCE_WORDS - {"of", "and", "or", "but", "so", "means", "mean", "meaning"} | {
+    "must", "may", "might", "shall", "isn't", "weren't", "can't", "couldn't", "won't", "hasn't", "haven't",
+    "didn't", "lives", "works", "likes", "loves", "hates", "wants", "needs",
+}
+DETERMINERS = {"the", "a", "an", "this", "these", "those", "your", "his", "her", "their", "its", "last", "every"}
+_IRREGULAR_PAST = set(
+    "said went got had made took saw met lost won left began became came gave told taught bought felt found kept "
+    "knew thought ran wrote spoke drove ate drank sang".split()
+)
+_CJK_START = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def bare_words(rest: str) -> list[str]:
+    """The words of ``rest``, lower-cased, without punctuation or quotes around them."""
+    words = (w.strip(_AROUND_WORDS) for w in rest.lower().replace("\u2019", "'").split())
+    return [w for w in words if w]
 
 
 def _opens_with(rest: str, openings: set[str]) -> bool:
-    lowered = " ".join(rest.lower().split())
+    lowered = " ".join(bare_words(rest))
     return any(lowered == o or lowered.startswith(o + " ") for o in openings)
+
+
+def remembered_text(rest: str) -> str | None:
+    """What ``remember <rest>`` stores, or None when ``rest`` is not a statement
+    (rule 4 above): "that I ..." stores "I ...", the learner's own words."""
+    words = bare_words(rest)
+    if not words:
+        return None
+    if _CJK_START.match(rest.strip().lstrip(_AROUND_WORDS)):
+        return rest.strip()
+    if words[0] == "that":
+        clause = rest.strip().split(maxsplit=1)[1] if len(words) > 1 else ""
+        return clause if len(words) > 1 and (words[1] in FIRST_PERSON or words[1] in POSSESSIVE) and remembered_text(clause) else None
+    if words[0] in DETERMINERS or words[0] in POSSESSIVE or words[0].endswith("'s"):
+        # "the lesson", "our trip to Kyoto", "Anna's party": a noun phrase unless a
+        # verb follows ("our teacher is strict", "my sister lives in Leeds"); a
+        # plural noun often ends the phrase ("the good old days"), so the last
+        # word counts only as a verb of being or having.
+        if any(w in STATEMENT_VERBS for w in words[1:]) or any(_verb_like(w) for w in words[2:-1]):
+            return rest.strip()
+        return None
+    return rest.strip()  # "remember I ...", "remember Tom likes jazz", "remember fact five"
+
+
+def _verb_like(word: str) -> bool:
+    """A word that makes "my sister ___ ..." a clause: "lives", "moved", "teach", "said"."""
+    return word in _BASE_VERBS or word in _IRREGULAR_PAST or (word.endswith(("s", "ed")) and not word.endswith(("'s", "ss")))
 
 
 def looks_like_path(rest: str) -> bool:
@@ -144,8 +210,19 @@ class CommandRouter:
             return len(words) == 1 and words[0].lower().lstrip("/") in self.specs
         if name in NO_ARGUMENTS:
             return False
-        if words[0].lower() in SENTENCE_WORDS or _opens_with(rest, CHAT_OPENINGS.get(name, set())):
+        bare = bare_words(rest)
+        if not bare or bare[0] in SENTENCE_WORDS or _opens_with(rest, CHAT_OPENINGS.get(name, set())):
             return False
+        if name == "remember":
+            return remembered_text(rest) is not None
+        if name == "progress":  # an option, not a word: "progress since May is slow" is said
+            return words[0].lower() in SUBCOMMANDS[name]
+        if name in SUBCOMMANDS:
+            return bare[0] in SUBCOMMANDS[name]
+        if len(bare) > 1 and bare[1] in SENTENCE_WORDS:
+            return False  # the command word as a noun: "search engines are useful"
+        if name == "memories" and len([w for w in words if not w.startswith("-")]) > 2:
+            return False  # a filter is a word or two; "memories fade over time" is said
         if name in SUBCOMMANDS:
             return words[0].lower() in SUBCOMMANDS[name]
         if name in ("forget", "history"):
@@ -314,7 +391,8 @@ class CommandRouter:
         """remember <text> -- Store a memory now, exactly as written."""
         if not args:
             raise self.usage("remember")
-        result = self.app.store.add(args, source="command")
+        text = remembered_text(args) or args  # "/remember the lesson" stores what it is told
+        result = self.app.store.add(text, source="command")
         if result.duplicate:
             self.console.say(f"Already remembered as {result.id}: {quoted(result.content, 80)}")
         else:
@@ -422,6 +500,7 @@ class CommandRouter:
                 deleted = store.delete_all()
                 forgotten = self.app.ledger.clear()
                 self.app.activity.clear()
+                self.app.drop_changes()
                 forget_everywhere(self.app, texts, self.console)
                 for path in exports:
                     path.unlink(missing_ok=True)
@@ -447,6 +526,8 @@ class CommandRouter:
             if self._confirm(f"This deletes the profile, session, memories, mistakes and activity log of '{name}'. Type the name to confirm: ", name):
                 exports = learner_exports(self.app, name)
                 remove = ask_about_exports(self.console, exports)
+                if name == self.app.settings.user:
+                    self.app.drop_changes()
                 summary = delete_user(self.app, name, remove_exports=bool(remove) or not exports)
                 self.console.say(summary)
                 if name == self.app.settings.user:
@@ -458,6 +539,7 @@ class CommandRouter:
         self._require_id_shape("forget", words[0])
         chain = store.history(words[0])
         deleted = store.delete(words[0])
+        self.app.drop_changes(deleted)
         texts = [r.content for r in chain if r.id in deleted]
         forget_everywhere(self.app, texts, self.console)
         extra = f" (and {len(deleted) - 1} earlier version{'s' if len(deleted) > 2 else ''})" if len(deleted) > 1 else ""
@@ -627,7 +709,8 @@ class CommandRouter:
         from memora.app.data_transfer import default_export_path, export_data
 
         path = self._path_argument("export", args) if args else default_export_path(self.app)
-        _require_existing_folder(path)
+        # Path() drops a trailing separator, but "export backups/" names a folder.
+        _require_existing_folder(path, folder_typed=args.strip().strip("'\"").endswith(("/", os.sep)))
         written = export_data(self.app, path)
         self.console.say(f"Exported to {written}.")
         self.console.notice("That file holds your personal data (profile, memories, conversation). Keep it private.")
@@ -656,11 +739,12 @@ class CommandRouter:
         self.console.table("Learners", ["name", "memories", "folder"], rows)
 
 
-def _require_existing_folder(path: Path) -> None:
+def _require_existing_folder(path: Path, *, folder_typed: bool = False) -> None:
     """``export`` writes into a folder that exists: a typo in a folder name must
-    not silently create a tree of folders somewhere unexpected."""
+    not silently create a tree of folders somewhere unexpected, nor a file named
+    after a folder the learner meant ("export nope/")."""
     try:
-        folder = path if path.is_dir() else path.parent
+        folder = path if folder_typed or path.is_dir() else path.parent
         missing = not folder.is_dir()
     except (OSError, ValueError):
         return  # an unusable path: export_data reports it in one line

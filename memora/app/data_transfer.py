@@ -102,6 +102,9 @@ def _in_range(value):
     return value
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+
+
 def _checked(function, *args):
     """Run a typed-text validator; its one-line message becomes the field's error."""
     try:
@@ -171,6 +174,10 @@ class _ExportedMemoryChecks(BaseModel):
                     raise ValueError(f"metadata {key!r} is over {MAX_MEMORY_CHARS} characters")
             elif isinstance(value, float) and not math.isfinite(value):
                 raise ValueError(f"metadata {key!r} is not a finite number")
+            elif isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
+                # Chroma keeps numbers as 64-bit: a larger int would come back as a
+                # rounded float while the catalog kept it exact, and the two would disagree.
+                raise ValueError(f"metadata {key!r} is outside the 64-bit integer range")
             cleaned[key] = value
         return cleaned
 
@@ -180,6 +187,11 @@ class _ExportedMemoryChecks(BaseModel):
             raise ValueError(f"memory {self.id} is current but has a successor or an end date")
         if self.id in (self.superseded_by, self.supersedes):
             raise ValueError(f"memory {self.id} links to itself")
+        if self.status == "superseded" and not (self.superseded_by or self.valid_until):
+            # a retraction keeps its end date; without either, nothing says when or by what it ended
+            raise ValueError(f"memory {self.id} is superseded but has neither a successor nor an end date")
+        if self.valid_until is not None and self.valid_until < self.created_at:
+            raise ValueError(f"memory {self.id} ends ({self.valid_until:%Y-%m-%d}) before it was made ({self.created_at:%Y-%m-%d})")
         return self
 
     def to_record(self, user_id: str):
@@ -267,6 +279,17 @@ class ImportedProposal(ProfileProposal):
 
 class ImportedProfile(UserProfile):
     """The profile of an export, held to the limits of the ``profile`` commands."""
+
+    @field_validator("english_level", mode="before")
+    @classmethod
+    def _known_level(cls, value):
+        # read as 'profile level' reads what is typed; refused here, with the file
+        # named, rather than when the profile is merged after the checks
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise ValueError("the English level must be text such as 'B2'")
+        return _checked(normalize_level, value)
 
     @field_validator("learning_goals", "preferences", mode="before")
     @classmethod

@@ -238,8 +238,13 @@ RETRYABLE_ERRORS = (ModelCallError, EmbeddingError, EmbeddingModelMismatch)
 #    year ago is still among them; scoring 500 stored vectors takes a few
 #    milliseconds off the response path) -- "moved to Tokyo" finds "lives in
 #    Taipei", which shares no word with it and which dense neighbours about
-#    Tokyo would crowd out.
-# Each source is ranked by retrieval's fused score and the three are taken in
+#    Tokyo would crowd out,
+#  * current memories the learner stored with ``remember`` (the 500 newest).
+#    They carry no category of their own ("other"), so the category pool can
+#    never find them, yet "remember I live in Taipei" is exactly the kind of
+#    fact a later "moved to Tokyo" replaces; whatever the new fact's category,
+#    they are candidates.
+# Each source is ranked by retrieval's fused score and the four are taken in
 # turn, best first, until DECISION_CANDIDATE_TOKENS of memories are listed:
 # about 40 short facts, a few hundred tokens more than five, paid only for
 # facts that have related memories. A fixed count would either hide the
@@ -501,36 +506,41 @@ class Extractor:
             if category and category != "other"  # "other" is a catch-all, not a shared subject
             else []
         )
+        remembered = [r.id for r in store.catalog.list(source="command", limit=DECISION_SAME_CATEGORY)]
         words = [t for t in lexical.query_terms(text) if t not in _SUBJECT_TERMS]
-        scored, vectors = store.catalog.candidates(words, DECISION_LEXICAL, [i for i, _ in dense] + same_category)
+        scored, vectors = store.catalog.candidates(words, DECISION_LEXICAL, [i for i, _ in dense] + same_category + remembered)
         if not scored:
             return []
         dense_ids = {i for i, _ in dense}
         missing = [i for i in scored if i not in dense_ids and i not in vectors]
         vectors.update(store.catalog.vectors(missing))
         ranked = rank(vector, [(i, d) for i, d in dense if i in scored], scored, vectors, now=store.clock())
+        pools = [set(same_category), set(remembered)]
         sources = [
             [r for r in ranked if r.id in dense_ids],
             [r for r in ranked if scored[r.id][1] > 0],
-            [r for r in ranked if r.id in set(same_category)],
+            *[[r for r in ranked if r.id in pool] for pool in pools],
         ]
-        order: list = []
-        for turn in range(max(len(source) for source in sources)):
-            order.extend(source[turn] for source in sources if turn < len(source))
-        records = store.catalog.get_many(r.id for r in order)
+        records = store.catalog.get_many(r.id for r in ranked)
         chosen: list[Candidate] = []
         seen: set[str] = set()
         budget = DECISION_CANDIDATE_TOKENS
-        for item in order:
-            record = records.get(item.id)
-            if item.id in seen or record is None or not record.is_current:
-                continue
-            cost = self.counter.count(json.dumps(self._shown(record), ensure_ascii=False))
-            if cost > budget:
-                break
-            budget -= cost
-            seen.add(item.id)
-            chosen.append(Candidate(record, 1.0 - item.dense))
+        # Each source's turn brings its best memory not yet listed: a pool whose
+        # best memories another source already listed must not lose its turns,
+        # or a small pool (one remembered fact) is crowded out by a large one.
+        queues = [iter(source) for source in sources]
+        while queues and budget > 0:
+            for queue in list(queues):
+                item = next((r for r in queue if r.id not in seen and r.id in records and records[r.id].is_current), None)
+                if item is None:
+                    queues.remove(queue)
+                    continue
+                cost = self.counter.count(json.dumps(self._shown(records[item.id]), ensure_ascii=False))
+                if cost > budget:
+                    return chosen
+                budget -= cost
+                seen.add(item.id)
+                chosen.append(Candidate(records[item.id], 1.0 - item.dense))
         return chosen
 
     # -- mistakes -----------------------------------------------------------------------

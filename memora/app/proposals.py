@@ -17,7 +17,7 @@ from typing import Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from memora.engine.storage import atomic_write_model, file_lock, load_model_file
-from memora.engine.text_utils import normalized_key, quoted, shorten
+from memora.engine.text_utils import normalized_key, quoted
 from memora.engine.timeutil import system_clock
 from user_profile import UserProfileStore
 
@@ -62,7 +62,7 @@ class ProfileProposal(BaseModel):
         if self.field == "english_level":
             return f"Remove your English level ({self.value}) from your profile? (yes/no)"
         label = "goal" if self.field == "learning_goal" else "preference"
-        return f"You said \u201c{shorten(self.evidence, 80)}\u201d. Remove the {label} \u201c{shorten(self.value, 60)}\u201d from your profile? (yes/no)"
+        return f"You said {quoted(self.evidence, 80)} Remove the {label} {quoted(self.value, 60, end='')} from your profile? (yes/no)"
 
     def describe(self) -> str:
         if self.field == "review_card":
@@ -70,7 +70,7 @@ class ProfileProposal(BaseModel):
         if self.field == "english_level" and self.action == "set":
             return f"level {self.old_value} -> {self.value}"
         label = {"english_level": "level", "learning_goal": "goal", "preference": "preference"}[self.field]
-        return f"remove {label} \u201c{shorten(self.value, 60)}\u201d"
+        return f"remove {label} {quoted(self.value, 60, end='')}"
 
     def key(self) -> tuple:
         return (self.field, self.action, normalized_key(self.value))

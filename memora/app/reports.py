@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from context_builder import SECTION_TAGS, digest_item_text, hint_plan_text, retrieved_text
 from memora.engine.timeutil import time_ago
-from memora.engine.text_utils import shorten
+from memora.engine.text_utils import quoted, shorten
 
 if TYPE_CHECKING:
     from memora.app.assistant import Memora
@@ -59,7 +59,7 @@ def status_rows(app: Memora) -> list[Table]:
     ]
     if app.extraction_skipped:
         last = app.extraction_skipped[-1]
-        extraction_rows.append(["last skipped", f"{last.kind} \u201c{last.text}\u201d: {last.reason}"])
+        extraction_rows.append(["last skipped", f"{last.kind} {quoted(last.text, 60, end=':')} {last.reason}"])
     return [
         ("Memora", ["setting", "value"], general),
         ("Token budget (last request)", ["section", "tokens", "limit"], budget_rows),

@@ -168,15 +168,18 @@ class MemoryCatalog:
             # Deleted rows are overwritten with zeros, not left in free space:
             # 'forget' must leave no copy of the text in the file (see compact()).
             self._db.execute("PRAGMA secure_delete=ON")
-            self._db.executescript(_SCHEMA)
+            # The version is read before the schema is applied: an older layout may
+            # lack columns the indexes below name, and creating them would fail.
+            self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             version = self.get_meta("schema_version")
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(memories)")}
-            # A new record field changes the columns without a new version number.
-            if (version is not None and version != str(SCHEMA_VERSION)) or columns != _EXPECTED_COLUMNS:
+            # An older layout (another version, or none recorded beside an existing
+            # table), or a new record field (other columns, same version number).
+            if (version is not None and version != str(SCHEMA_VERSION)) or (columns and (version is None or columns != _EXPECTED_COLUMNS)):
                 # A derived index: drop it; the store rebuilds it from Chroma.
                 self._db.executescript(_DROP)
-                self._db.executescript(_SCHEMA)
                 version = None
+            self._db.executescript(_SCHEMA)
             if version is None:
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
@@ -344,6 +347,7 @@ class MemoryCatalog:
         include_superseded: bool = False,
         memory_type: str | None = None,
         category: str | None = None,
+        source: str | None = None,
         text: str | None = None,
         limit: int | None = None,
         newest_first: bool = True,
@@ -358,6 +362,9 @@ class MemoryCatalog:
         if category:
             where.append("category = ?")
             params.append(category)
+        if source:
+            where.append("source = ?")
+            params.append(source)
         if text:
             where.append("instr(lower(content), lower(?)) > 0")
             params.append(text)

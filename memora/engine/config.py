@@ -10,11 +10,13 @@ in ``memora_db/``, one Chroma collection and one catalog file per learner.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
+from urllib.parse import urlsplit
 
 from memora.engine.errors import ConfigError
 
@@ -187,9 +189,17 @@ class Settings:
             raise ConfigError("MEMORA_MAX_RETRIES and MEMORA_PROACTIVE_DAYS cannot be negative.")
         if not self.model:
             raise ConfigError("The model name (MEMORA_MODEL / --model) cannot be empty.")
-        data_dir = Path(self.data_dir).expanduser().resolve()
-        if data_dir.exists() and not data_dir.is_dir():
-            raise ConfigError(f"The data folder {data_dir} is a file, not a folder (--data-dir / MEMORA_HOME).")
+        if not str(self.data_dir).strip():  # Path("") would quietly mean the current folder
+            raise ConfigError("The data folder (--data-dir / MEMORA_HOME) cannot be empty; name a folder.")
+        try:
+            data_dir = Path(self.data_dir).expanduser().resolve()
+            if data_dir.exists() and not data_dir.is_dir():
+                raise ConfigError(f"The data folder {data_dir} is a file, not a folder (--data-dir / MEMORA_HOME).")
+        except (RuntimeError, OSError) as error:  # a symlink loop (RuntimeError or ELOOP), a name too long
+            reason = "its path goes through a symbolic link that loops back on itself" if _is_loop(error) else (getattr(error, "strerror", None) or str(error))
+            raise ConfigError(f"The data folder {self.data_dir} cannot be used: {reason} (--data-dir / MEMORA_HOME).") from None
+        if self.chroma_url is not None:
+            validate_chroma_url(self.chroma_url)
         return replace(self, user=user, data_dir=data_dir)
 
     # -- paths -------------------------------------------------------------
@@ -229,6 +239,23 @@ class Settings:
         if self.embedding_model:
             return self.embedding_model
         return OPENAI_EMBEDDING_MODEL if self.api_key else LOCAL_EMBEDDING_MODEL
+
+
+def _is_loop(error: BaseException) -> bool:
+    return isinstance(error, RuntimeError) or getattr(error, "errno", None) == errno.ELOOP
+
+
+def validate_chroma_url(url: str) -> None:
+    """A Chroma server address is http(s)://host[:port]; anything else is refused
+    here, in one line that names the setting, not later as a connection failure."""
+    where = "(--chroma-url / CHROMA_HOST, CHROMA_PORT)"
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number in range
+    except ValueError as error:
+        raise ConfigError(f"The Chroma server address {url!r} is not a valid URL ({error}) {where}.") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"The Chroma server address {url!r} must look like http://host:8000 {where}.")
 
 
 def chroma_url_from_env(env: Mapping[str, str]) -> str | None:

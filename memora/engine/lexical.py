@@ -191,29 +191,55 @@ def query_terms(text: str) -> list[str]:
 # thing in words. Retrieval's stop words are far too many for that: "up"/"down",
 # "before"/"after", "more"/"most", "not", "he"/"she", "was", "can" all decide
 # what a fact means. So the comparison drops only words that never carry a fact
-# (articles of definiteness, the present of "be" and of the auxiliary "do",
-# "that", "and", "also"), keeps every other word, and keeps the inflection that
-# changes meaning (plural or third person -s, past -ed, -ing, comparative -er,
-# superlative -est, -ly) beside the Porter stem, so "likes"/"liked" and
-# "happy"/"happier" stay apart while "careful"/"care"-style derivations fold.
-SAME_MEANING_FILLER = frozenset("the am is are be been being do does that and also".split())
+# (articles of definiteness, "that", "and", "also"), keeps every other word, and
+# keeps the inflection that changes meaning (plural or third person -s, past
+# -ed, -ing, comparative -er, superlative -est, -ly) beside the Porter stem, so
+# "likes"/"liked" and "happy"/"happier" stay apart while "careful"/"care"-style
+# derivations fold. Modals and the auxiliaries "have"/"had"/"did"/"will" are
+# ordinary words here: tense and modality change a fact ("has lived" is not
+# "lived", "could swim" is not "can swim").
+SAME_MEANING_FILLER = frozenset("the that and also".split())
+# The forms of "be" (and the present of the auxiliary "do") carry meaning by
+# being there: "is bullied" (victim) is not "bullied" (bully), "has been a
+# nurse" is not "has a nurse", "was" is not "is", 我是老師 ("I am a teacher") is
+# not 我老師 ("my teacher"). But where a copula stands is free: "Sushi is the
+# learner's favourite food" says what "The learner's favourite food is sushi"
+# says. So these words are taken out of the ordered comparison and compared as
+# a count of each form, with its tense: the same words in order, and the same
+# be-forms, or no merge.
+_COPULA_FORMS = {
+    "am": "be", "is": "be", "are": "be", "be": "be", "was": "be+ed", "were": "be+ed",
+    "been": "be+en", "being": "be+ing", "do": "do", "does": "do",
+}
+_CJK_COPULA = {"是": "是"}
+# A minus sign before a number is part of the number: "-10 degrees" is not "10
+# degrees". Any dash a learner may type for it counts (after NFKC, which folds
+# the full-width and small forms to "-"); a dash between two words or digits
+# ("2020-2021", "UTC-8") is not a sign; after a Chinese character it is
+# (哈爾濱冬天是-20度). ``MINUS_SIGN`` is shared with the store's specifics.
+MINUS_SIGNS = "-\u2212\u2012\u2013\u2010\ufe63\uff0d"
+MINUS_SIGN = rf"(?<![^\W_{_CJK_RANGES}])[{MINUS_SIGNS}](?=\d)"
+_SIGNED_NUMBER = re.compile(MINUS_SIGN)
+_MINUS = "minus"
 # First person and "the learner" are the same person (``remember I ...`` beside
 # an extracted "The learner ..."). A possessive stays a unit of its own: "the
 # learner's brother is the teacher" is not "the learner is the brother's teacher".
 _LEARNER = frozenset("i me myself learner".split())
 _POSSESSIVE = "'s"
-_IRREGULAR = {"has": "have+s", "had": "have+ed", "was": "be+ed", "were": "be+ed", "an": "a"}
+_IRREGULAR = {"has": "have+s", "had": "have+ed", "an": "a"}
 _NEGATED_BASE = {"wo": "will", "ca": "can", "sha": "shall", "ai": "be"}
-_CONTRACTED = {"'m": (), "'re": (), "'s": (), "'ve": ("have",), "'ll": ("will",), "'d": ("would",)}
+_CONTRACTED = {"'m": ("am",), "'re": ("are",), "'s": ("is",), "'ve": ("have",), "'ll": ("will",), "'d": ("would",)}
 _INFLECTIONS = ("ing", "est", "ed", "er", "ly", "s")
-# Characters that never carry a fact in Chinese: 是 (the copula, like "is") and
-# sentence-final interjections. 的 stays, as the possessive does in English:
-# "我的哥哥是老師" is not "我是哥哥的老師".
-_CJK_FILLER = frozenset("是啊呀啦")
+# Characters that never carry a fact in Chinese: sentence-final interjections.
+# 的 stays, as the possessive does in English: "我的哥哥是老師" is not
+# "我是哥哥的老師"; 是 is a copula (above).
+_CJK_FILLER = frozenset("啊呀啦")
+_COPULA_MARK = "="
 
 
 def _word_units(token: str) -> list[str]:
-    """One Latin word as comparison units: contractions opened, filler dropped."""
+    """One Latin word as comparison units: contractions opened, filler dropped;
+    a be-form comes back marked (``=be``) for ``same_meaning_units`` to set aside."""
     if token.endswith("n't") and len(token) > 3:
         base = token[:-3]
         return [*_word_units(_NEGATED_BASE.get(base, base)), "not"]
@@ -230,6 +256,8 @@ def _word_units(token: str) -> list[str]:
         return ["learner"]
     if token in ("my", "mine"):
         return ["learner", _POSSESSIVE]
+    if token in _COPULA_FORMS:
+        return [_COPULA_MARK + _COPULA_FORMS[token]]
     if token in SAME_MEANING_FILLER or not token:
         return []
     if token in _IRREGULAR:
@@ -241,34 +269,48 @@ def _word_units(token: str) -> list[str]:
     return [stem + ("+" + suffix if suffix else "")]
 
 
-def same_meaning_units(text: str) -> list[str]:
-    """The words of ``text`` that carry its meaning, in order (see above).
-
-    Latin words become (stem + kept inflection) units, a possessive its own
-    unit; CJK text becomes single characters, without 是. Order is kept: "dogs, not cats" is not
-    "cats, not dogs".
-    """
+def _all_units(text: str) -> list[str]:
     text = unicodedata.normalize("NFKC", text or "").lower().replace("\u2019", "'")
+    text = _SIGNED_NUMBER.sub(" \u2212", text)
     out: list[str] = []
     for match in _TOKEN.finditer(text):
         token = match.group(0)
+        if match.start() and text[match.start() - 1] == "\u2212" and token[0].isdigit():
+            out.append(_MINUS)
         if _IS_CJK.match(token):
-            out.extend(ch for ch in token if ch not in _CJK_FILLER)
+            out.extend(_COPULA_MARK + _CJK_COPULA[ch] if ch in _CJK_COPULA else ch for ch in token if ch not in _CJK_FILLER)
         else:
             out.extend(_word_units(token))
     return out
 
 
+def same_meaning_units(text: str) -> list[str]:
+    """The words of ``text`` that carry its meaning, in order (see above), without
+    its be-forms (``copula_forms``).
+
+    Latin words become (stem + kept inflection) units, a possessive its own
+    unit, a minus sign before a number the unit "minus"; CJK text becomes
+    single characters. Order is kept: "dogs, not cats" is not "cats, not dogs".
+    """
+    return [u for u in _all_units(text) if not u.startswith(_COPULA_MARK)]
+
+
+def copula_forms(text: str) -> list[str]:
+    """The be-forms (and 是, and the present of "do") of ``text``, sorted, with tense."""
+    return sorted(u[len(_COPULA_MARK):] for u in _all_units(text) if u.startswith(_COPULA_MARK))
+
+
 def say_the_same(a: str, b: str) -> bool:
     """True when two texts hold the same meaning-bearing words in the same order,
-    read as a circle: a block moved from the front to the end is a reordering
-    that keeps the meaning ("Sushi is the learner's favourite food" / "The
-    learner's favourite food is sushi", "Every morning I drink tea" / "I drink
-    tea every morning"), while swapping roles is not ("the learner's sister is
-    older than the learner" / "the learner is older than the learner's sister",
-    "我愛他" / "他愛我")."""
+    read as a circle, and the same be-forms: a block moved from the front to the
+    end is a reordering that keeps the meaning ("Sushi is the learner's
+    favourite food" / "The learner's favourite food is sushi", "Every morning I
+    drink tea" / "I drink tea every morning"), while swapping roles is not ("the
+    learner's sister is older than the learner" / "the learner is older than the
+    learner's sister", "我愛他" / "他愛我"), and neither is adding or changing a
+    be-form ("is bullied" / "bullied", "has been" / "has", 我是老師 / 我老師)."""
     left, right = same_meaning_units(a), same_meaning_units(b)
-    if not left or len(left) != len(right):
+    if not left or len(left) != len(right) or copula_forms(a) != copula_forms(b):
         return False
     return any(right[i:] + right[:i] == left for i in range(len(right)))
 

@@ -15,6 +15,8 @@ provider's side for later retrieval.
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Sequence, TypeVar
@@ -23,6 +25,8 @@ from memora.engine.config import Settings
 from memora.engine.errors import ModelCallError, ModelNotConfigured
 from memora.engine.prompts import SUMMARY_PROMPT
 from memora.engine.text_utils import shorten
+
+log = logging.getLogger("memora")
 
 T = TypeVar("T")
 
@@ -115,6 +119,11 @@ class ModelClient:
             message = f"{what} failed with HTTP {error.status_code}{': ' + detail if detail else ''}."
         elif isinstance(error, openai.APIError):
             message = f"{what} failed: {shorten(str(error), 160)}"
+        elif _is_malformed_answer(error):
+            # pydantic's own text ("1 validation error ... [type=json_invalid, input_value=...")
+            # is for developers; the learner is told what happened, the log keeps the rest
+            log.warning("%s: malformed structured output: %s", what, shorten(str(error), 160))
+            message = f"{what} failed: the model's answer was not in the expected format."
         else:
             message = f"{what} failed: {type(error).__name__}: {shorten(str(error), 160)}"
         return ModelCallError(self.redact(message))
@@ -241,3 +250,11 @@ def _error_detail(error) -> str:
         if message:
             return shorten(str(message), 160)
     return ""
+
+
+def _is_malformed_answer(error: BaseException) -> bool:
+    """Structured output that is not JSON, or JSON of the wrong shape."""
+    from pydantic import ValidationError
+
+    return isinstance(error, (ValidationError, json.JSONDecodeError))
+

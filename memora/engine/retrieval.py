@@ -44,7 +44,10 @@ from time import sleep
 
 from memora.engine import lexical
 from memora.engine.records import MemorySearchResult
-from memora.engine.timeutil import _MONTH_WORD, _month_number, _zh_number, system_clock, to_aware
+from memora.engine.timeutil import MONTH_WORD as _MONTH_WORD
+from memora.engine.timeutil import month_number as _month_number
+from memora.engine.timeutil import system_clock, to_aware
+from memora.engine.timeutil import zh_number as _zh_number
 
 
 # Minimum calibrated final score for a memory to enter the

@@ -232,6 +232,13 @@ def _month_number(word: str) -> int:
     return next(number for name, number in _MONTH_NUMBERS.items() if name.startswith(word.lower()[:3]))
 
 
+# A month's name as a regex group, and the two number readers, for the query-date
+# reader in retrieval.py (which looks for the periods a question names).
+MONTH_WORD = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+month_number = _month_number
+zh_number = _zh_number
+
+
 def _add_months(day: date, months: int) -> date:
     """``day`` moved by whole months, on the same day or the month's last when it is shorter."""
     index = day.year * 12 + day.month - 1 + months

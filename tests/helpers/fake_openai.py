@@ -15,12 +15,12 @@ import hashlib
 import json
 import math
 import threading
-import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+HOLD_LIMIT = 60.0
 SCHEMA_KINDS = {
     "ExtractionResult": "extraction",
     "MemoryDecision": "reconcile",
@@ -38,12 +38,38 @@ class Error:
     times: int = 1
 
 
-@dataclass
-class Delay:
-    """Sleep before answering ``then`` (for timeout tests)."""
+class Hold:
+    """Answer nothing until the test calls ``release()``, then answer ``then``.
 
-    seconds: float
-    then: Any = None
+    Tests order events with it instead of racing a timer: ``wait_arrived()``
+    returns once the request is at the server (so the caller is blocked on
+    it), and the reply leaves only when the test says so. With
+    ``after_chars``, a streamed text reply sends that much text first, then
+    waits (a reply caught midway). A hold nobody releases answers HTTP 500
+    after ``HOLD_LIMIT`` seconds, so a test that forgets fails instead of
+    hanging."""
+
+    def __init__(self, then: Any = None, *, after_chars: int = 0):
+        self.then = then
+        self.after_chars = after_chars
+        self.arrived = threading.Event()
+        self.released = threading.Event()
+        self.answered = threading.Event()
+        self.expired = False
+
+    def release(self) -> None:
+        self.released.set()
+
+    def wait_arrived(self, timeout: float = HOLD_LIMIT) -> "Hold":
+        if not self.arrived.wait(timeout):
+            raise AssertionError("the held request never reached the server")
+        return self
+
+    def wait_released(self) -> bool:
+        """(server side) True once released; False if the test never did."""
+        if not self.released.wait(HOLD_LIMIT):
+            self.expired = True
+        return not self.expired
 
 
 @dataclass
@@ -63,14 +89,6 @@ class StreamThenFail:
 
     text: str
     end: str = "failed"
-
-
-@dataclass
-class SlowStream:
-    """Stream ``text`` with a pause after each chunk (a reply to interrupt)."""
-
-    text: str
-    pause: float = 0.2
 
 
 @dataclass
@@ -129,10 +147,18 @@ class FakeOpenAI:
     scripts: dict[str, deque] = field(default_factory=lambda: defaultdict(deque))
     lock: threading.Lock = field(default_factory=threading.Lock)
     chat_count: int = 0
+    holds: list[Hold] = field(default_factory=list)
+
+    def hold(self, kind: str, then: Any = None, *, after_chars: int = 0) -> Hold:
+        """Script a ``Hold`` as the next answer of ``kind`` and return it."""
+        held = Hold(then, after_chars=after_chars)
+        self.script(kind, held)
+        return held
 
     def script(self, kind: str, *items: Any) -> "FakeOpenAI":
         with self.lock:
             self.scripts[kind].extend(items)
+            self.holds.extend(item for item in items if isinstance(item, Hold))
         return self
 
     def of_kind(self, kind: str) -> list[Recorded]:
@@ -279,9 +305,27 @@ class _Handler(BaseHTTPRequestHandler):
             self._embeddings(body)
             return
         item = self.fake.next_item(kind, body)
-        while isinstance(item, Delay):
-            time.sleep(item.seconds)
-            item = item.then if item.then is not None else default_answer(kind, body, self.fake.chat_count)
+        if isinstance(item, Hold):
+            self._held(item, kind, body)
+            return
+        self._answer(item, body)
+
+    def _held(self, held: Hold, kind: str, body: dict) -> None:
+        if not held.after_chars:
+            held.arrived.set()
+        then = held.then if held.then is not None else default_answer(kind, body, self.fake.chat_count)
+        try:
+            if held.after_chars and body.get("stream") and isinstance(then, str):
+                events = sse_events(then)
+                self._sse(events, hold=held)
+            elif held.wait_released():
+                self._answer(then, body)
+            else:
+                self._json(500, {"error": {"message": "a held reply was never released", "type": "server_error", "code": None}})
+        finally:
+            held.answered.set()
+
+    def _answer(self, item: Any, body: dict) -> None:
         if isinstance(item, Disconnect):
             self.close_connection = True
             self.connection.shutdown(2)
@@ -291,9 +335,6 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if isinstance(item, StreamThenFail):
             self._sse(sse_events(item.text, end=item.end))
-            return
-        if isinstance(item, SlowStream):
-            self._sse(sse_events(item.text), pause=item.pause)
             return
         text = json.dumps(item) if isinstance(item, (dict, list)) else str(item)
         if body.get("stream"):
@@ -316,22 +357,28 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _sse(self, events: list[tuple[str, dict]], pause: float = 0.0) -> None:
+    def _sse(self, events: list[tuple[str, dict]], hold: Hold | None = None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
+        sent = 0
         for number, (kind, data) in enumerate(events):
             payload = {"type": kind, "sequence_number": number, **data}
             try:
                 self.wfile.write(f"event: {kind}\ndata: {json.dumps(payload)}\n\n".encode())
                 self.wfile.flush()
-                if pause and kind == "response.output_text.delta":
-                    time.sleep(pause)
             except (BrokenPipeError, ConnectionResetError):
                 return
+            if hold is not None and kind == "response.output_text.delta":
+                sent += len(data["delta"])
+                if sent >= hold.after_chars:
+                    hold.arrived.set()
+                    if not hold.wait_released():
+                        return  # nobody released it: end without response.completed
+                    hold = None
 
 
 class FakeOpenAIServer:
@@ -342,7 +389,9 @@ class FakeOpenAIServer:
         handler = type("Handler", (_Handler,), {"fake": self.fake})
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # shutdown() waits for the serving loop to look at its flag, which it does
+        # every poll_interval (0.5 s by default): that wait was most of a test's teardown.
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
 
     @property
     def base_url(self) -> str:
@@ -354,6 +403,8 @@ class FakeOpenAIServer:
         return self
 
     def stop(self) -> None:
+        for held in self.fake.holds:  # no handler thread outlives the server
+            held.release()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -377,6 +428,9 @@ class FakeOpenAIServer:
 
     def of_kind(self, kind: str) -> list[Recorded]:
         return self.fake.of_kind(kind)
+
+    def hold(self, kind: str, then: Any = None, *, after_chars: int = 0) -> Hold:
+        return self.fake.hold(kind, then, after_chars=after_chars)
 
 
 Responder = Callable[[dict], Any]
