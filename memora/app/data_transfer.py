@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
-from memora.engine.activity import ActivityLog, DayActivity
+from memora.engine.activity import DayActivity
 from memora.engine.errors import ImportFileError, MemoraError
 from memora.engine.ledger import MAX_MISTAKES, Mistake, clean_mistake_text
 from long_term_memory import PartialWriteError

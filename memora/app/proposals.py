@@ -53,7 +53,7 @@ class ProfileProposal(BaseModel):
     def question(self) -> str:
         """The one question Memora ends its reply with."""
         if self.field == "review_card":
-            return f"Add \u201c{shorten(self.value, 60)}\u201d to your review cards? (yes/no)"
+            return f"Add {quoted(self.value, 60, end='')} to your review cards? (yes/no)"
         if self.field == "english_level" and self.action == "set":
             return (
                 f"You mentioned you're {self.value} now. Update your profile level from "
@@ -66,7 +66,7 @@ class ProfileProposal(BaseModel):
 
     def describe(self) -> str:
         if self.field == "review_card":
-            return f"review card \u201c{shorten(self.value, 60)}\u201d"
+            return f"review card {quoted(self.value, 60, end='')}"
         if self.field == "english_level" and self.action == "set":
             return f"level {self.old_value} -> {self.value}"
         label = {"english_level": "level", "learning_goal": "goal", "preference": "preference"}[self.field]

@@ -218,7 +218,7 @@ _CJK_COPULA = {"是": "是"}
 # ("2020-2021", "UTC-8") is not a sign; after a Chinese character it is
 # (哈爾濱冬天是-20度). ``MINUS_SIGN`` is shared with the store's specifics.
 MINUS_SIGNS = "-\u2212\u2012\u2013\u2010\ufe63\uff0d"
-MINUS_SIGN = rf"(?<![^\W_{_CJK_RANGES}])[{MINUS_SIGNS}](?=\d)"
+MINUS_SIGN = rf"(?<![^\W_{CJK_RANGES}])[{MINUS_SIGNS}](?=\d)"
 _SIGNED_NUMBER = re.compile(MINUS_SIGN)
 _MINUS = "minus"
 # First person and "the learner" are the same person (``remember I ...`` beside
