@@ -239,7 +239,7 @@ def command_app(data_dir: Path, base_url: str):
         data_dir=data_dir, base_url=base_url, api_key="sk-test-not-real", max_retries=0, timeout=10,
         knowledge_dir=data_dir / "no-knowledge",
     ).validated()
-    app = Memora(settings, clock=FakeClock(), embedder=HashEmbedder(), notify=lambda message: None)
+    app = Memora.from_settings(settings, clock=FakeClock(), embedder=HashEmbedder(), notify=lambda message: None)
     try:
         yield app
     finally:

@@ -180,7 +180,7 @@ def test_exit_during_the_warm_up_says_what_it_waits_for_and_stops_it(make_app, r
 
 # -- a quote at the end of a sentence is closed once; failures say why in words ---------
 
-from fake_openai import Error  # noqa: E402
+from helpers.fake_openai import Error  # noqa: E402
 
 
 @pytest.mark.parametrize(
