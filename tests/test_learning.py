@@ -404,3 +404,14 @@ def test_saying_no_to_a_word_card_adds_nothing(make_app, run_repl, server):
     t = run_repl(app, ["What does serendipity mean", "no"])
     assert "Okay, no card for “serendipity”." in t.text
     assert app.ledger.count() == 0
+
+
+def test_the_ledger_and_activity_files_are_git_ignored(make_app):
+    import fnmatch
+    from pathlib import Path
+
+    patterns = [line.strip() for line in (Path(__file__).resolve().parents[1] / ".gitignore").read_text().splitlines()
+                if line.strip() and not line.startswith("#")]
+    app = make_app(base_url=None, api_key=None)
+    for path in (app.paths.mistakes, app.paths.activity, Path("mine.apkg")):
+        assert any(fnmatch.fnmatch(path.name, p) for p in patterns), f"{path.name} is not git-ignored"
