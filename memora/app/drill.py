@@ -12,8 +12,9 @@ turns that one card into a self-rating: the answer typed is not lost.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Literal
 
 from pydantic import BaseModel
 

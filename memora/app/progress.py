@@ -108,7 +108,7 @@ def report(data: ProgressData, *, charts: bool) -> list[str]:
 
     week_label = lambda span: span[0].strftime("%m-%d")  # noqa: E731 - the week's first day
     turns = [sum(a.turns for d, a in in_period.items() if s <= d <= e) for s, e in weeks]
-    lines.append("Turns per week: " + ", ".join(f"{week_label(w)} {n}" for w, n in zip(weeks, turns)))
+    lines.append("Turns per week: " + ", ".join(f"{week_label(w)} {n}" for w, n in zip(weeks, turns, strict=True)))
     if charts:
         lines.append(f"  {sparkline(turns)}  (max {max(turns, default=0)})")
 

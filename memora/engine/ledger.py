@@ -26,9 +26,10 @@ from __future__ import annotations
 import difflib
 import re
 import uuid
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterable, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 

@@ -20,7 +20,7 @@ Choices, each for a tutor the learner opens about once a day:
 
 from __future__ import annotations
 
-from datetime import datetime, time, timedelta, timezone
+from datetime import UTC, datetime, time, timedelta
 
 from fsrs import Card, Rating, Scheduler
 
@@ -39,7 +39,7 @@ SCHEDULER = Scheduler(
 
 
 def _utc(moment: datetime) -> datetime:
-    return to_aware(moment).astimezone(timezone.utc)
+    return to_aware(moment).astimezone(UTC)
 
 
 def new_card(now: datetime) -> dict:
