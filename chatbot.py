@@ -99,6 +99,9 @@ def _greet(app: Memora, console: Console, startup_notes: Sequence[str]) -> None:
     if app.memory.messages:
         turns = len(app.memory.messages) // 2
         console.notice(f"Resumed your conversation ({_plural(turns, 'earlier turn')}). Type 'reset' for a fresh one.")
+    due = app.review_due_line()
+    if due:
+        console.notice(due)
     if app.proposals.first() is not None:
         app.ask_next_proposal()
 

@@ -7,6 +7,9 @@ instructions and above the conversation, and it is replaced every turn) holds, i
 2. ``<learner_digest>``: "about you", the learner's current semantic memories
    grouped by category in a fixed order;
    ``<memory_changes>``: what the learner just corrected, for the reply to confirm;
+   ``<mistakes_to_watch>``: a few of the learner's active mistakes from the
+   ledger, the most relevant to this message first, so the tutor can watch
+   for them and praise the fix;
 3. ``<follow_up>``: at most one proactive follow-up hint;
 4. ``<knowledge_notes>``: tutor notes that passed their threshold;
 5. ``<long_term_memories>``: retrieved past records, each with its age;
@@ -68,6 +71,7 @@ SECTION_TAGS = (
     "user_profile",
     "learner_digest",
     "memory_changes",
+    "mistakes_to_watch",
     "follow_up",
     "knowledge_notes",
     "long_term_memories",
@@ -206,6 +210,29 @@ def _without_final_period(text: str) -> str:
 
 
 @dataclass(frozen=True)
+class MistakeNote:
+    """One ledger entry as the background shows it."""
+
+    original: str
+    corrected: str
+    rule: str
+    count: int
+
+
+# What each correction style asks of the reply (the profile's correction_style;
+# "important" is also what the system prompt asks when none is set).
+CORRECTION_STYLE_LINES = {
+    "all": "Correction style: all. Correct every mistake in the learner's English, briefly.",
+    "important": "Correction style: important. Correct mistakes that obscure the meaning or keep coming back; let small slips pass.",
+    "off": "Correction style: off. Do not correct the learner's English in your reply unless they ask.",
+}
+MISTAKES_GUIDANCE = {
+    "off": "Mistakes the learner has made before (corrections are off: do not point them out; use the right forms yourself).",
+    "default": "Mistakes the learner has made before: watch for them; if the learner now gets one right, praise it in a few words.",
+}
+
+
+@dataclass(frozen=True)
 class FollowUpHint:
     memory_id: str
     text: str
@@ -240,6 +267,7 @@ class Background:
     summary: str = ""
     now: datetime | None = None
     changes: tuple[str, ...] = ()  # memories the learner just corrected, to confirm
+    mistakes: tuple[MistakeNote, ...] = ()  # most relevant first
     clock: bool = True  # the current-time line; dropped only when the message alone fills the budget
 
     # -- rendering --------------------------------------------------------------
@@ -254,6 +282,8 @@ class Background:
             lines.append("- Learning goals: " + "; ".join(neutralize(g) for g in profile.learning_goals))
         if profile.preferences:
             lines.append("- Preferences: " + "; ".join(neutralize(p) for p in profile.preferences))
+        if profile.correction_style:
+            lines.append("- " + CORRECTION_STYLE_LINES[profile.correction_style])
         return lines
 
     def digest_lines(self) -> list[str]:
@@ -269,6 +299,16 @@ class Background:
         lines = [f"- Removed at the learner's request: {neutralize(text)}" for text in self.changes]
         if lines:
             lines.append("- Confirm briefly in your reply that you will not assume this any more.")
+        return lines
+
+    def mistake_lines(self) -> list[str]:
+        if not self.mistakes:
+            return []
+        style = self.profile.correction_style if self.profile is not None else None
+        lines = [MISTAKES_GUIDANCE["off" if style == "off" else "default"]]
+        for note in self.mistakes:
+            times = f"; {note.count} times" if note.count > 1 else ""
+            lines.append(f"- \"{neutralize(note.original)}\" → \"{neutralize(note.corrected)}\" ({neutralize(note.rule)}{times})")
         return lines
 
     def hint_lines(self) -> list[str]:
@@ -303,6 +343,7 @@ class Background:
             ("user_profile", self.profile_lines()),
             ("learner_digest", self.digest_lines()),
             ("memory_changes", self.change_lines()),
+            ("mistakes_to_watch", self.mistake_lines()),
             ("follow_up", self.hint_lines()),
             ("knowledge_notes", self.knowledge_lines()),
             ("long_term_memories", self.memory_lines()),
@@ -347,8 +388,10 @@ class Background:
         """A copy without the lowest-priority item, or ``None`` when nothing is left.
 
         Order: memories (lowest score first), knowledge notes (lowest score
-        first), the follow-up hint, correction notes, digest items (last
-        category first), the profile: preferences, then goals, then the level;
+        first), the follow-up hint, the mistakes to watch (least relevant
+        first), correction notes, digest items (last category first), the
+        profile: preferences, then goals, then the level, then the correction
+        style;
         and the current-time line very last, only when the learner's message
         leaves no room for even that one line.
         """
@@ -360,6 +403,8 @@ class Background:
             return replace(self, knowledge=self.knowledge[:lowest] + self.knowledge[lowest + 1 :])
         if self.hint is not None:
             return replace(self, hint=None)
+        if self.mistakes:
+            return replace(self, mistakes=self.mistakes[:-1])
         if self.changes:
             return replace(self, changes=self.changes[:-1])
         if self.digest:
@@ -373,8 +418,10 @@ class Background:
                 trimmed.preferences.pop()
             elif trimmed.learning_goals:
                 trimmed.learning_goals.pop()
-            else:
+            elif trimmed.english_level:
                 trimmed.english_level = None
+            else:
+                trimmed.correction_style = None
             return replace(self, profile=trimmed)
         if self.clock:
             return replace(self, clock=False)
@@ -394,6 +441,7 @@ def build_background_messages(
     knowledge: Iterable[KnowledgeItem] = (),
     now: datetime | None = None,
     changes: Iterable[str] = (),
+    mistakes: Iterable[MistakeNote] = (),
 ) -> Background:
     """The background of one turn: profile + memories (+ digest, hint, notes).
 
@@ -409,6 +457,7 @@ def build_background_messages(
         memories=tuple(ordered),
         now=now,
         changes=tuple(changes),
+        mistakes=tuple(mistakes),
     )
 
 

@@ -33,7 +33,7 @@ from memora.engine.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, 
 # (previous summary, messages to fold, max summary tokens) -> (new summary, tokens spent)
 Summarizer = Callable[[str, list[dict], int], "tuple[str, int]"]
 
-USAGE_KINDS = ("chat", "embeddings", "summaries", "extraction")
+USAGE_KINDS = ("chat", "embeddings", "summaries", "extraction", "grading")
 
 
 @dataclass
@@ -44,6 +44,7 @@ class TokenUsage:
     embeddings: int = 0
     summaries: int = 0
     extraction: int = 0
+    grading: int = 0  # review answers checked by the model
 
     def add(self, kind: str, tokens: int | None) -> None:
         if kind not in USAGE_KINDS:
@@ -52,7 +53,7 @@ class TokenUsage:
 
     @property
     def total(self) -> int:
-        return self.chat + self.embeddings + self.summaries + self.extraction
+        return self.chat + self.embeddings + self.summaries + self.extraction + self.grading
 
 
 @dataclass(frozen=True)

@@ -3,15 +3,18 @@
 The profile is not searched, it is read: what the learner is now must reach
 every turn, even one where retrieval finds nothing. It holds the
 three fields that change how Memora teaches: the CEFR level, the learning goals
-and the preferences. It is stored as JSON (``user_profile.json``), written
+and the preferences, plus how much the learner wants to be corrected
+(``correction_style``) and the dated history of their level, which
+``progress`` shows. It is stored as JSON (``user_profile.json``), written
 atomically, and every change is a locked read-modify-write so two terminals on
 the same data never lose each other's updates.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -19,12 +22,28 @@ from memora.engine.config import DEFAULT_MAX_PROFILE_ITEMS
 from memora.engine.errors import InvalidLevelError, LimitError
 from memora.engine.storage import atomic_write_model, file_lock, load_model_file
 from memora.engine.text_utils import clean_text, normalized_key
+from memora.engine.timeutil import system_clock
 
 CEFR_LEVELS = ("A1", "A2", "B1", "B2", "C1", "C2")
 MAX_PROFILE_VALUE_CHARS = 200
 MAX_PROFILE_ITEMS = DEFAULT_MAX_PROFILE_ITEMS
 
 PROFILE_FIELDS = {"goal": "learning_goals", "preference": "preferences"}
+# How much the learner wants to be corrected. "important" (the default, also when
+# nothing is set) corrects what obscures meaning or keeps coming back; "off" still
+# records mistakes in the ledger but asks the tutor not to correct them.
+CORRECTION_STYLES = ("all", "important", "off")
+DEFAULT_CORRECTION_STYLE = "important"
+MAX_LEVEL_HISTORY = 100
+
+
+class LevelChange(BaseModel):
+    """The level the learner had from ``at`` on (None: removed)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    level: str | None
+    at: datetime
 
 
 def normalize_level(text: str) -> str:
@@ -53,6 +72,12 @@ class UserProfile(BaseModel):
     english_level: str | None = None
     learning_goals: list[str] = Field(default_factory=list)
     preferences: list[str] = Field(default_factory=list)
+    correction_style: Literal["all", "important", "off"] | None = None  # None: the default
+    level_history: list[LevelChange] = Field(default_factory=list)
+
+    @property
+    def corrections(self) -> str:
+        return self.correction_style or DEFAULT_CORRECTION_STYLE
 
     @field_validator("english_level")
     @classmethod
@@ -65,7 +90,8 @@ class UserProfile(BaseModel):
         return [clean_text(v) for v in values if clean_text(v)]
 
     def is_empty(self) -> bool:
-        return not (self.english_level or self.learning_goals or self.preferences)
+        """Nothing the background shows (the history is for ``progress``)."""
+        return not (self.english_level or self.learning_goals or self.preferences or self.correction_style)
 
 
 class UserProfileStore:
@@ -77,8 +103,10 @@ class UserProfileStore:
         *,
         max_items: int | None = None,
         notify: Callable[[str], None] | None = None,
+        clock: Callable[[], datetime] = system_clock,
     ):
         self.path = Path(path)
+        self.clock = clock
         self.max_items = max_items or MAX_PROFILE_ITEMS
         self._notify = notify
         self._stamp: tuple | None = None
@@ -111,6 +139,9 @@ class UserProfileStore:
             current = self._load()
             updated = current.model_copy(deep=True)
             change(updated)
+            last = updated.level_history[-1].level if updated.level_history else None
+            if updated.english_level != current.english_level and updated.english_level != last:
+                updated.level_history = (updated.level_history + [LevelChange(level=updated.english_level, at=self.clock())])[-MAX_LEVEL_HISTORY:]
             updated = UserProfile.model_validate(updated.model_dump())
             if updated == current:
                 self.profile = current
@@ -158,14 +189,28 @@ class UserProfileStore:
     def clear_level(self) -> bool:
         return self._update(lambda p: setattr(p, "english_level", None))
 
+    def set_correction_style(self, style: str) -> bool:
+        style = (style or "").strip().lower()
+        if style not in CORRECTION_STYLES:
+            raise LimitError(f"Unknown correction style {clean_text(style)[:20]!r}: use all, important or off.")
+        return self._update(lambda p: setattr(p, "correction_style", style))
+
     def clear(self) -> bool:
-        return self._update(lambda p: p.__init__())
+        """Empty the profile; the level's history is kept, ending with the removal."""
+        def change(profile: UserProfile) -> None:
+            history = profile.level_history
+            profile.__init__()
+            profile.level_history = history
+
+        return self._update(change)
 
     def replace(self, profile: UserProfile) -> bool:
         def change(current: UserProfile) -> None:
             current.english_level = profile.english_level
             current.learning_goals = list(profile.learning_goals)
             current.preferences = list(profile.preferences)
+            current.correction_style = profile.correction_style
+            current.level_history = list(profile.level_history)
 
         return self._update(change)
 

@@ -6,7 +6,10 @@ One LoCoMo conversation is replayed as a chat: speaker A's turns are the
 learner's messages, speaker B's turns are the tutor's replies, served by a
 scripted model (a local Responses API server; no real API is called). The
 scripted extraction stores each message as an episodic memory, so retrieval
-and the digest have a growing store to draw on. Each chat request Memora
+and the digest have a growing store to draw on, and every third message
+reports a mistake in its own words, so the ledger grows too and each request
+carries the ``mistakes_to_watch`` section (its tokens are counted with the
+rest, and reported on their own line). Each chat request Memora
 sends is counted with tiktoken, as is the request a full-history baseline
 would send at the same point (instructions + every previous message + the
 current one). Target: Memora's mean <= 15% of the baseline's, and no request
@@ -52,6 +55,18 @@ def load_turns(path: Path) -> tuple[list[tuple[str, str, datetime]], str, str]:
     return [(u, r or "I see.", t) for u, r, t in pairs], a, b
 
 
+def scripted_mistake(text: str, n: int) -> list[dict]:
+    """Every third message, one mistake quoting its first words (as the learner's
+    own words must be): the last of them "misspelt", with a rule of a realistic length."""
+    words = text.split()[:8]
+    if n % 3 or len(words) < 3:
+        return []
+    original = " ".join(words)
+    corrected = " ".join(words[:-1] + [words[-1] + "s"])
+    rule = f"{words[-1]} -> {words[-1]}s: plural after a number or 'many' (pattern {n})"
+    return [{"original": original, "corrected": corrected, "rule": rule, "kind": "grammar"}]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "locomo"))
@@ -73,10 +88,13 @@ def main() -> int:
     with FakeOpenAIServer() as server, tempfile.TemporaryDirectory() as tmp:
         server.script("chat", *[reply for _, reply, _ in turns])
 
+        said = {"n": 0}
+
         def remember_message(body):
             text = body["input"][0]["content"]
+            said["n"] += 1
             return {"facts": [{"text": text[:900], "memory_type": "episodic", "category": "other", "event_phrase": None, "event_date": None}],
-                    "profile_changes": [], "corrections": []}
+                    "profile_changes": [], "corrections": [], "mistakes": scripted_mistake(text, said["n"])}
 
         server.script("extraction", *[remember_message] * len(turns))
         settings = Settings(data_dir=Path(tmp), base_url=server.base_url, api_key="sk-bench", max_retries=0).validated()
@@ -100,16 +118,22 @@ def main() -> int:
         summary_in = sum(counter.count_request(r.body.get("instructions", ""), r.input) for r in summaries)
         extraction_in = sum(counter.count_request(r.body.get("instructions", ""), r.input) for r in server.of_kind("extraction"))
         memories = app.store.count()
+        mistakes = app.ledger.count()
+        sections = [r.section("mistakes_to_watch") for r in server.chats]
+        section_tokens = [counter.count(s) for s in sections if s]
         app.close()
     budget = settings.token_budget
     mean_memora, mean_base = statistics.mean(memora), statistics.mean(baseline)
     print(f"LoCoMo conversation {args.conversation}: {len(turns)} turns ({speaker_a} as the learner, {speaker_b} as the tutor), "
-          f"{memories} memories at the end, {elapsed:.0f}s")
+          f"{memories} memories and {mistakes} mistakes at the end, {elapsed:.0f}s")
     print(f"{'input tokens per chat request':<32} {'mean':>8} {'max':>8} {'last':>8}")
     print(f"{'full history (baseline)':<32} {mean_base:>8.0f} {max(baseline):>8} {baseline[-1]:>8}")
     print(f"{'Memora (budget ' + str(budget) + ')':<32} {mean_memora:>8.0f} {max(memora):>8} {memora[-1]:>8}")
     print(f"Memora / baseline: mean {mean_memora / mean_base:.1%}, last turn {memora[-1] / baseline[-1]:.1%}")
     print(f"requests over the budget: {sum(t > budget for t in memora)}")
+    if section_tokens:
+        print(f"mistakes_to_watch section: in {len(section_tokens)} of {len(memora)} requests, "
+              f"mean {statistics.mean(section_tokens):.0f} tokens, max {max(section_tokens)} (counted in Memora's figures above)")
     print(f"also spent by Memora: {len(summaries)} summary calls ({summary_in} input tokens), "
           f"extraction {extraction_in} input tokens; chat + summaries mean {(sum(memora) + summary_in) / len(memora):.0f} "
           f"= {(sum(memora) + summary_in) / sum(baseline):.1%} of the baseline")

@@ -54,6 +54,13 @@ LINES = [
     ("quit smoking is my goal", CHAT),
     ("Can you remember my name?", CHAT),
     ("I want to search for a new job", CHAT),
+    ("review my essay please", CHAT),
+    ("review is a noun and a verb", CHAT),
+    ("mistakes are how we learn", CHAT),
+    ("mistakes I make when I speak", CHAT),
+    ("progress is slow this month", CHAT),
+    ("progress report", CHAT),
+    ("progress since May has been slow", CHAT),
     # punctuation and quotes around the words that make a sentence
     ("remember when, in class, we did idioms", CHAT),
     ("remember that!", CHAT),
@@ -133,6 +140,11 @@ LINES = [
     ("why", COMMAND),
     ("users", COMMAND),
     ("/why is this here", COMMAND),
+    ("mistakes", COMMAND),
+    ("review", COMMAND),
+    ("progress", COMMAND),
+    ("progress --since 30d", COMMAND),
+    ("profile corrections off", COMMAND),
     # malformed commands: the usage line, never the tutor
     ("forget zzzz", USAGE),
     ("forget", USAGE),
@@ -154,6 +166,12 @@ LINES = [
     ("import", USAGE),
     ("export my whole data please", USAGE),
     ("/help zzzz", USAGE),
+    ("mistakes forget", USAGE),
+    ("mistakes forget zzzz", USAGE),
+    ("review export", USAGE),
+    ("review export my deck please", USAGE),
+    ("progress --since soon", USAGE),
+    ("profile corrections sometimes", USAGE),
 ]
 
 

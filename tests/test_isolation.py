@@ -68,7 +68,7 @@ def test_users_lists_learners_and_forget_user_deletes_one_after_typing_the_name(
     listing = t.text.split("You: forget user")[0]
     assert "alice" in listing and "bob" in listing and "default (you)" in listing
     assert "Cancelled; nothing was deleted." in t.text
-    assert "Deleted learner 'alice': 4 memories, user_profile.json, memora_session.json." in t.text
+    assert "Deleted learner 'alice': 4 memories, user_profile.json, memora_session.json, memora_activity.json." in t.text
     assert not (data_dir / "users" / "alice").exists()
     assert "memora-alice-memories" not in default.connection.list_collection_names()
     assert bob.store.count() == 4 and bob.profiles.get().learning_goals == ["TOEIC 900"]

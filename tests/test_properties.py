@@ -35,6 +35,7 @@ from context_builder import (
     DigestItem,
     FollowUpHint,
     KnowledgeItem,
+    MistakeNote,
     build_background_messages,
     neutralize,
 )
@@ -393,6 +394,7 @@ def test_profile_store_survives_any_sequence_and_round_trips(tmp_path_factory, o
     expected = {"english_level": None, "learning_goals": [], "preferences": []}
     fields = {"goal": "learning_goals", "preference": "preferences"}
 
+    levels: list[str | None] = []  # the level history: one entry per change of level
     for op in ops:
         before = _read_back(path) if path.exists() else UserProfile()
         kind = op[0]
@@ -439,14 +441,17 @@ def test_profile_store_survives_any_sequence_and_round_trips(tmp_path_factory, o
                 assert kind in fields and (not value or len(value) > 200 or len(items) >= max_items), (
                     f"{kind} {op!r} refused: {error}"
                 )
+        if expected["english_level"] != (levels[-1] if levels else None):
+            levels.append(expected["english_level"])
         # the file parses, a fresh store reads back exactly the same profile, and it is what was asked
         if path.exists():
             raw = json.loads(path.read_text(encoding="utf-8"))
-            assert set(raw) == {"english_level", "learning_goals", "preferences"}
+            assert set(raw) == {"english_level", "learning_goals", "preferences", "correction_style", "level_history"}
         current = store.get()
         assert _read_back(path) == current
         assert current.english_level in (None, *CEFR_LEVELS)
-        assert current.model_dump() == expected
+        assert current.model_dump(exclude={"correction_style", "level_history"}) == expected
+        assert [change.level for change in current.level_history] == levels
         assert len(current.learning_goals) <= max_items and len(current.preferences) <= max_items
     assert notices == [], "the store never wrote a file it could not read back"
     assert not list(folder.glob("*.corrupt-*"))
@@ -488,12 +493,15 @@ knowledge_items = st.lists(
     st.builds(KnowledgeItem, source=short_text, title=short_text, text=texts, score=st.floats(0, 1, allow_nan=False)),
     max_size=3,
 )
+mistake_notes = st.lists(
+    st.builds(MistakeNote, original=texts, corrected=texts, rule=texts, count=st.integers(1, 9)), max_size=2
+)
 backgrounds = st.builds(
-    lambda profile, mems, digest, hint, knowledge, summary, changes: build_background_messages(
-        profile, mems, digest=digest, hint=hint, knowledge=knowledge, now=NOW, changes=changes
+    lambda profile, mems, digest, hint, knowledge, summary, changes, mistakes: build_background_messages(
+        profile, mems, digest=digest, hint=hint, knowledge=knowledge, now=NOW, changes=changes, mistakes=mistakes
     ).with_summary(summary),
     raw_profiles, memories, digest_items, hints, knowledge_items, st.one_of(st.just(""), texts),
-    st.lists(texts, max_size=2),
+    st.lists(texts, max_size=2), mistake_notes,
 )
 
 _LOOKALIKE_LETTERS = {c for c in ANGLE_LOOKALIKES if c.isalnum()}  # letters neutralize() escapes as brackets
@@ -531,6 +539,7 @@ def test_background_message_structure_holds_for_any_stored_text(background):
         "user_profile": has_profile,
         "learner_digest": bool(background.digest),
         "memory_changes": bool(background.changes),
+        "mistakes_to_watch": bool(background.mistakes),
         "follow_up": background.hint is not None,
         "knowledge_notes": bool(background.knowledge),
         "long_term_memories": bool(background.memories),
@@ -559,6 +568,7 @@ def test_background_message_structure_holds_for_any_stored_text(background):
         groups[item.category if item.category in CATEGORIES else "other"].append(item.text)
     wanted["learner_digest"] = [text for key, _ in DIGEST_SECTIONS for text in groups[key]]
     wanted["memory_changes"] = list(background.changes)
+    wanted["mistakes_to_watch"] = [part for m in background.mistakes for part in (m.original, m.corrected, m.rule)]
     if background.hint is not None:
         wanted["follow_up"] = [background.hint.text]
     wanted["knowledge_notes"] = [part for k in background.knowledge for part in (k.source, k.title, k.text)]

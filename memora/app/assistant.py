@@ -31,7 +31,9 @@ from typing import Callable
 
 from memora.engine.chroma_backend import ChromaConnection
 from memora.engine.config import Settings
-from context_builder import DIGEST_SECTIONS, build_background_messages, build_user_digest
+from context_builder import DIGEST_SECTIONS, MistakeNote, build_background_messages, build_user_digest
+from memora.engine.activity import ActivityLog
+from memora.engine.ledger import LedgerStore, relevant
 from memora.engine.embeddings import Embedder, make_embedder
 from memora.engine.errors import ConfigError, EmbeddingError, LimitError, MemoraError, ModelNotConfigured
 from memora.app.extraction import (
@@ -65,6 +67,9 @@ log = logging.getLogger("memora")
 MAX_MESSAGE_CHARS = 8000
 MAX_EXTRACTION_ATTEMPTS = 3  # a job that keeps failing (bad model, bad server) is dropped with a notice
 MEMORIES_PER_TURN = 5
+# A few mistakes in the background: enough to watch for the ones this message
+# may repeat, few enough that the section stays a handful of short lines.
+MISTAKES_PER_TURN = 3
 # 'undo' goes back this many change sets; older ones are dropped from the session
 # (a learner takes back what they just saw, not last month's turn).
 MAX_UNDO = 20
@@ -182,7 +187,9 @@ class Memora:
         self.connection = connection
         ensure_private_dir(settings.data_dir)
         ensure_private_dir(self.paths.folder)
-        self.profiles = UserProfileStore(self.paths.profile, max_items=settings.max_profile_items, notify=self.notify)
+        self.profiles = UserProfileStore(self.paths.profile, max_items=settings.max_profile_items, notify=self.notify, clock=clock)
+        self.ledger = LedgerStore(self.paths.mistakes, clock=clock, notify=self.notify)
+        self.activity = ActivityLog(self.paths.activity, clock=clock, notify=self.notify)
         self.proposals = ProposalStore(self.paths.proposals, notify=self.notify)
         self.sessions = SessionStore(self.paths.session, notify=self.notify)
         self._open_store()
@@ -199,6 +206,7 @@ class Memora:
                 proposals=self.proposals,
                 on_tokens=lambda n: self.add_usage("extraction", n),
                 counter=self.counter,
+                ledger=self.ledger,
             ),
             on_outcome=self._extraction_done,
             on_failure=self._extraction_failed,
@@ -348,6 +356,7 @@ class Memora:
             knowledge=knowledge_items,
             now=now,
             changes=[r.record.content for r in early.retractions] if early else (),
+            mistakes=self._mistake_notes(text),
         )
 
     def _roll_back_turn(self) -> None:
@@ -370,6 +379,7 @@ class Memora:
             job = PendingExtraction(job_id=uuid.uuid4().hex[:8], text=text, said_at=now)
             self.turn.pending_jobs.append(job)
         self.save_session()
+        self.activity.record_turn(now)
         return job
 
     def _after_reply(
@@ -428,6 +438,20 @@ class Memora:
                 self.turn.embedding_failure_noticed = True
                 notes.append(f"Answering without memories this time: {error}")
             return [], []
+
+    def _mistake_notes(self, text: str) -> list[MistakeNote]:
+        notes = []
+        for entry in relevant(self.ledger.all(), text, MISTAKES_PER_TURN):
+            example = entry.latest
+            notes.append(MistakeNote(example.original, example.corrected, entry.rule, entry.count))
+        return notes
+
+    def review_due_line(self) -> str | None:
+        """"3 mistakes to review today (type review)", at most once a day."""
+        due = len(self.ledger.due(self.clock()))
+        if not due or not self.activity.claim_due_notice(self.clock().date()):
+            return None
+        return f"{due} mistake{'s' if due != 1 else ''} to review today (type review)"
 
     def _digest(self):
         records = self.store.catalog.digest_candidates([key for key, _ in DIGEST_SECTIONS])
@@ -554,7 +578,9 @@ class Memora:
         if proposal is None:
             return "There is no pending profile change."
         if accept:
-            return proposal.apply(self.profiles)
+            return proposal.apply(self.profiles, self.ledger)
+        if proposal.field == "review_card":
+            return f"Okay, no card for {quoted(proposal.value, 60)}"
         return f"Okay, I left your profile as it is ({proposal.describe()} discarded)."
 
     # -- visible, reversible memory writes ---------------------------------------------

@@ -25,7 +25,7 @@ from memora.engine.records import CATEGORIES, MEMORY_TYPES
 from memora.app.terminal import Console, render_table
 from memora.engine.text_utils import quoted, shorten
 from memora.engine.timeutil import time_ago
-from user_profile import CEFR_LEVELS
+from user_profile import CEFR_LEVELS, CORRECTION_STYLES
 
 if TYPE_CHECKING:
     from memora.app.assistant import Memora
@@ -51,8 +51,12 @@ if TYPE_CHECKING:
 #      "memory cap abc", "export my data") it prints its usage and nothing is sent.
 NO_ARGUMENTS = {"why", "status", "reset", "users", "reindex", "undo", "exit", "quit"}
 SUBCOMMANDS = {
-    "profile": {"level", "goal", "preference", "remove", "clear", "confirm", "reject"},
+    "profile": {"level", "goal", "preference", "remove", "clear", "confirm", "reject", "corrections"},
     "memory": {"edit", "cap"},
+    # "review my essay" and "progress is slow" are chat: these take only their subcommands.
+    "mistakes": {"forget"},
+    "review": {"export"},
+    "progress": {"--since"},
 }
 _MEMORY_ID = re.compile(r"[0-9a-f]{4,64}|[0-9A-Za-z_-]*[0-9][0-9A-Za-z_-]*")
 # After any command word, these turn the line into a sentence ("search is broken").
@@ -78,6 +82,8 @@ CHAT_OPENINGS = {
     "history": set(),
 }
 _SENTENCE_END = ".!…。！"
+_MISTAKE_ID = re.compile(r"m[0-9a-f]{1,5}")
+STATUS_ORDER = {"active": 0, "improving": 1, "mastered": 2}
 # Around a word, these never change which word it is: "when," "'when'" "“when”" "that!".
 _AROUND_WORDS = "\"'`\u2018\u2019\u201c\u201d\u00ab\u00bb\u300c\u300d.,;:!?()[]{}\u2026\u3002\uff0c\uff01\uff1f-\u2014\u2013"
 # The learner as the subject: "remember I ..." is always a statement to store.
@@ -209,6 +215,8 @@ class CommandRouter:
             return False
         if name == "remember":
             return remembered_text(rest) is not None
+        if name == "progress":  # an option, not a word: "progress since May is slow" is said
+            return words[0].lower() in SUBCOMMANDS[name]
         if name in SUBCOMMANDS:
             return bare[0] in SUBCOMMANDS[name]
         if len(bare) > 1 and bare[1] in SENTENCE_WORDS:
@@ -316,6 +324,7 @@ class CommandRouter:
         profile goal <text> -- Add a learning goal.
         profile preference <text> -- Add a preference (how Memora should teach you).
         profile remove goal|preference <text> -- Remove a goal or preference.
+        profile corrections all|important|off -- How much Memora corrects you (default important; off still records mistakes).
         profile clear -- Empty the profile.
         profile confirm | profile reject -- Accept or discard the pending profile change."""
         parts = ("profile " + args).split(maxsplit=2)
@@ -328,6 +337,12 @@ class CommandRouter:
         if field in ("confirm", "reject") and not value:
             self.console.say(self.app.answer_proposal(field == "confirm"))
             self._ask_next_if_any()
+            return
+        if field == "corrections":
+            if value.lower() not in CORRECTION_STYLES:
+                raise self.usage("profile")
+            changed = profiles.set_correction_style(value)
+            self.console.say(f"Corrections: {value.lower()}." if changed else f"Corrections were already {value.lower()}.")
             return
         if field == "clear" and not value:
             changed = profiles.clear()
@@ -360,6 +375,7 @@ class CommandRouter:
             ["English level", profile.english_level or "(not set)"],
             ["Learning goals", "; ".join(profile.learning_goals) or "(none)"],
             ["Preferences", "; ".join(profile.preferences) or "(none)"],
+            ["Corrections", profile.corrections + ("" if profile.correction_style else " (default)")],
         ]
         self.console.table(f"Profile of {self.app.settings.user}", ["field", "value"], rows)
         pending = self.app.proposals.pending()
@@ -464,7 +480,7 @@ class CommandRouter:
 
     def cmd_forget(self, args: str) -> None:
         """forget <id> -- Delete one memory (and its earlier versions).
-        forget all -- Delete all your memories (asks you to type DELETE).
+        forget all -- Delete all your memories, mistakes and activity log (asks you to type DELETE).
         forget user <name> -- Delete everything of one learner (asks you to type the name)."""
         from memora.app.erasure import ask_about_exports, erase_notice, exports_holding, forget_everywhere, learner_exports
 
@@ -473,19 +489,26 @@ class CommandRouter:
         store = self.app.store
         if args.lower() == "all":
             count = store.count(include_superseded=True)
-            if count == 0:
+            mistakes = self.app.ledger.count()
+            if count == 0 and mistakes == 0:
                 self.console.say("There are no memories to delete.")
                 return
-            if self._confirm(f"This deletes all {count} memories of {self.app.settings.user}. Type {CONFIRM_WORD} to confirm: ", CONFIRM_WORD):
+            also = f" and {mistakes} mistake{'s' if mistakes != 1 else ''}" if mistakes else ""
+            if self._confirm(f"This deletes all {count} memories{also} of {self.app.settings.user}. Type {CONFIRM_WORD} to confirm: ", CONFIRM_WORD):
                 texts = [r.content for r in store.all_records()]
                 exports = ask_about_exports(self.console, learner_exports(self.app, self.app.settings.user))
                 deleted = store.delete_all()
+                forgotten = self.app.ledger.clear()
+                self.app.activity.clear()
                 self.app.drop_changes()
                 forget_everywhere(self.app, texts, self.console)
                 for path in exports:
                     path.unlink(missing_ok=True)
-                files = f" and {len(exports)} export file{'s' if len(exports) != 1 else ''}" if exports else ""
-                self.console.say(f"Deleted {deleted} memories{files}.")
+                parts = [f"{deleted} memories"] + ([f"{forgotten} mistake{'s' if forgotten != 1 else ''}"] if forgotten else [])
+                if exports:
+                    parts.append(f"{len(exports)} export file{'s' if len(exports) != 1 else ''}")
+                listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+                self.console.say(f"Deleted {listed}.")
                 erase_notice(self.console, store)
             return
         words = args.split()
@@ -500,7 +523,7 @@ class CommandRouter:
 
             if not has_data(self.app, name):
                 raise CommandError(f"There is no learner named '{name}' here (see 'users'); nothing was deleted.")
-            if self._confirm(f"This deletes the profile, session and memories of '{name}'. Type the name to confirm: ", name):
+            if self._confirm(f"This deletes the profile, session, memories, mistakes and activity log of '{name}'. Type the name to confirm: ", name):
                 exports = learner_exports(self.app, name)
                 remove = ask_about_exports(self.console, exports)
                 if name == self.app.settings.user:
@@ -608,6 +631,78 @@ class CommandRouter:
         if retried:  # messages that failed while the store did not match the model
             self.console.say(f"Reading memories again from {retried} earlier message{'' if retried == 1 else 's'}.")
 
+    # -- learning -----------------------------------------------------------------------------
+    def cmd_mistakes(self, args: str) -> None:
+        """mistakes -- List your mistakes: how often, first and last seen, status and an example.
+        mistakes forget <id> -- Delete one mistake and its review card."""
+        ledger = self.app.ledger
+        words = args.split()
+        if words:
+            if len(words) != 2 or words[0].lower() != "forget" or not _MISTAKE_ID.fullmatch(words[1].lower()):
+                raise self.usage("mistakes")
+            matches = ledger.find(words[1])
+            if len(matches) != 1:
+                found = "No mistake has" if not matches else f"{len(matches)} mistakes have"
+                raise CommandError(f"{found} the id '{shorten(words[1], 20)}' (see 'mistakes'); nothing was deleted.")
+            forgotten = ledger.forget(matches[0].id)
+            self.console.say(f"Forgot mistake {forgotten.id}: {shorten(forgotten.rule, 80)}." if forgotten else "It was already gone.")
+            return
+        now = self.app.now()
+        entries = sorted(ledger.all(), key=lambda m: (STATUS_ORDER[m.status], -m.count, -m.last_seen.timestamp()))
+        rows = []
+        for m in entries:
+            example = m.latest
+            shown = f"{shorten(example.original, 50)} -> {shorten(example.corrected, 50)}" if example else "(no example)"
+            rows.append([m.id, m.kind, shorten(m.rule, 50), str(m.count), m.first_seen.astimezone().strftime("%Y-%m-%d"),
+                         time_ago(m.last_seen, now), m.status, shown])
+        self.console.table("Your mistakes (review drills them; 'mistakes forget <id>' deletes one)",
+                           ["id", "kind", "rule", "count", "first seen", "last seen", "status", "example"], rows)
+
+    def cmd_review(self, args: str) -> None:
+        """review -- Drill the mistakes due today (up to 10); an empty line or 'stop' ends it.
+        review export <file.apkg> -- Write your mistakes as an Anki deck."""
+        words = args.split(maxsplit=1)
+        if words:
+            if words[0].lower() != "export" or len(words) != 2:
+                raise self.usage("review")
+            from memora.app.anki import write_deck
+
+            path = self._path_argument("review", words[1])
+            count = write_deck(self.app.ledger.all(), path, user=self.app.settings.user, now=self.app.now())
+            self.console.say(f"Wrote {count} card{'s' if count != 1 else ''} to {path}; import it in Anki (File > Import).")
+            self.console.notice("That file holds your own sentences. Keep it private.")
+            return
+        from memora.app.drill import Drill
+
+        drill = Drill(
+            ledger=self.app.ledger,
+            activity=self.app.activity,
+            console=self.console,
+            clock=self.app.now,
+            model=self.app.model,
+            on_tokens=lambda n: self.app.add_usage("grading", n),
+        )
+        self.console.say(drill.run())
+
+    def cmd_progress(self, args: str) -> None:
+        """progress [--since <N>d|<N>w] -- Days practised, turns, mistakes, reviews and level (default: 8 weeks)."""
+        from memora.app.progress import ProgressData, parse_since, report
+
+        try:
+            days = parse_since(args)
+        except CommandError:
+            raise self.usage("progress") from None
+        profile = self.app.profiles.get()
+        data = ProgressData(
+            today=self.app.now().date(),
+            days=days,
+            activity=self.app.activity.days(),
+            mistakes=self.app.ledger.all(),
+            level_history=[(change.at.astimezone().date(), change.level) for change in profile.level_history],
+        )
+        for line in report(data, charts=self.console.charts):
+            self.console.say(line)
+
     # -- data -------------------------------------------------------------------------------
     def cmd_export(self, args: str) -> None:
         """export [path] -- Write your profile, memories (with history) and session to a JSON file."""
@@ -664,7 +759,7 @@ ORIGINS = {"command": "remember", "extracted": "from chat", "import": "import"}
 # each through the router, so an example can never drift into being chat).
 EXAMPLES = {
     "help": ["help forget"],
-    "profile": ["profile level B1", "profile goal pass IELTS with 7.0", "profile remove preference short answers"],
+    "profile": ["profile level B1", "profile goal pass IELTS with 7.0", "profile remove preference short answers", "profile corrections off"],
     "remember": ["remember I have a job interview on Friday"],
     "memories": ["memories --type episodic", "memories --all coffee"],
     "memory": ["memory edit 3fa9c2d1 I moved to Taipei in 2024", "memory cap 200"],
@@ -679,11 +774,14 @@ EXAMPLES = {
     "import": ["import ~/memora-backup.json"],
     "reindex": ["reindex"],
     "users": ["users"],
+    "mistakes": ["mistakes", "mistakes forget m3fa9c"],
+    "review": ["review", "review export ~/memora-mistakes.apkg"],
+    "progress": ["progress", "progress --since 30d"],
     "exit": ["exit"],
 }
 
-_ORDER = ["help", "profile", "remember", "memories", "memory", "search", "forget", "history", "undo", "why", "status",
-          "reset", "export", "import", "reindex", "users", "exit"]
+_ORDER = ["help", "profile", "remember", "memories", "memory", "search", "forget", "history", "undo", "mistakes", "review",
+          "progress", "why", "status", "reset", "export", "import", "reindex", "users", "exit"]
 
 
 def _help_order(name: str) -> int:

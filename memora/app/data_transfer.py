@@ -1,7 +1,8 @@
 """``export`` and ``import``: a learner's data as one JSON file.
 
 An export holds the profile, pending profile changes, every memory with its
-history (superseded versions included) and the session. It is written
+history (superseded versions included), the session, the mistake ledger with
+its review cards and the activity log. It is written
 atomically with owner-only permissions, because it is personal data.
 
 An import is all or nothing:
@@ -21,6 +22,8 @@ An import is all or nothing:
   cannot revive a fact superseded since), the profile is merged (existing
   values win; goals and preferences are united), pending profile changes are
   restored, and the session is restored only when the current one is empty.
+  Mistakes are added by id like memories (one already here is kept as it is,
+  with its count and schedule); activity counts are merged day by day.
 
 Every refusal is one line that names the file and ends "Nothing was imported."
 """
@@ -36,7 +39,9 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
+from memora.engine.activity import DayActivity
 from memora.engine.errors import ImportFileError, MemoraError
+from memora.engine.ledger import MAX_MISTAKES, Mistake, clean_mistake_text
 from long_term_memory import PartialWriteError
 from memora.app.proposals import MAX_PENDING, ProfileProposal
 from memora.engine.records import (
@@ -296,6 +301,27 @@ class ImportedProfile(UserProfile):
         return [_checked(clean_profile_value, v) if isinstance(v, str) else v for v in values]
 
 
+class ImportedMistake(Mistake):
+    """A ledger entry of an export, held to the ledger's own limits."""
+
+    @model_validator(mode="after")
+    def _limits(self) -> "ImportedMistake":
+        from fsrs import Card
+
+        self.rule = _checked(clean_mistake_text, self.rule)
+        for example in self.examples:
+            example.original = _checked(clean_mistake_text, example.original)
+            example.corrected = _checked(clean_mistake_text, example.corrected)
+        try:
+            Card.from_dict(self.card)
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"mistake {self.id} has an unreadable review card ({clean_text(str(error))[:60]})") from None
+        return self
+
+    def as_mistake(self) -> Mistake:
+        return Mistake.model_validate(self.model_dump())
+
+
 class ExportFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -308,6 +334,8 @@ class ExportFile(BaseModel):
     pending_profile_changes: list[ImportedProposal] = Field(default_factory=list, max_length=MAX_PENDING)
     memories: list[ExportedMemory] = Field(default_factory=list, max_length=MAX_IMPORT_MEMORIES)
     session: ExportedSession = Field(default_factory=ExportedSession)
+    mistakes: list[ImportedMistake] = Field(default_factory=list, max_length=MAX_MISTAKES)
+    activity: dict[date, DayActivity] = Field(default_factory=dict, max_length=366 * 50)
 
     @field_validator("exported_at", mode="before")
     @classmethod
@@ -360,12 +388,14 @@ def build_export(app: Memora) -> ExportFile:
         exported_at=app.now(),
         user=app.settings.user,
         embedding_model=app.embedder.name,
-        profile=ImportedProfile.model_construct(**app.profiles.get().model_dump()),
+        profile=ImportedProfile.model_construct(**dict(app.profiles.get())),  # nested models kept as models
         pending_profile_changes=[ImportedProposal.model_construct(**p.model_dump()) for p in app.proposals.pending()],
         memories=[ExportedMemory.from_record(r) for r in records],
         session=ExportedSession.model_construct(
             messages=[ChatMessage(**m) for m in state["messages"]], summary=state["summary"]
         ),
+        mistakes=app.ledger.all(),
+        activity=app.activity.days(),
     )
 
 
@@ -493,10 +523,13 @@ def _plan_profile(app: Memora, path: Path, export: ExportFile) -> UserProfile:
             raise _refuse(path, f"would give you {len(merged)} {label} (the limit is {limit}); remove some with 'profile remove' first")
         return merged
 
+    history = {(c.at, c.level): c for c in [*export.profile.level_history, *current.level_history]}
     return UserProfile(
         english_level=current.english_level or export.profile.english_level,
         learning_goals=united(current.learning_goals, export.profile.learning_goals, "learning goals"),
         preferences=united(current.preferences, export.profile.preferences, "preferences"),
+        correction_style=current.correction_style or export.profile.correction_style,
+        level_history=sorted(history.values(), key=lambda c: c.at),
     )
 
 
@@ -524,6 +557,8 @@ def import_data(app: Memora, path: Path) -> str:
             "raise it with 'memory cap <n>' or 'memory cap off' first",
         )
     merged = _plan_profile(app, path, export)
+    here = {m.id for m in app.ledger.all()}
+    new_mistakes = list({m.id: m.as_mistake() for m in export.mistakes if m.id not in here}.values())
     pending = [p.as_proposal() for p in export.pending_profile_changes]
     restore_session = (
         app.memory.to_state()["messages"] == [] and not app.memory.summary
@@ -559,6 +594,12 @@ def import_data(app: Memora, path: Path) -> str:
                 written.add("session")
                 app.memory.load_state({**previous_state, **export.session.model_dump(mode="json")})
                 app.save_session()
+            written.add("mistakes")
+            if new_mistakes:
+                app.ledger.replace_all(app.ledger.all() + new_mistakes)
+            written.add("activity")
+            if export.activity:
+                app.activity.merge_days(export.activity)
         except BaseException:
             _put_files_back(app, {k: v for k, v in files.items() if k in written})
             app.memory.load_state(previous_state)
@@ -584,6 +625,8 @@ def import_data(app: Memora, path: Path) -> str:
     elif not (export.session.messages or export.session.summary):
         session_note = "no session in the file"
     proposals_note = f", {len(added)} pending profile change{'s' if len(added) != 1 else ''} restored" if added else ""
+    if new_mistakes:
+        proposals_note += f", {len(new_mistakes)} mistake{'s' if len(new_mistakes) != 1 else ''} added to your ledger"
     return (
         f"Imported {restored} memories ({kept} already here, kept as they are), "
         f"profile {'merged' if profile_changed else 'unchanged'}{proposals_note}, {session_note}."
@@ -591,7 +634,9 @@ def import_data(app: Memora, path: Path) -> str:
 
 
 def _import_files(app: Memora) -> dict[str, Path]:
-    return {"profile": app.paths.profile, "proposals": app.paths.proposals, "session": app.paths.session}
+    paths = app.paths
+    return {"profile": paths.profile, "proposals": paths.proposals, "session": paths.session,
+            "mistakes": paths.mistakes, "activity": paths.activity}
 
 
 def _snapshot_files(app: Memora) -> dict[str, str | None]:

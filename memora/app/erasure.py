@@ -158,7 +158,7 @@ def learner_exports(app: Memora, name: str) -> list[Path]:
     found = []
     if not folder.is_dir():
         return found
-    own = {paths.profile, paths.session, paths.proposals}
+    own = set(paths.learner_files)
     user_field = re.compile(rb'"user"\s*:\s*' + re.escape(json.dumps(name).encode()))
     for path in sorted(folder.glob("*.json")):
         if not path.is_file() or path in own:

@@ -15,6 +15,9 @@ tutor said is not a fact about the learner) goes to a background worker, which m
   notice; setting a level when none is set likewise; changing an existing
   level or removing anything becomes a *proposal* that the learner confirms,
   because a misread message must not silently overwrite what was true.
+* **mistakes**: real errors in the learner's own English go to the mistake
+  ledger (``ledger.LedgerStore.record``), where a repeat of an earlier
+  mistake counts against its entry instead of adding one.
 * **corrections** ("No, I never said ..."): the matching memories are
   superseded (kept in the history, not deleted) and the learner is told what
   changed, so a wrong correction can be seen and undone. When a
@@ -53,11 +56,12 @@ from pydantic import BaseModel, PrivateAttr, ValidationError, model_validator
 from memora.engine import lexical
 from memora.engine.errors import EmbeddingError, EmbeddingModelMismatch, LimitError, MemoraError, MemoryFullError, ModelCallError
 from long_term_memory import LongTermMemoryStore, is_near_duplicate
-from memora.engine.prompts import CORRECTION_PROMPT, EXTRACTION_PROMPT, RECONCILE_PROMPT
+from memora.engine.ledger import LedgerStore, NewMistake, clean_mistake_text
+from memora.engine.prompts import CORRECTION_PROMPT, EXTRACTION_PROMPT, MISTAKE_STYLE, RECONCILE_PROMPT
 from memora.app.proposals import ProfileProposal, ProposalStore
 from memora.engine.records import MAX_MEMORY_CHARS, MemoryRecord
 from memora.engine.retrieval import rank
-from memora.engine.text_utils import clean_text, quoted, shorten
+from memora.engine.text_utils import clean_text, normalized_key, quoted, shorten
 from memora.engine.timeutil import now_anchor, resolve_event_date
 from memora.engine.tokens import TokenCounter
 from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
@@ -87,14 +91,33 @@ class Correction(BaseModel):
     evidence: str
 
 
-_ITEM_MODELS = {"facts": ExtractedFact, "profile_changes": ProfileChange, "corrections": Correction}
-_ITEM_NAMES = {"facts": "fact", "profile_changes": "profile change", "corrections": "correction"}
+class ExtractedMistake(NewMistake):
+    """A real error in the learner's own English (``ledger.NewMistake``)."""
+
+
+class AskedWord(BaseModel):
+    """A word the learner asked the meaning of: Memora offers to make it a review card."""
+
+    word: str
+    meaning: str
+
+
+_ITEM_MODELS = {
+    "facts": ExtractedFact, "profile_changes": ProfileChange, "corrections": Correction,
+    "mistakes": ExtractedMistake, "asked_words": AskedWord,
+}
+_ITEM_NAMES = {
+    "facts": "fact", "profile_changes": "profile change", "corrections": "correction",
+    "mistakes": "mistake", "asked_words": "word",
+}
 
 
 class ExtractionResult(BaseModel):
     facts: list[ExtractedFact]
     profile_changes: list[ProfileChange]
     corrections: list[Correction]
+    mistakes: list[ExtractedMistake]
+    asked_words: list[AskedWord]
     # Items the model returned that do not fit their schema: (kind, text, reason).
     # Not part of the schema the model sees; filled while parsing.
     _rejected: list[tuple[str, str, str]] = PrivateAttr(default_factory=list)
@@ -108,6 +131,9 @@ class ExtractionResult(BaseModel):
         rejected: list[tuple[str, str, str]] = []
         if isinstance(data, dict):
             data = dict(data)
+            # A reading saved in the session file before mistakes were read has none.
+            data.setdefault("mistakes", [])
+            data.setdefault("asked_words", [])
             for key, model in _ITEM_MODELS.items():
                 items = data.get(key)
                 if not isinstance(items, list):
@@ -129,7 +155,7 @@ class ExtractionResult(BaseModel):
 
 def _item_label(item) -> str:
     if isinstance(item, dict):
-        item = item.get("text") or item.get("statement") or item.get("value") or item
+        item = item.get("text") or item.get("statement") or item.get("value") or item.get("original") or item.get("word") or item
     return shorten(str(item), 60)
 
 
@@ -191,6 +217,7 @@ class ExtractionOutcome:
     superseded: list[tuple[str, str]] = field(default_factory=list)
     retracted: list[str] = field(default_factory=list)
     proposals: list[ProfileProposal] = field(default_factory=list)
+    mistakes: list[str] = field(default_factory=list)  # ledger ids, new or counted again
     notices: list[str] = field(default_factory=list)
     full: bool = False
     skipped: list[Skipped] = field(default_factory=list)
@@ -268,9 +295,11 @@ class Extractor:
         proposals: ProposalStore,
         on_tokens: Callable[[int], None] = lambda n: None,
         counter: TokenCounter | None = None,
+        ledger: LedgerStore | None = None,
     ):
         self.model = model
         self.store = store
+        self.ledger = ledger
         self.profiles = profiles
         self.proposals = proposals
         self.on_tokens = on_tokens
@@ -285,9 +314,11 @@ class Extractor:
     def read(self, job: ExtractionJob) -> ExtractionResult:
         """One structured-output call: what the learner's message says (no writes)."""
         profile = self.profiles.get()
+        shown = profile.model_dump(include={"english_level", "learning_goals", "preferences"})
         instructions = EXTRACTION_PROMPT.format(
             now=now_anchor(job.said_at),
-            profile=json.dumps(profile.model_dump(), ensure_ascii=False),
+            profile=json.dumps(shown, ensure_ascii=False),
+            mistake_style=MISTAKE_STYLE[profile.corrections],
         )
         return self._parse(instructions, job.text, ExtractionResult, "Memory extraction")
 
@@ -335,7 +366,7 @@ class Extractor:
         outcome = ExtractionOutcome()
         result = job.prepared.result if job.prepared is not None else self.read(job)
         outcome.skipped.extend(Skipped(*rejected) for rejected in result._rejected)
-        again: dict[str, list] = {"facts": [], "profile_changes": [], "corrections": []}
+        again: dict[str, list] = {"facts": [], "profile_changes": [], "corrections": [], "mistakes": [], "asked_words": []}
         for correction in result.corrections:
             if self.cancelled:
                 return outcome
@@ -355,6 +386,14 @@ class Extractor:
             if self.cancelled:
                 return outcome
             self._isolated(outcome, "profile change", f"{change.field} {change.action} {change.value}", lambda c=change: self._apply_profile_change(c, job, outcome))
+        for mistake in result.mistakes if self.ledger is not None else ():
+            if self.cancelled:
+                return outcome
+            self._isolated(outcome, "mistake", mistake.original, lambda m=mistake: self._apply_mistake(m, job, outcome))
+        for asked in result.asked_words if self.ledger is not None else ():
+            if self.cancelled:
+                return outcome
+            self._isolated(outcome, "word", asked.word, lambda a=asked: self._offer_word(a, job, outcome))
         if any(again.values()):
             outcome.retry = ExtractionResult(**again)
         return outcome
@@ -503,6 +542,25 @@ class Extractor:
                 seen.add(item.id)
                 chosen.append(Candidate(records[item.id], 1.0 - item.dense))
         return chosen
+
+    # -- mistakes -----------------------------------------------------------------------
+    def _apply_mistake(self, mistake: ExtractedMistake, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
+        # Only words the learner wrote: a "mistake" quoting text that is not in the
+        # message (the model's own paraphrase, a Chinese gloss) is not theirs.
+        if normalized_key(mistake.original) not in normalized_key(job.text):
+            raise LimitError("its original words are not in the message")
+        if not re.search(r"[A-Za-z]", mistake.original):
+            raise LimitError("it is not English")
+        entry, _ = self.ledger.record(mistake, seen_at=job.said_at)
+        outcome.mistakes.append(entry.id)
+
+    def _offer_word(self, asked: AskedWord, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
+        """Ask (after the reply) whether to review a word the learner asked about."""
+        word, meaning = clean_mistake_text(asked.word, "word"), clean_mistake_text(asked.meaning, "meaning")
+        if normalized_key(word) not in normalized_key(job.text):
+            raise LimitError("the word is not in the message")
+        if not self.ledger.has_word(word):
+            self._propose(ProfileProposal.new("review_card", "add", word, None, meaning), outcome)
 
     # -- corrections ------------------------------------------------------------------
     def _match_correction(self, correction: Correction) -> list[MemoryRecord]:
@@ -683,6 +741,7 @@ __all__ = [
     "ExtractionJob",
     "ExtractionOutcome",
     "ExtractionResult",
+    "ExtractedMistake",
     "PreparedExtraction",
     "Retraction",
     "Skipped",

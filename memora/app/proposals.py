@@ -28,8 +28,11 @@ class ProfileProposal(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
-    field: Literal["english_level", "learning_goal", "preference"]
-    action: Literal["set", "remove"]
+    # "review_card": not a profile change but the same kind of yes/no question, asked
+    # after the reply: make a word the learner asked about a review card (value: the
+    # word, evidence: its meaning).
+    field: Literal["english_level", "learning_goal", "preference", "review_card"]
+    action: Literal["set", "remove", "add"]
     value: str
     old_value: str | None = None
     evidence: str = ""
@@ -49,6 +52,8 @@ class ProfileProposal(BaseModel):
 
     def question(self) -> str:
         """The one question Memora ends its reply with."""
+        if self.field == "review_card":
+            return f"Add {quoted(self.value, 60, end='')} to your review cards? (yes/no)"
         if self.field == "english_level" and self.action == "set":
             return (
                 f"You mentioned you're {self.value} now. Update your profile level from "
@@ -60,6 +65,8 @@ class ProfileProposal(BaseModel):
         return f"You said {quoted(self.evidence, 80)} Remove the {label} {quoted(self.value, 60, end='')} from your profile? (yes/no)"
 
     def describe(self) -> str:
+        if self.field == "review_card":
+            return f"review card {quoted(self.value, 60, end='')}"
         if self.field == "english_level" and self.action == "set":
             return f"level {self.old_value} -> {self.value}"
         label = {"english_level": "level", "learning_goal": "goal", "preference": "preference"}[self.field]
@@ -68,8 +75,11 @@ class ProfileProposal(BaseModel):
     def key(self) -> tuple:
         return (self.field, self.action, normalized_key(self.value))
 
-    def apply(self, profiles: UserProfileStore) -> str:
-        """Apply to the profile; returns the confirmation line."""
+    def apply(self, profiles: UserProfileStore, ledger=None) -> str:
+        """Apply to the profile (a review card: to the ledger); returns the confirmation line."""
+        if self.field == "review_card":
+            card, added = ledger.add_word(self.value, self.evidence)
+            return f"Added {quoted(self.value, 60, end='')} to your review cards ({card.id})." if added else "That word is already a review card."
         if self.field == "english_level":
             if self.action == "set":
                 profiles.set_english_level(self.value)

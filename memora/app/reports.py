@@ -28,6 +28,8 @@ def status_rows(app: Memora) -> list[Table]:
         ["data folder", str(settings.data_dir)],
         ["profile", str(app.paths.profile)],
         ["session", str(app.paths.session)],
+        ["mistake ledger", str(app.paths.mistakes)],
+        ["activity log", str(app.paths.activity)],
         ["memory store", app.connection.location],
         ["memories", f"{store.count()} current, {store.count(include_superseded=True)} with history" + (f", cap {cap}" if cap else "")],
     ]
@@ -46,6 +48,7 @@ def status_rows(app: Memora) -> list[Table]:
         ["embeddings" + (" (local model, no API cost)" if app.embedder.name.startswith("local:") else ""), str(usage.embeddings)],
         ["summaries", str(usage.summaries)],
         ["extraction", extraction_state],
+        ["review grading", str(usage.grading)],
         ["total", str(usage.total)],
     ]
     extraction_rows = [
@@ -85,6 +88,8 @@ def why_report(app: Memora) -> list[Table]:
     if background.digest:
         # as the model read it: dates, resolved time phrases and "Learner said" included
         tables.append(("About you (digest)", ["category", "memory"], [[d.category, digest_item_text(d, now)] for d in background.digest]))
+    if background.mistakes:
+        tables.append(("Mistakes to watch", ["line"], [[line.removeprefix("- ")] for line in background.mistake_lines()]))
     if background.hint is not None:
         tables.append(("Follow-up hint", ["memory", "said", "text"], [[background.hint.memory_id, time_ago(background.hint.said_at, now), hint_plan_text(background.hint, now)]]))
     if background.knowledge:

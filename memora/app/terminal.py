@@ -34,6 +34,8 @@ REPLY_LABEL = "Memora: "
 class Console:
     """The output and input surface shared by the REPL and the commands."""
 
+    charts = False  # block-character charts (``progress``); plain output prints the figures only
+
     def read(self, prompt: str = PROMPT) -> str:  # raises EOFError / KeyboardInterrupt
         raise NotImplementedError
 
@@ -153,6 +155,8 @@ class RichConsole(Console):
     text becomes a ``Text`` through ``_text``, which also runs ``for_terminal``.
     ``out`` and ``reader`` let a test drive it without a terminal.
     """
+
+    charts = True
 
     def __init__(
         self, history_path: Path | None = None, *, out=None, reader: Callable[[str], str] | None = None, no_color: bool = False

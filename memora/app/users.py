@@ -73,7 +73,7 @@ def has_data(app: Memora, name: str) -> bool:
     if name == app.settings.user:
         return True
     paths = app.settings.paths_for(name)
-    if any(path.exists() for path in (paths.profile, paths.session, paths.proposals, paths.input_history)):
+    if any(path.exists() for path in paths.learner_files):
         return True
     if name != DEFAULT_USER and paths.folder.is_dir():
         return True
@@ -84,8 +84,8 @@ def has_data(app: Memora, name: str) -> bool:
 
 
 def delete_user(app: Memora, name: str, *, remove_exports: bool = True) -> str:
-    """Delete the profile, session, proposals, input history and memories of ``name``,
-    and their exports in the data folder unless ``remove_exports`` is False."""
+    """Delete the profile, session, proposals, input history, mistake ledger, activity
+    log and memories of ``name``, and their exports in the data folder unless ``remove_exports`` is False."""
     from memora.app.erasure import learner_exports
     from long_term_memory import LongTermMemoryStore
 
@@ -105,7 +105,7 @@ def delete_user(app: Memora, name: str, *, remove_exports: bool = True) -> str:
         count = store.count(include_superseded=True)
         store.drop()
         removed.append(f"{count} memories")
-    for path in (paths.profile, paths.session, paths.proposals, paths.input_history):
+    for path in paths.learner_files:
         for candidate in [path, Path(str(path) + ".lock")]:
             if candidate.exists():
                 candidate.unlink()

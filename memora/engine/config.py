@@ -92,6 +92,13 @@ class UserPaths:
     session: Path
     proposals: Path
     input_history: Path
+    mistakes: Path  # the mistake ledger and its review cards
+    activity: Path  # counts per day, for 'progress'
+
+    @property
+    def learner_files(self) -> tuple[Path, ...]:
+        """Every file of this learner outside the memory store (what 'forget user' deletes)."""
+        return (self.profile, self.session, self.proposals, self.input_history, self.mistakes, self.activity)
 
 
 @dataclass(frozen=True)
@@ -214,6 +221,8 @@ class Settings:
             session=folder / "memora_session.json",
             proposals=folder / "memora_proposals.json",
             input_history=folder / ".memora_history",
+            mistakes=folder / "memora_mistakes.json",
+            activity=folder / "memora_activity.json",
         )
 
     @property

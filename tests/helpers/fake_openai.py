@@ -21,7 +21,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
 HOLD_LIMIT = 60.0
-SCHEMA_KINDS = {"ExtractionResult": "extraction", "MemoryDecision": "reconcile", "CorrectionDecision": "correction"}
+SCHEMA_KINDS = {
+    "ExtractionResult": "extraction",
+    "MemoryDecision": "reconcile",
+    "CorrectionDecision": "correction",
+    "ReviewGrade": "grading",
+}
 
 
 @dataclass
@@ -200,11 +205,13 @@ def classify(body: dict) -> str:
 
 def default_answer(kind: str, body: dict, n: int) -> Any:
     if kind == "extraction":
-        return {"facts": [], "profile_changes": [], "corrections": []}
+        return {"facts": [], "profile_changes": [], "corrections": [], "mistakes": []}
     if kind == "reconcile":
         return {"action": "ADD", "target_id": None, "text": None}
     if kind == "correction":
         return {"ids": []}
+    if kind == "grading":
+        return {"verdict": "correct", "feedback": "Well done."}
     if kind == "summary":
         content = (body.get("input") or [{}])[-1].get("content", "")
         return f"Summary so far ({content.count(chr(10)) + 1} lines folded)."

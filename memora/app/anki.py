@@ -1,0 +1,77 @@
+"""``review export <file.apkg>``: the ledger's cards as an Anki deck (genanki).
+
+The note type and the deck have fixed ids, chosen once: Anki recognises a
+re-exported deck as the same deck. Each note's guid comes from the learner and
+the mistake's id, so importing a newer export updates the notes instead of
+adding copies. Fields are HTML in Anki, so the learner's text is escaped.
+The file holds the learner's own sentences: it is written owner-only and
+atomically, like every file Memora writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import os
+import tempfile
+from datetime import datetime
+from pathlib import Path
+
+from memora.engine.errors import CommandError
+from memora.engine.ledger import Mistake
+from memora.engine.storage import FILE_MODE
+
+MODEL_ID = 1_718_204_812  # never change: Anki keys the note type on it
+DECK_ID = 1_718_204_813  # never change: Anki keys the deck on it
+FIELDS = ("Question", "Answer", "Rule", "Kind", "MemoraId")
+
+
+def _model():
+    import genanki
+
+    return genanki.Model(
+        MODEL_ID,
+        "Memora mistake",
+        fields=[{"name": name} for name in FIELDS],
+        templates=[{
+            "name": "Fix the sentence",
+            "qfmt": "{{Question}}",
+            "afmt": "{{FrontSide}}<hr id=answer>{{Answer}}<br><i>{{Rule}}</i>",
+        }],
+    )
+
+
+def write_deck(mistakes: list[Mistake], path: Path, *, user: str, now: datetime) -> int:
+    """Write ``mistakes`` (those with an example) to ``path``; returns the number of cards."""
+    import genanki
+
+    path = Path(path).expanduser()
+    if path.suffix.lower() != ".apkg":
+        raise CommandError(f"An Anki deck file ends in .apkg; got {path.name}. Usage: review export <file.apkg>")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise CommandError(f"Cannot write {path}: the folder {folder} does not exist. Nothing was exported.")
+    model = _model()
+    deck = genanki.Deck(DECK_ID, f"Memora: {user}'s mistakes")
+    count = 0
+    from memora.app.drill import exercise
+
+    for mistake in mistakes:
+        example, question = mistake.latest, exercise(mistake)
+        if example is None or question is None:
+            continue
+        fields = [html.escape(text) for text in (question, example.corrected, mistake.rule, mistake.kind, mistake.id)]
+        deck.add_note(genanki.Note(model=model, fields=fields, guid=genanki.guid_for(user, mistake.id), tags=[mistake.kind.replace(" ", "_")]))
+        count += 1
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    os.close(fd)
+    try:
+        genanki.Package(deck).write_to_file(tmp, timestamp=now.timestamp())  # note ids come from it: the injected clock
+        os.chmod(tmp, FILE_MODE)
+        os.replace(tmp, path)
+    except OSError as error:
+        raise CommandError(f"Cannot write {path}: {error.strerror or error}. Nothing was exported.") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    return count

@@ -1,0 +1,168 @@
+"""``review``: a short drill of the ledger's due cards.
+
+Each card asks one exercise made from the learner's own example ("Fix this
+sentence: ..."). With a model, one structured call grades the answer
+(``ReviewGrade``); without one, Memora shows the answer and the learner rates
+themselves 1-4, as in Anki. Every answer is saved the moment it is rated, so
+an empty line, ``stop``, end of input or Ctrl-C ends the drill with everything
+answered kept. A grading call that fails (not valid JSON, the server down)
+turns that one card into a self-rating: the answer typed is not lost.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel
+
+from memora.engine import spaced
+from memora.engine.activity import ActivityLog
+from memora.engine.errors import MemoraError, ModelNotConfigured
+from memora.engine.ledger import LedgerStore, Mistake
+from memora.engine.prompts import GRADING_PROMPT
+from memora.engine.text_utils import quoted, shorten
+
+DEFAULT_DRILL_SIZE = 10
+STOP_WORDS = {"", "stop", "quit", "exit"}
+SELF_RATING_PROMPT = "How well did you know it? 1 again, 2 hard, 3 good, 4 easy: "
+ANSWER_PROMPT = "Your answer: "
+
+
+class ReviewGrade(BaseModel):
+    verdict: Literal["correct", "partly", "wrong"]
+    feedback: str
+
+
+def exercise(mistake: Mistake) -> str | None:
+    """The drill's question for a card; None when its example is gone (edited away)."""
+    example = mistake.latest
+    if example is None:
+        return None
+    if not mistake.is_mistake:
+        return f"What does {quoted(example.original, 80, end='')} mean?"
+    return f"Fix this sentence: {quoted(example.original, 200, end='')}"
+
+
+@dataclass
+class DrillSummary:
+    answered: int = 0
+    correct: int = 0
+    skipped: int = 0
+    stopped: bool = False
+
+    def line(self, left: int) -> str:
+        if self.answered == 0 and not self.skipped:
+            return "Review stopped: nothing answered, nothing changed." if self.stopped else "Review done."
+        saved = f"{self.answered} answer{'s' if self.answered != 1 else ''} saved ({self.correct} correct)"
+        if self.stopped:
+            rest = f"; {left} card{'s' if left != 1 else ''} left for later" if left else ""
+            return f"Review stopped: {saved}{rest}."
+        return f"Review done: {saved}."
+
+
+class Drill:
+    """One run of ``review`` over a console (``read``/``say``)."""
+
+    def __init__(
+        self,
+        *,
+        ledger: LedgerStore,
+        activity: ActivityLog,
+        console,
+        clock: Callable,
+        model=None,  # llm.ModelClient, or None: self-rating
+        on_tokens: Callable[[int], None] = lambda n: None,
+    ):
+        self.ledger = ledger
+        self.activity = activity
+        self.console = console
+        self.clock = clock
+        self.model = model if model is not None and getattr(model, "configured", False) else None
+        self.on_tokens = on_tokens
+
+    def run(self, limit: int = DEFAULT_DRILL_SIZE) -> str:
+        cards = self.ledger.due(self.clock())[:limit]
+        if not cards:
+            return "Nothing to review today. New mistakes from your messages become cards."
+        how = "I'll check each answer" if self.model else "You'll see the answer and rate yourself"
+        self.console.say(f"Review: {len(cards)} card{'s' if len(cards) != 1 else ''}. {how}; an empty line or 'stop' ends it.")
+        summary = DrillSummary()
+        for index, card in enumerate(cards, 1):
+            try:
+                done = self._one(card, index, len(cards), summary)
+            except (EOFError, KeyboardInterrupt):
+                done = False
+            if not done:
+                summary.stopped = True
+                return summary.line(len(cards) - index + 1)
+        return summary.line(0)
+
+    def _one(self, card: Mistake, index: int, total: int, summary: DrillSummary) -> bool:
+        """Ask one card; False when the learner ended the drill."""
+        current = self.ledger.get(card.id)  # another terminal may have changed or forgotten it
+        question = exercise(current) if current is not None else None
+        if question is None:
+            why = "it was forgotten" if current is None else f"its example was edited away ('mistakes forget {card.id}' removes it)"
+            self.console.say(f"Skipped card {card.id}: {why}.")
+            summary.skipped += 1
+            return True
+        self.console.say(f"[{index}/{total}] {question}")
+        answer = self.console.read(ANSWER_PROMPT).strip()
+        if answer.lower() in STOP_WORDS:
+            return False
+        rating = self._grade(current, question, answer)
+        if rating is None:
+            return False
+        return self._save(current, rating, summary)
+
+    def _grade(self, card: Mistake, question: str, answer: str) -> int | None:
+        example = card.latest
+        if self.model is not None:
+            payload = json.dumps(
+                {"exercise": question, "expected": example.corrected, "rule": card.rule, "answer": answer},
+                ensure_ascii=False,
+            )
+            try:
+                grade, tokens = self.model.parse(
+                    instructions=GRADING_PROMPT, input_text=payload, text_format=ReviewGrade, what="Grading"
+                )
+            except ModelNotConfigured:
+                self.model = None
+            except MemoraError as error:
+                self.console.say(f"Could not grade this answer ({shorten(str(error), 120)}); rate it yourself.")
+            else:
+                self.on_tokens(tokens)
+                self.console.say(
+                    f"{grade.verdict.capitalize()}: {shorten(grade.feedback, 200)} Expected: {quoted(example.corrected, 200, end='')}"
+                )
+                return spaced.VERDICT_RATINGS[grade.verdict]
+        rule = f" ({shorten(card.rule, 120)})" if card.is_mistake else ""  # a word's rule is its meaning again
+        self.console.say(f"Answer: {quoted(example.corrected, 200, end='')}{rule}")
+        return self._self_rating()
+
+    def _self_rating(self) -> int | None:
+        while True:
+            reply = self.console.read(SELF_RATING_PROMPT).strip().lower()
+            if reply in STOP_WORDS:
+                return None
+            if reply in ("1", "2", "3", "4"):
+                return int(reply)
+            self.console.say("Type 1, 2, 3 or 4 (or an empty line to stop).")
+
+    def _save(self, card: Mistake, rating: int, summary: DrillSummary) -> bool:
+        now = self.clock()
+        saved = self.ledger.review(card.id, rating, now)
+        if saved is None:
+            self.console.say(f"Card {card.id} was forgotten meanwhile; this answer was not saved.")
+            summary.skipped += 1
+            return True
+        correct = rating >= spaced.CORRECT_RATING
+        self.activity.record_review(correct, now)
+        summary.answered += 1
+        summary.correct += int(correct)
+        if saved.mastered_at is not None and card.mastered_at is None:
+            self.console.say(f"Mastered: {shorten(card.rule, 100)}.")
+        return True

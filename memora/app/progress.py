@@ -1,0 +1,145 @@
+"""``progress``: one screen of how the learner is doing, built from stored data.
+
+Sources: the activity log (turns and reviews per day), the mistake ledger
+(each entry's first-seen day, kind and mastered day) and the profile's level
+history. The report is a list of text lines. Charts are block characters
+(▁▂▃▄▅▆▇█), drawn here rather than by a charting package: they are ordinary
+text, so they reach the terminal as text (never markup), need no dependency,
+and a test can read them exactly. In plain mode the same figures are printed
+as numbers and the chart lines are left out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from memora.engine.activity import DayActivity
+from memora.engine.errors import CommandError
+from memora.engine.ledger import MISTAKE_KINDS, Mistake
+
+DEFAULT_PERIOD_DAYS = 56  # eight weeks: the calendar row and the weekly charts
+MAX_PERIOD_DAYS = 366 * 5
+BLOCKS = "▁▂▃▄▅▆▇█"
+PRACTISED, IDLE = "■", "·"
+BAR_WIDTH = 24
+_PERIOD = re.compile(r"(\d{1,4})\s*([dw])", re.IGNORECASE)
+USAGE = "Usage: progress [--since <N>d|<N>w]"
+
+
+def parse_since(args: str) -> int:
+    """``--since 30d`` / ``--since 4w`` -> days; no argument -> the default eight weeks."""
+    words = args.split()
+    if not words:
+        return DEFAULT_PERIOD_DAYS
+    if len(words) == 2 and words[0] == "--since":
+        match = _PERIOD.fullmatch(words[1])
+        if match:
+            days = int(match.group(1)) * (7 if match.group(2).lower() == "w" else 1)
+            if 1 <= days <= MAX_PERIOD_DAYS:
+                return days
+    raise CommandError(f"{USAGE} (for example 'progress --since 30d'); the period is 1 day to 5 years.")
+
+
+def sparkline(values: list[int], top: int | None = None) -> str:
+    """One block per value; ``top`` shares a scale between rows that are compared."""
+    top = max(values, default=0) if top is None else top
+    if top <= 0:
+        return BLOCKS[0] * len(values)
+    return "".join(BLOCKS[0] if v <= 0 else BLOCKS[max(1, round(v / top * (len(BLOCKS) - 1)))] for v in values)
+
+
+def bar(value: int, top: int, width: int = BAR_WIDTH) -> str:
+    if value <= 0 or top <= 0:
+        return ""
+    return "█" * max(1, round(value / top * width))
+
+
+@dataclass(frozen=True)
+class ProgressData:
+    today: date
+    days: int
+    activity: dict[date, DayActivity]
+    mistakes: list[Mistake]
+    level_history: list[tuple[date, str | None]]
+
+
+def _weeks(today: date, days: int) -> list[tuple[date, date]]:
+    """Week spans ending today, oldest first, covering ``days`` days."""
+    start = today - timedelta(days=days - 1)
+    spans = []
+    end = today
+    while end >= start:
+        begin = max(start, end - timedelta(days=6))
+        spans.append((begin, end))
+        end = begin - timedelta(days=1)
+    return spans[::-1]
+
+
+def _streak(practised: set[date], today: date) -> int:
+    day = today if today in practised else today - timedelta(days=1)  # today not practised yet still keeps the streak
+    n = 0
+    while day in practised:
+        n += 1
+        day -= timedelta(days=1)
+    return n
+
+
+def _local_day(moment: datetime) -> date:
+    return moment.astimezone().date() if moment.tzinfo else moment.date()
+
+
+def report(data: ProgressData, *, charts: bool) -> list[str]:
+    today, start = data.today, data.today - timedelta(days=data.days - 1)
+    in_period = {d: a for d, a in data.activity.items() if start <= d <= today}
+    practised = {d for d, a in data.activity.items() if a.turns or a.reviews}
+    weeks = _weeks(today, data.days)
+    mistakes = [m for m in data.mistakes if m.is_mistake]  # word cards are reviewed, but are not mistakes
+    lines = [f"Progress, {start.isoformat()} to {today.isoformat()} ({data.days} day{'s' if data.days != 1 else ''})"]
+
+    days_practised = len([d for d in practised if start <= d <= today])
+    lines.append(f"Days practised: {days_practised} of {data.days}; streak: {_streak(practised, today)} day{'s' if _streak(practised, today) != 1 else ''}")
+    if charts:
+        calendar_days = min(data.days, DEFAULT_PERIOD_DAYS)
+        row = "".join(PRACTISED if today - timedelta(days=i) in practised else IDLE for i in range(calendar_days - 1, -1, -1))
+        lines.append(f"  {row}  (one mark a day, today last)")
+
+    week_label = lambda span: span[0].strftime("%m-%d")  # noqa: E731 - the week's first day
+    turns = [sum(a.turns for d, a in in_period.items() if s <= d <= e) for s, e in weeks]
+    lines.append("Turns per week: " + ", ".join(f"{week_label(w)} {n}" for w, n in zip(weeks, turns, strict=True)))
+    if charts:
+        lines.append(f"  {sparkline(turns)}  (max {max(turns, default=0)})")
+
+    new_mistakes = [m for m in mistakes if start <= _local_day(m.first_seen) <= today]
+    by_kind = Counter(m.kind for m in new_mistakes)
+    lines.append(f"Mistakes by kind ({len(new_mistakes)} new in the period):")
+    top = max(by_kind.values(), default=0)
+    for kind in MISTAKE_KINDS:
+        if by_kind[kind]:
+            chart = f" {bar(by_kind[kind], top)}" if charts else ""
+            lines.append(f"  {kind:<12}{chart} {by_kind[kind]}")
+    if not by_kind:
+        lines.append("  (none)")
+
+    new_per_week = [sum(1 for m in mistakes if s <= _local_day(m.first_seen) <= e) for s, e in weeks]
+    mastered_per_week = [sum(1 for m in mistakes if m.mastered_at and s <= _local_day(m.mastered_at) <= e) for s, e in weeks]
+    lines.append("New mistakes per week: " + ", ".join(str(n) for n in new_per_week))
+    lines.append("Mastered per week: " + ", ".join(str(n) for n in mastered_per_week))
+    if charts:
+        scale = max(new_per_week + mastered_per_week, default=0)
+        lines.append(f"  new      {sparkline(new_per_week, scale)}")
+        lines.append(f"  mastered {sparkline(mastered_per_week, scale)}")
+
+    reviews = sum(a.reviews for a in in_period.values())
+    correct = sum(a.correct for a in in_period.values())
+    share = f" ({round(100 * correct / reviews)}%)" if reviews else ""
+    lines.append(f"Reviews: {reviews} done, {correct} correct{share}")
+
+    levels = [(day, level) for day, level in data.level_history]
+    if levels:
+        lines.append("Level: " + " -> ".join(f"{level or 'none'} ({day.isoformat()})" for day, level in levels))
+    else:
+        lines.append("Level: no changes recorded (set it with 'profile level B1')")
+    return lines

@@ -1,0 +1,88 @@
+"""The per-learner activity log behind ``progress``: counts per day, no text.
+
+``memora_activity.json`` in the learner's folder holds, for each day the
+learner used Memora, the number of chat turns, reviews and correct reviews,
+plus the day the "cards to review" line was last shown (it is shown at most
+once a day). It holds no words of the learner's, so it is safe to keep for
+years; ``forget user`` removes it with the rest. Days are the learner's local
+days, from the injected clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memora.engine.storage import atomic_write_model, file_lock, load_model_file
+
+
+class DayActivity(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    turns: int = 0
+    reviews: int = 0
+    correct: int = 0
+
+
+class _ActivityFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = 1
+    days: dict[date, DayActivity] = Field(default_factory=dict)
+    due_notice_on: date | None = None
+
+
+class ActivityLog:
+    """Counts per day in ``memora_activity.json`` (locked, atomic)."""
+
+    def __init__(self, path: Path, *, clock: Callable[[], datetime], notify: Callable[[str], None] | None = None):
+        self.path = Path(path)
+        self.clock = clock
+        self._notify = notify
+
+    def _load(self) -> _ActivityFile:
+        return load_model_file(self.path, _ActivityFile, notify=self._notify, label="activity log") or _ActivityFile()
+
+    def _bump(self, at: datetime | None, **counts: int) -> None:
+        day = (at or self.clock()).date()
+        with file_lock(self.path):
+            state = self._load()
+            current = state.days.get(day, DayActivity())
+            state.days[day] = current.model_copy(update={k: getattr(current, k) + v for k, v in counts.items()})
+            atomic_write_model(self.path, state)
+
+    def record_turn(self, at: datetime | None = None) -> None:
+        self._bump(at, turns=1)
+
+    def record_review(self, correct: bool, at: datetime | None = None) -> None:
+        self._bump(at, reviews=1, correct=int(correct))
+
+    def days(self) -> dict[date, DayActivity]:
+        return dict(sorted(self._load().days.items()))
+
+    def claim_due_notice(self, today: date | None = None) -> bool:
+        """True the first time it is asked on a day (and remembers it); False after."""
+        today = today or self.clock().date()
+        with file_lock(self.path):
+            state = self._load()
+            if state.due_notice_on == today:
+                return False
+            state.due_notice_on = today
+            atomic_write_model(self.path, state)
+            return True
+
+    def merge_days(self, days: dict[date, DayActivity]) -> None:
+        """Used by import: merge another log's counts in, day by day (the larger count wins)."""
+        with file_lock(self.path):
+            state = self._load()
+            for day, counts in days.items():
+                mine = state.days.get(day, DayActivity())
+                state.days[day] = DayActivity(**{k: max(getattr(mine, k), getattr(counts, k)) for k in DayActivity.model_fields})
+            atomic_write_model(self.path, state)
+
+    def clear(self) -> None:
+        with file_lock(self.path):
+            self.path.unlink(missing_ok=True)

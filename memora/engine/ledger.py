@@ -1,0 +1,399 @@
+"""The mistake ledger: the learner's own errors, one entry per mistake, each a review card.
+
+Mistakes are their own kind of record, apart from the facts about the learner:
+a fact says who the learner is, a mistake says how they learn, and the two are
+listed, merged, reviewed and forgotten differently.
+
+Storage: one JSON file per learner (``memora_mistakes.json`` in the learner's
+folder), owner-only, replaced atomically and changed under a lock, like the
+profile. A file rather than a table in the catalog database because the ledger
+is small (a few hundred entries, capped at ``MAX_MISTAKES``), is read whole on
+every turn to pick the relevant entries, and must be forgettable without a
+trace: an atomic replace leaves no old bytes in any file, where SQLite keeps
+deleted rows in free pages and its write-ahead log until it is vacuumed. The
+catalog, besides, is derived data that can be rebuilt from Chroma; the ledger
+is not derived from anything.
+
+The merge rule (``same_mistake``) is as careful as the duplicate rule for
+facts: a new mistake joins an entry only when it makes the same correction
+(the same words replaced by the same words), or states the same rule *and*
+touches a word the entry's correction touches. "irregular past tense" alone
+does not merge "goed -> went" with "eated -> ate".
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from memora.engine import lexical, spaced
+from memora.engine.errors import LimitError
+from memora.engine.storage import atomic_write_model, file_lock, load_model_file
+from memora.engine.text_utils import clean_text
+
+MISTAKE_KINDS = ("grammar", "vocabulary", "word choice", "spelling", "punctuation")
+MistakeKind = Literal["grammar", "vocabulary", "word choice", "spelling", "punctuation"]
+MAX_EXAMPLES = 3
+MAX_REVIEWS_KEPT = 50  # mastery needs the last two; progress counts come from the activity log
+MAX_MISTAKES = 1000
+MAX_MISTAKE_CHARS = 300  # a mistake is a phrase or a sentence, not a paragraph
+STATUSES = ("active", "improving", "mastered")
+
+
+def clean_mistake_text(text: str, what: str = "text") -> str:
+    value = clean_text(text or "")
+    if not value:
+        raise LimitError(f"A mistake needs its {what}.")
+    if len(value) > MAX_MISTAKE_CHARS:
+        raise LimitError(f"A mistake's {what} is limited to {MAX_MISTAKE_CHARS} characters; this one has {len(value)}.")
+    return value
+
+
+class Example(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    original: str
+    corrected: str
+    seen_at: datetime
+
+
+class Review(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    at: datetime
+    rating: int = Field(ge=1, le=4)
+
+    @property
+    def correct(self) -> bool:
+        return self.rating >= spaced.CORRECT_RATING
+
+
+class Mistake(BaseModel):
+    """One ledger entry: a mistake, how often it was made, and its review card."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    kind: MistakeKind
+    rule: str
+    examples: list[Example]  # oldest first, the newest MAX_EXAMPLES kept
+    count: int = 1
+    first_seen: datetime
+    last_seen: datetime
+    card: dict  # the FSRS card (``fsrs.Card.to_dict()``)
+    reviews: list[Review] = Field(default_factory=list)
+    mastered_at: datetime | None = None
+    # "word": a word the learner asked the meaning of and chose to review
+    # (its example is the word and its meaning); never merged with a mistake.
+    card_type: Literal["mistake", "word"] = "mistake"
+
+    @field_validator("examples")
+    @classmethod
+    def _some_example(cls, values: list[Example]) -> list[Example]:
+        return values[-MAX_EXAMPLES:]
+
+    @property
+    def latest(self) -> Example | None:
+        usable = [e for e in self.examples if clean_text(e.original) and clean_text(e.corrected)]
+        return usable[-1] if usable else None
+
+    @property
+    def due(self) -> datetime:
+        return spaced.due(self.card)
+
+    @property
+    def status(self) -> str:
+        if self.mastered_at is not None:
+            return "mastered"
+        if self.reviews and self.reviews[-1].correct:
+            return "improving"
+        return "active"
+
+    @property
+    def active(self) -> bool:
+        """Not mastered: it belongs in the drill (and, for a mistake, in the background)."""
+        return self.mastered_at is None
+
+    @property
+    def is_mistake(self) -> bool:
+        return self.card_type == "mistake"
+
+
+class NewMistake(BaseModel):
+    """A mistake as extraction reports it, before it meets the ledger."""
+
+    original: str
+    corrected: str
+    rule: str
+    kind: MistakeKind
+
+
+class _LedgerFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = 1
+    mistakes: list[Mistake] = Field(default_factory=list)
+
+
+# -- the merge rule -------------------------------------------------------------------
+
+_TOKEN = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*|[^\w\s]", re.UNICODE)
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(clean_text(text or "").replace("\u2019", "'"))
+
+
+def correction_edits(original: str, corrected: str) -> tuple[tuple[str, str], ...]:
+    """What the correction changes: (removed words, inserted words) per change.
+
+    Case is ignored unless the correction changes nothing else ("i know" ->
+    "I know"): "i goed home" -> "I went home" is the same correction as "we
+    goed home" -> "we went home", a capital fixed on the way notwithstanding.
+    """
+    left, right = _tokens(original), _tokens(corrected)
+    folded = _diff([t.casefold() for t in left], [t.casefold() for t in right])
+    return folded or _diff(left, right)
+
+
+def _diff(left: list[str], right: list[str]) -> tuple[tuple[str, str], ...]:
+    matcher = difflib.SequenceMatcher(a=left, b=right, autojunk=False)
+    return tuple(
+        (" ".join(left[i1:i2]), " ".join(right[j1:j2]))
+        for op, i1, i2, j1, j2 in matcher.get_opcodes()
+        if op != "equal"
+    )
+
+
+def _touched(edits: Iterable[tuple[str, str]]) -> set[str]:
+    return {word.casefold() for removed, inserted in edits for word in f"{removed} {inserted}".split()}
+
+
+def same_mistake(a: NewMistake | Mistake, b: NewMistake | Mistake) -> bool:
+    """True when two mistakes are the same one (see the module docstring).
+
+    An entry's examples are the same mistake by construction, so a new mistake
+    may match any of them."""
+    edits_a, edits_b = _edit_sets(a), _edit_sets(b)
+    if any(edits and edits in edits_b for edits in edits_a):
+        return True
+    if not lexical.say_the_same(a.rule, b.rule):
+        return False
+    touched_a = _touched(e for edits in edits_a for e in edits)
+    touched_b = _touched(e for edits in edits_b for e in edits)
+    if not touched_a and not touched_b:
+        return True  # the same rule, and no example shows a change: nothing tells them apart
+    return bool(touched_a & touched_b)
+
+
+def _edit_sets(item: NewMistake | Mistake) -> list[tuple[tuple[str, str], ...]]:
+    if isinstance(item, NewMistake):
+        return [correction_edits(item.original, item.corrected)]
+    return [correction_edits(e.original, e.corrected) for e in item.examples]
+
+
+# -- picking for the background -----------------------------------------------------------
+
+
+def relevant(mistakes: Iterable[Mistake], message: str, limit: int) -> list[Mistake]:
+    """The active mistakes most relevant to ``message``, then the most frequent.
+
+    Relevance is the number of the message's terms (stemmed, stop words dropped)
+    found in the entry's rule and examples: a learner writing about yesterday's
+    trip shares "yesterday" or "go" with "Yesterday I goed..."; a mistake made
+    five times and shared with nothing still comes before one made once.
+    """
+    query = set(lexical.query_terms(message))
+
+    def overlap(entry: Mistake) -> int:
+        text = " ".join([entry.rule] + [f"{e.original} {e.corrected}" for e in entry.examples])
+        return len(query & set(lexical.terms(text)))
+
+    active = [m for m in mistakes if m.active and m.is_mistake and m.latest is not None]
+    active.sort(key=lambda m: (-overlap(m), -m.count, -m.last_seen.timestamp()))
+    return active[:limit]
+
+
+# -- the store ----------------------------------------------------------------------------
+
+
+class LedgerStore:
+    """A learner's ledger in ``memora_mistakes.json`` (locked, atomic)."""
+
+    def __init__(self, path: Path, *, clock: Callable[[], datetime], notify: Callable[[str], None] | None = None):
+        self.path = Path(path)
+        self.clock = clock
+        self._notify = notify
+
+    def _load(self) -> _LedgerFile:
+        return load_model_file(self.path, _LedgerFile, notify=self._notify, label="mistake ledger") or _LedgerFile()
+
+    def _change(self, change: Callable[[_LedgerFile], object]):
+        with file_lock(self.path):
+            state = self._load()
+            result = change(state)
+            atomic_write_model(self.path, state)
+            return result
+
+    # -- reading --
+    def all(self) -> list[Mistake]:
+        return list(self._load().mistakes)
+
+    def get(self, mistake_id: str) -> Mistake | None:
+        return next((m for m in self.all() if m.id == mistake_id), None)
+
+    def find(self, prefix: str) -> list[Mistake]:
+        prefix = prefix.strip().lower()
+        return [m for m in self.all() if m.id.startswith(prefix)] if prefix else []
+
+    def due(self, now: datetime | None = None) -> list[Mistake]:
+        """Active cards due by the end of the learner's day, the longest overdue first.
+
+        A card whose example was edited away stays listed: the drill says so
+        rather than let it vanish without a word."""
+        horizon = spaced.end_of_day(now or self.clock())
+        cards = [m for m in self.all() if m.active and m.due <= horizon]
+        return sorted(cards, key=lambda m: (m.due, -m.count))
+
+    def count(self) -> int:
+        return len(self._load().mistakes)
+
+    # -- writing --
+    def record(self, new: NewMistake, seen_at: datetime | None = None) -> tuple[Mistake, bool]:
+        """Add a mistake or count it against the entry it repeats; returns (entry, merged)."""
+        new = NewMistake(
+            original=clean_mistake_text(new.original, "original words"),
+            corrected=clean_mistake_text(new.corrected, "correction"),
+            rule=clean_mistake_text(new.rule, "rule"),
+            kind=new.kind,
+        )
+        if correction_edits(new.original, new.corrected) == () and new.original.casefold() == new.corrected.casefold():
+            raise LimitError("The correction is the same as the original: not a mistake.")
+        when = seen_at or self.clock()
+        example = Example(original=new.original, corrected=new.corrected, seen_at=when)
+
+        def change(state: _LedgerFile) -> tuple[Mistake, bool]:
+            for index, entry in enumerate(state.mistakes):
+                if entry.is_mistake and same_mistake(entry, new):
+                    if any(e.original.casefold() == new.original.casefold() and e.seen_at == when for e in entry.examples):
+                        return entry, True  # the same message read again (a retried job): counted once
+                    card = entry.card
+                    if entry.reviews:
+                        # Made again after reviewing: the card comes back now, and mastery must be earned again.
+                        card = spaced.make_due(card, when)
+                    updated = entry.model_copy(update={
+                        "count": entry.count + 1,
+                        "last_seen": max(entry.last_seen, when),
+                        "examples": [e for e in entry.examples if e.original.casefold() != new.original.casefold()][-(MAX_EXAMPLES - 1):] + [example],
+                        "card": card,
+                        "mastered_at": None,
+                    })
+                    state.mistakes[index] = updated
+                    return updated, True
+            entry = Mistake(
+                id=self._new_id(state),
+                kind=new.kind,
+                rule=new.rule,
+                examples=[example],
+                first_seen=when,
+                last_seen=when,
+                card=spaced.new_card(when),
+            )
+            state.mistakes.append(entry)
+            if len(state.mistakes) > MAX_MISTAKES:
+                self._evict(state)
+            return entry, False
+
+        return self._change(change)
+
+    def has_word(self, word: str) -> bool:
+        key = clean_text(word).casefold()
+        return any(not m.is_mistake and m.examples and m.examples[0].original.casefold() == key for m in self.all())
+
+    def add_word(self, word: str, meaning: str, at: datetime | None = None) -> tuple[Mistake, bool]:
+        """A word card (the learner said yes to reviewing it); returns (card, added)."""
+        word = clean_mistake_text(word, "word")
+        meaning = clean_mistake_text(meaning, "meaning")
+        when = at or self.clock()
+
+        def change(state: _LedgerFile) -> tuple[Mistake, bool]:
+            for entry in state.mistakes:
+                if not entry.is_mistake and entry.examples and entry.examples[0].original.casefold() == word.casefold():
+                    return entry, False
+            entry = Mistake(
+                id=self._new_id(state), kind="vocabulary", rule=f"{word}: {meaning}",
+                examples=[Example(original=word, corrected=meaning, seen_at=when)],
+                first_seen=when, last_seen=when, card=spaced.new_card(when), card_type="word",
+            )
+            state.mistakes.append(entry)
+            if len(state.mistakes) > MAX_MISTAKES:
+                self._evict(state)
+            return entry, True
+
+        return self._change(change)
+
+    @staticmethod
+    def _new_id(state: _LedgerFile) -> str:
+        taken = {m.id for m in state.mistakes}
+        while True:
+            candidate = "m" + uuid.uuid4().hex[:5]
+            if candidate not in taken:
+                return candidate
+
+    @staticmethod
+    def _evict(state: _LedgerFile) -> None:
+        """Over the cap: the longest-mastered entry goes first, else the one seen longest ago."""
+        mastered = [m for m in state.mistakes if m.mastered_at is not None]
+        pool = mastered or state.mistakes
+        oldest = min(pool, key=lambda m: m.last_seen)
+        state.mistakes.remove(oldest)
+
+    def review(self, mistake_id: str, rating: int, at: datetime | None = None) -> Mistake | None:
+        """Save one review of a card; None when the entry is gone (forgotten meanwhile)."""
+        when = at or self.clock()
+
+        def change(state: _LedgerFile) -> Mistake | None:
+            for index, entry in enumerate(state.mistakes):
+                if entry.id != mistake_id:
+                    continue
+                card = spaced.review(entry.card, rating, when)
+                reviews = (entry.reviews + [Review(at=when, rating=rating)])[-MAX_REVIEWS_KEPT:]
+                mastered_at = entry.mastered_at
+                if mastered_at is None and spaced.is_mastered(card, [r.rating for r in reviews]):
+                    mastered_at = when
+                elif mastered_at is not None and rating < spaced.CORRECT_RATING:
+                    mastered_at = None
+                updated = entry.model_copy(update={"card": card, "reviews": reviews, "mastered_at": mastered_at})
+                state.mistakes[index] = updated
+                return updated
+            return None
+
+        return self._change(change)
+
+    def forget(self, mistake_id: str) -> Mistake | None:
+        def change(state: _LedgerFile) -> Mistake | None:
+            for entry in state.mistakes:
+                if entry.id == mistake_id:
+                    state.mistakes.remove(entry)
+                    return entry
+            return None
+
+        return self._change(change)
+
+    def replace_all(self, mistakes: list[Mistake]) -> None:
+        """Used by import: the given entries become the ledger."""
+        self._change(lambda state: setattr(state, "mistakes", list(mistakes)[-MAX_MISTAKES:]))
+
+    def clear(self) -> int:
+        """Forget every entry; returns how many there were. The file is removed."""
+        with file_lock(self.path):
+            n = len(self._load().mistakes)
+            self.path.unlink(missing_ok=True)
+        return n
