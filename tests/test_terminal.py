@@ -9,7 +9,7 @@ import pytest
 import fcntl
 import os
 import pty
-import select
+import selectors
 import struct
 import sys
 import termios
@@ -41,9 +41,14 @@ class Terminal:
             return start >= 0 and marker in self.output[start:]
 
         deadline = time.monotonic() + timeout
+        # epoll, not select(): a worker that has opened many files may hold fds above 1024
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.fd, selectors.EVENT_READ)
+            return self._read_until(seen, deadline, selector)
+
+    def _read_until(self, seen, deadline: float, selector) -> bool:
         while not seen() and time.monotonic() < deadline:
-            ready, _, _ = select.select([self.fd], [], [], 0.1)
-            if ready:
+            if selector.select(0.1):
                 try:
                     chunk = os.read(self.fd, 65536)
                 except OSError:
