@@ -18,14 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from helpers.clock import FakeClock
+from helpers.fake_openai import FakeOpenAIServer
+
+# The root and tests/ are on sys.path through pyproject.toml's ``pythonpath``.
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
-for path in (str(ROOT), str(TESTS)):
-    if path not in sys.path:
-        sys.path.insert(0, path)
-
-from helpers.clock import FakeClock  # noqa: E402
-from helpers.fake_openai import FakeOpenAIServer  # noqa: E402
 
 NETGUARD = TESTS / "netguard"
 _LOOPBACK = {"127.0.0.1", "::1", "localhost", "0.0.0.0"}

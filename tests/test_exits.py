@@ -123,7 +123,6 @@ def test_a_disk_that_cannot_take_writes_at_start_is_one_line_and_exit_1(tmp_path
 
 FULL_DISK_AT_WAL = """
 import sqlite3, sys
-sys.path.insert(0, {root!r})
 _connect = sqlite3.connect
 
 class FullDisk(sqlite3.Connection):
@@ -145,7 +144,7 @@ sys.exit(chatbot.main(["--plain", "--data-dir", {home!r}]))
 @pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_a_disk_io_error_from_the_catalogs_wal_pragma_is_one_line_and_exit_1(tmp_path):
     home = tmp_path / "home"
-    code = FULL_DISK_AT_WAL.format(root=str(ROOT), home=str(home))
+    code = FULL_DISK_AT_WAL.format(home=str(home))
     result = subprocess.run(
         [sys.executable, "-c", code], input="exit\n", capture_output=True, text=True, timeout=120,
         env=child_env(MEMORA_EMBEDDING_MODEL="hash"), cwd=ROOT,

@@ -26,13 +26,10 @@ import pytest
 import conftest
 from conftest import ROOT, TESTS, child_env
 from memora.engine.errors import EmbeddingError, ModelCallError
+from helpers.crash_writer import payload
 from helpers.fake_openai import Error
 
 HELPERS = TESTS / "helpers"
-if str(HELPERS) not in sys.path:
-    sys.path.insert(0, str(HELPERS))
-
-from crash_writer import payload  # noqa: E402
 
 # SIGKILLs delivered to a process writing a JSON file with atomic_write_json
 # (each at a random moment of a tight write loop), and to one adding goals to
@@ -284,7 +281,7 @@ def run_two_writers(mode: str, home: Path) -> None:
 
 @pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_two_processes_adding_learning_goals_lose_none(tmp_path):
-    from concurrent_writer import goal_text
+    from helpers.concurrent_writer import goal_text
     from user_profile import UserProfileStore
 
     home = tmp_path / "home"
@@ -299,7 +296,7 @@ def test_two_processes_adding_learning_goals_lose_none(tmp_path):
 
 @pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_two_processes_adding_memories_lose_none(tmp_path):
-    from concurrent_writer import memory_text
+    from helpers.concurrent_writer import memory_text
     from memora.engine.embeddings import HashEmbedder
     from long_term_memory import LongTermMemoryStore
 

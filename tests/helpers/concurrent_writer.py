@@ -10,7 +10,8 @@ through ``UserProfileStore`` or COUNT memories through ``LongTermMemoryStore``
 (hash embedding, learner ``default``), with the texts of ``goal_text`` and
 ``memory_text``. ``probe`` opens the store afresh and prints, as JSON,
 Chroma's record count and, for each query, the text of its nearest memory by
-dense (vector) search.
+dense (vector) search. The repository root must be on PYTHONPATH, as
+``conftest.child_env`` sets it.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
 
 def goal_text(tag: str, number: int) -> str:

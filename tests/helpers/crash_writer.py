@@ -2,6 +2,8 @@
 
     python crash_writer.py MODE PATH [PAYLOAD_CHARS]
 
+(with the repository root on PYTHONPATH, as ``conftest.child_env`` sets it)
+
 MODE is ``json`` (``storage.atomic_write_json`` of ``{"version": n, "payload": ...}``
 in a tight loop), ``profile`` (``UserProfileStore.add_learning_goal("goal n")`` in a
 loop) or ``naive`` (a plain ``open(path, "w")`` + ``json.dump``, used only to show
@@ -24,11 +26,8 @@ import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from memora.engine import storage  # noqa: E402
-from user_profile import UserProfileStore  # noqa: E402
+from memora.engine import storage
+from user_profile import UserProfileStore
 
 
 def payload(version: int, size: int) -> str:
