@@ -100,6 +100,42 @@ _WRITE_PLACEHOLDERS = ", ".join("?" * (len(_RECORD_COLUMNS) + len(_DERIVED_COLUM
 _CANDIDATE_COLUMNS = ", ".join(f"m.{c} AS {c}" for c in _COLUMNS.split(", ")) + ", m.terms AS terms, m.n_terms AS n_terms, v.vector AS vector"
 
 
+def bm25_weights(query_terms: Sequence[str], frequencies: dict[str, int], total: int) -> dict[str, float]:
+    """Each query term's weight in ``bm25``: its idf times how often the query says it.
+
+    The idf is Lucene's, log(1 + (N - n + .5) / (n + .5)), which stays positive
+    (three memories still give a lexical signal), divided by its largest
+    possible value (n = 0) so the scale does not grow with the store. A term no
+    memory holds weighs nothing."""
+    ceiling = math.log(1 + (total + 0.5) / 0.5)
+    said = Counter(t for t in query_terms if t)
+    return {
+        term: count * (math.log(1 + (total - frequencies[term] + 0.5) / (frequencies[term] + 0.5)) / ceiling)
+        for term, count in said.items()
+        if frequencies.get(term)
+    }
+
+
+def bm25(
+    document_terms: Sequence[str], weights: dict[str, float], average_length: float, *, k1: float = BM25_K1, b: float = BM25_B
+) -> float:
+    """The BM25 score of one memory (its lexical terms) for query ``weights``
+    (from ``bm25_weights``); ``average_length`` is the store's mean term count."""
+    if not weights:
+        return 0.0
+    counts = Counter(document_terms)
+    norm = k1 * (1 - b + b * len(document_terms) / (average_length or 1.0))
+    return sum((weight * counts[term] * (k1 + 1) / (counts[term] + norm) for term, weight in weights.items() if counts[term]), 0.0)
+
+
+def _dated(row: sqlite3.Row, windows: Sequence[tuple[float, float, str, str]]) -> bool:
+    """Whether a candidate was created, or is dated, inside one of the periods."""
+    return any(
+        start <= row["created_ts"] < end or (row["event_date"] is not None and first <= row["event_date"] <= last)
+        for start, end, first, last in windows
+    )
+
+
 def _blob(vector: Sequence[float] | None) -> bytes | None:
     return array("f", vector).tobytes() if vector is not None else None
 
@@ -403,11 +439,9 @@ class MemoryCatalog:
 
         FTS5 finds up to ``limit`` candidates by its own bm25() using the query's
         selective terms; they and the current ones among ``dense_ids`` are then
-        scored with BM25 (k1=1.2, b=0.3) over every query term, so a memory's
-        lexical score never depends on which side found it. The idf is Lucene's,
-        log(1 + (N - n + .5) / (n + .5)), which stays positive (three memories
-        still give a lexical signal), divided by its largest possible value so
-        the scale does not grow with the store. Superseded memories never appear.
+        scored with ``bm25`` (k1=1.2, b=0.3) over every query term, so a memory's
+        lexical score never depends on which side found it. Superseded memories
+        never appear.
 
         ``windows`` are the periods the query names, as (start timestamp, end
         timestamp, first ISO day, last ISO day): ``dated`` says a candidate was
@@ -457,12 +491,24 @@ class MemoryCatalog:
     ) -> tuple[dict[str, tuple[float, float, bool]], dict[str, bytes]]:
         """``candidates``' result from a ``search`` and the dense side's ids.
         ``records``, when given, receives each candidate's row for ``record``."""
-        query_terms, unique, total, average, frequencies, windows, rows = found
-        rows = list(rows)
+        rows = list(found.rows)
         seen = {row["id"] for row in rows}
-        extra = [i for i in dict.fromkeys(dense_ids) if i not in seen]
-        for start in range(0, len(extra), 500):
-            chunk = extra[start : start + 500]
+        rows += self._current_rows([i for i in dict.fromkeys(dense_ids) if i not in seen])
+        vectors = {row["id"]: row["vector"] for row in rows if row["vector"] is not None}
+        weights = bm25_weights(found.query_terms, found.frequencies, found.total)
+        scored = {
+            row["id"]: (row["created_ts"], bm25(row["terms"].split(), weights, found.average), _dated(row, found.windows))
+            for row in rows
+        }
+        if records is not None:
+            records.update((row["id"], row) for row in rows)
+        return scored, vectors
+
+    def _current_rows(self, ids: list[str]) -> list[sqlite3.Row]:
+        """Candidate rows of these ids (the dense side's), current memories only."""
+        rows: list[sqlite3.Row] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
             rows += self._query(
                 f"SELECT {_CANDIDATE_COLUMNS} "
                 "FROM memories AS m "
@@ -470,32 +516,7 @@ class MemoryCatalog:
                 f"WHERE +m.user_id = ? AND +m.status = ? AND m.id IN ({', '.join('?' * len(chunk))})",
                 (self.user_id, STATUS_CURRENT, *chunk),
             )
-        vectors = {row["id"]: row["vector"] for row in rows if row["vector"] is not None}
-        ceiling = math.log(1 + (total + 0.5) / 0.5)
-        idf = {
-            t: math.log(1 + (total - frequencies.get(t, 0) + 0.5) / (frequencies.get(t, 0) + 0.5)) / ceiling
-            for t in unique
-            if frequencies.get(t)
-        }
-        weights = Counter(t for t in query_terms if t)
-        scored: dict[str, tuple[float, float, bool]] = {}
-        for row in rows:
-            score = 0.0
-            if idf:
-                words = row["terms"].split()
-                norm = BM25_K1 * (1 - BM25_B + BM25_B * row["n_terms"] / (average or 1.0))
-                for term, weight in idf.items():
-                    tf = words.count(term)
-                    if tf:
-                        score += weights[term] * weight * tf * (BM25_K1 + 1) / (tf + norm)
-            dated = any(
-                start <= row["created_ts"] < end or (row["event_date"] is not None and first <= row["event_date"] <= last)
-                for start, end, first, last in windows
-            )
-            scored[row["id"]] = (row["created_ts"], score, dated)
-        if records is not None:
-            records.update((row["id"], row) for row in rows)
-        return scored, vectors
+        return rows
 
     def vectors(self, ids: Iterable[str]) -> dict[str, bytes]:
         """The stored float32 vectors of these memories (for scoring them against a query)."""

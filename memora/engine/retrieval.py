@@ -94,10 +94,18 @@ class RankingParams:
 DEFAULT_PARAMS = RankingParams()
 
 
-def recency_factor(created_at: datetime, now: datetime, params: RankingParams) -> float:
-    age_days = max(0.0, (to_aware(now) - to_aware(created_at)).total_seconds() / 86400)
-    decay = 0.5 ** (age_days / params.half_life_days) if params.half_life_days > 0 else 1.0
-    return 1.0 - params.recency_weight + params.recency_weight * decay
+def recency_factor(age_days, params: RankingParams = DEFAULT_PARAMS):
+    """The share of its score a memory keeps at this age, in days (a number or an
+    array): 1 when new, 1 - w/2 at one half-life, never below 1 - w.
+
+    A memory dated in the future (a clock set back) counts as new, and a
+    half-life of zero or less means no decay rather than a division by zero."""
+    import numpy as np
+
+    age = np.maximum(0.0, np.asarray(age_days, dtype=float))
+    decay = 0.5 ** (age / params.half_life_days) if params.half_life_days > 0 else np.ones_like(age)
+    factor = 1.0 - params.recency_weight + params.recency_weight * decay
+    return float(factor) if factor.ndim == 0 else factor
 
 
 def _unit(query: list[float], stored: dict[str, bytes]):
@@ -266,9 +274,7 @@ def rank(
         [similarity[i] if i in similarity else (float(stored_cosine[row[i]]) if i in row else 0.0) for i in ids], dtype=float
     )
     lexical_score = np.where(raw > 0, raw / (raw + params.lexical_saturation), 0.0)
-    age_days = np.maximum(0.0, (to_aware(now).timestamp() - created) / 86400)
-    decay = 0.5 ** (age_days / params.half_life_days) if params.half_life_days > 0 else np.ones_like(age_days)
-    factor = 1.0 - params.recency_weight + params.recency_weight * decay
+    factor = recency_factor((to_aware(now).timestamp() - created) / 86400, params)
     boost = np.where(dated > 0, params.date_boost, 0.0)
 
     def fuse(cosines):
