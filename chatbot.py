@@ -72,7 +72,7 @@ def run(
     status = 0
     try:
         if warm_up:
-            warmer = threading.Thread(target=_warm_up, args=(app, stop_warming), name="memora-warm-up", daemon=True)
+            warmer = threading.Thread(target=preload, args=(app, stop_warming), name="memora-warm-up", daemon=True)
             warmer.start()
         _loop(app, console, raise_unexpected=raise_unexpected, startup_notes=startup_notes)
     except OutputClosed:
@@ -158,7 +158,7 @@ def _loop(app: Memora, console: Console, *, raise_unexpected: bool, startup_note
             console.notice("Cancelled.")
         except (OSError, sqlite3.Error) as error:  # the disk filled up or went read-only mid-session
             logging.getLogger("memora").debug("write failed", exc_info=True)
-            console.error(data_failure(_first_cause(error), app.settings.data_dir, "save") + " That change was not saved.")
+            console.error(data_failure(error, app.settings.data_dir, "save") + " That change was not saved.")
         except Exception as error:  # the REPL never dies with a traceback
             if raise_unexpected:
                 raise
@@ -185,8 +185,9 @@ def _wait_for_warm_up(warmer: threading.Thread | None, stop: threading.Event, co
         warmer.join(timeout=60)
 
 
-def _warm_up(app: Memora, stop: threading.Event) -> None:
-    """Load what the first turn needs while the learner types (never raises).
+def preload(app: Memora, stop: threading.Event) -> None:
+    """Load what the first turn needs while the learner types (never raises);
+    ``run(warm_up=True)`` runs it in a thread.
 
     Each step checks ``stop`` first, so leaving right after the start waits for
     at most the step under way."""
@@ -274,7 +275,9 @@ def _first_cause(error: BaseException) -> BaseException:
 
 
 def data_failure(error: BaseException, data_dir, action: str = "open") -> str:
-    """One line for an OS or database error while using the data folder."""
+    """One line for an OS or database error while using the data folder, naming
+    the error that started it (see ``_first_cause``)."""
+    error = _first_cause(error)
     if isinstance(error, OSError):
         where = f" ({error.filename})" if error.filename else ""
         reason = f"{error.strerror or type(error).__name__}{where}"

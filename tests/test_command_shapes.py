@@ -234,7 +234,7 @@ def test_help_for_one_command_shows_its_usage_and_an_example_literally(make_app,
     app = make_app()
     t = run_repl(app, [f"help {name}"])
     router = CommandRouter(app, None)
-    for spec in router._all(name):
+    for spec in router.forms(name):
         assert spec.usage in t.text  # brackets and all: "[path]", "[<n>|off]"
     for example in EXAMPLES[name]:
         assert f"e.g. {example}" in t.text

@@ -246,4 +246,6 @@ def test_the_reason_shown_is_the_failed_write_not_the_failed_rollback_after_it()
         except sqlite3.Error:
             raise sqlite3.OperationalError("cannot rollback - no transaction is active")
     except sqlite3.Error as error:
-        assert str(chatbot._first_cause(error)) == "disk I/O error"
+        line = chatbot.data_failure(error, "/data", "save")
+    assert line.startswith("Memora cannot save its data in /data: disk I/O error. ")
+    assert "rollback" not in line

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from dataclasses import dataclass, fields
@@ -148,8 +149,9 @@ def test_a_catalog_with_other_columns_is_rebuilt_from_chroma(tmp_path):
     db.close()
     reopened = LongTermMemoryStore(tmp_path / "db", embedding_function=HashEmbedder(), user_id="mei")
     same_instant(reopened.get(record.id), record)
-    columns = {row[1] for row in reopened.catalog._db.execute("PRAGMA table_info(memories)")}
-    assert "retired_field" not in columns
+    with contextlib.closing(sqlite3.connect(reopened.catalog.path)) as db:
+        columns = {row[1] for row in db.execute("PRAGMA table_info(memories)")}
+    assert "retired_field" not in columns and "content" in columns
 
 
 # -- data written before the schema was derived keeps opening ------------------------

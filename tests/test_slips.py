@@ -98,13 +98,15 @@ def test_exit_counts_the_messages_it_saves_not_the_queued_writes(make_app):
     app.chat("My favourite singer is Jay Chou.", on_delta=lambda _: None)
     assert app.worker.pending == 2  # one write and one message
     out: list[str] = []
+    lines = ["exit"]
 
     def write(text: str) -> None:
         out.append(text)
-        gate.set()  # the line is printed: let the worker finish
+        if text.startswith("Saving memories"):
+            gate.set()  # the line is printed: let the worker finish
 
-    assert chatbot._shutdown(app, PlainConsole(write=write)) == 0
-    assert "".join(out) == "Saving memories from the last 1 message\u2026\nGoodbye!\n"
+    assert chatbot.run(app, PlainConsole(lambda prompt: lines.pop(0), write)) == 0
+    assert "".join(out).endswith("\nSaving memories from the last 1 message\u2026\nGoodbye!\n")
 
 
 @pytest.mark.slow  # a child process, a kill or hundreds of turns
@@ -167,7 +169,7 @@ def test_exit_during_the_warm_up_says_what_it_waits_for_and_stops_it(make_app, r
     def slow_warm_up(app, stop):
         asked.append(stop.wait(30))  # a model load that only ends when exit asks it to
 
-    monkeypatch.setattr(chatbot, "_warm_up", slow_warm_up)
+    monkeypatch.setattr(chatbot, "preload", slow_warm_up)
     app = make_app()
     out: list[str] = []
     lines = ["exit"]

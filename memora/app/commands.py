@@ -266,10 +266,11 @@ class CommandRouter:
             self.app.ask_next_proposal()
 
     def usage(self, name: str) -> CommandError:
-        lines = [spec.usage for spec in self._all(name)]
+        lines = [spec.usage for spec in self.forms(name)]
         return CommandError("Usage: " + " | ".join(lines))
 
-    def _all(self, name: str) -> list[CommandSpec]:
+    def forms(self, name: str) -> list[CommandSpec]:
+        """Every form of a command, one per line of its handler's docstring (what help lists)."""
         method = self.specs[name].handler
         doc = inspect.getdoc(method) or name
         return [CommandSpec(name, ln.partition(" -- ")[0].strip(), ln.partition(" -- ")[2].strip(), method) for ln in doc.splitlines()]
@@ -283,14 +284,14 @@ class CommandRouter:
         if name:
             if name not in self.specs:
                 raise self.usage("help")
-            specs = self._all(name)
+            specs = self.forms(name)
             rows = [[spec.usage, spec.help] for spec in specs]
             rows += [["e.g. " + example, ""] for example in EXAMPLES.get(specs[0].name, ())]
             self.console.say(render_table(f"help {name}", ["usage", "what it does"], rows))
             return
         rows = []
         for name in sorted(set(self.specs) - {"quit"}, key=_help_order):
-            for spec in self._all(name):
+            for spec in self.forms(name):
                 rows.append([spec.usage, spec.help])
         self.console.say(render_table("Commands (anything else is a chat message; 'help <command>' for examples)", ["command", "what it does"], rows))
 
