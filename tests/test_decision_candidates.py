@@ -110,13 +110,15 @@ def test_the_candidate_list_is_capped_by_tokens_with_the_best_first(make_app, se
     for i in range(150):
         store.add(f"The learner's friend number {i} lives in the city of Tokyo district {i}.", category="identity")
     target = store.add("The learner lives in Taipei.", category="identity")
-    extractor = app.worker.extractor
-    text = "The learner moved to Taipei last month."
-    candidates = extractor.candidates(text, store.embed([text])[0], "identity")
-    cost = sum(extractor.counter.count(json.dumps(extractor._shown(c.record), ensure_ascii=False)) for c in candidates)
+    server.script("extraction", extraction(fact("The learner moved to Taipei last month.", "identity")))
+    server.script("reconcile", {"action": "ADD", "target_id": None, "text": None})
+    say(app, "I moved to Taipei last month.")
+    [decision] = server.of_kind("reconcile")
+    shown = json.loads(decision.body["input"][0]["content"])["existing_memories"]  # what the decision was sent
+    cost = sum(TokenCounter().count(json.dumps(m, ensure_ascii=False)) for m in shown)
     assert cost <= DECISION_CANDIDATE_TOKENS
-    assert 10 < len(candidates) < 150
-    assert target.id in {c.record.id for c in candidates[:3]}  # the best of each source comes first
+    assert 10 < len(shown) < 150
+    assert target.id in {m["id"] for m in shown[:3]}  # the best of each source comes first
 
 
 def test_the_correction_lookup_uses_the_same_candidates(make_app, server, local_embedder):
