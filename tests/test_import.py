@@ -8,6 +8,7 @@ the catalog from Chroma if the two disagree.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 
 from memora.engine.errors import EmbeddingError
 from memora.engine.text_utils import clean_text
-from helpers.stores import chroma_collection
+from helpers.stores import chroma_collection, chroma_wrapped
 
 
 def memory(memory_id: str, content: str | None = None, **fields) -> dict:
@@ -239,23 +240,22 @@ def disk_full(*args, **kwargs):
 def test_an_import_that_fails_midway_is_undone(learner, make_app, run_repl, tmp_path, monkeypatch, where):
     path = write(tmp_path, export(many(1100)))
     before = state_of(learner)
-    chroma = learner.store._coll()
-    if where == "the second Chroma batch":
-        wrapper = FailingSecondUpsert(chroma)
-        monkeypatch.setattr(learner.store, "_coll", lambda: wrapper)
-    elif where == "the second embedding batch":
-        monkeypatch.setattr(learner.store, "embedder", FailingSecondEmbedding(learner.store.embedder))
-    else:  # after the memories were committed and the profile merged
-        monkeypatch.setattr(learner.proposals, "add", disk_full)
+    with contextlib.ExitStack() as faults:
+        if where == "the second Chroma batch":
+            wrapper = faults.enter_context(chroma_wrapped(learner.store, FailingSecondUpsert))
+        elif where == "the second embedding batch":
+            monkeypatch.setattr(learner.store, "embedder", FailingSecondEmbedding(learner.store.embedder))
+        else:  # after the memories were committed and the profile merged
+            monkeypatch.setattr(learner.proposals, "add", disk_full)
 
-    t = run_repl(learner, [f"import {path}"])
+        t = run_repl(learner, [f"import {path}"])
 
-    errors = [line for line in t.text.splitlines() if line.startswith("Error:")]
-    assert len(errors) == 1 and errors[0].startswith("Error: Could not import backup.json: "), t.text
-    assert errors[0].endswith("Nothing was imported.")
-    if where == "the second Chroma batch":
-        assert wrapper.upserts == 2  # the first 1,000 records had reached Chroma
-    monkeypatch.undo()
+        errors = [line for line in t.text.splitlines() if line.startswith("Error:")]
+        assert len(errors) == 1 and errors[0].startswith("Error: Could not import backup.json: "), t.text
+        assert errors[0].endswith("Nothing was imported.")
+        if where == "the second Chroma batch":
+            assert wrapper.upserts == 2  # the first 1,000 records had reached Chroma
+        monkeypatch.undo()
     assert state_of(learner) == before
     learner.close()
     assert state_of(make_app()) == before
@@ -309,7 +309,12 @@ def die(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)
 
 if where == "the second Chroma batch":
-    inner = app.store._coll()
+    # Through the store's connection: it hands out this wrapper once refreshed.
+    from long_term_memory import collection_name
+    connection, name = app.store.connection, collection_name(app.store.user_id)
+    connection.refresh()
+    real = connection.collection
+    inner = real(name, create=False)
     class KilledOnSecondUpsert:
         upserts = 0
         def upsert(self, **kwargs):
@@ -320,7 +325,7 @@ if where == "the second Chroma batch":
         def __getattr__(self, name):
             return getattr(inner, name)
     wrapper = KilledOnSecondUpsert()
-    app.store._coll = lambda: wrapper
+    connection.collection = lambda wanted, **kwargs: wrapper if wanted == name else real(wanted, **kwargs)
 else:
     app.proposals.add = die  # the memories are committed and the profile merged now
 import_data(app, Path(backup))
@@ -382,11 +387,8 @@ def test_restore_undoes_what_it_wrote_and_overwrote_on_either_backend(connection
     incoming = [kept.evolve(content="An overwritten version of it")] + [
         MemoryRecord(id=f"{i:08x}", content=f"Imported fact {i}", created_at=now) for i in range(1100)
     ]
-    wrapper = FailingSecondUpsert(store._coll())
-    monkeypatch.setattr(store, "_coll", lambda: wrapper)
-    with pytest.raises(InternalError):
+    with chroma_wrapped(store, FailingSecondUpsert), pytest.raises(InternalError):
         store.restore(incoming)
-    monkeypatch.undo()
     assert (chroma_state(), [(r.id, r.content) for r in store.all_records()]) == before
 
 
@@ -402,15 +404,12 @@ class FailingSecondUpsertAndUndo(FailingSecondUpsert):
 def test_an_import_whose_undo_fails_says_so_and_the_next_start_finishes_it(learner, make_app, run_repl, tmp_path, monkeypatch):
     path = write(tmp_path, export(many(1100)))
     before = state_of(learner)
-    wrapper = FailingSecondUpsertAndUndo(learner.store._coll())
-    monkeypatch.setattr(learner.store, "_coll", lambda: wrapper)
-
-    t = run_repl(learner, [f"import {path}"])
+    with chroma_wrapped(learner.store, FailingSecondUpsertAndUndo):
+        t = run_repl(learner, [f"import {path}"])
 
     errors = [line for line in t.text.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and errors[0].startswith("Error: Importing backup.json failed (")
     assert errors[0].endswith("restart Memora to undo what it wrote."), errors[0]
-    monkeypatch.undo()
     run_repl(learner, ["hello after the failed import"])  # the learner carries on; this must survive the undo
     learner.close()
     again = make_app()

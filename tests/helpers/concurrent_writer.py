@@ -52,7 +52,9 @@ def main() -> None:
     if mode == "probe":
         store = open_store(data_dir)
         found = {query: [r.content for r, _ in store.nearest_by_vector(store.embed([query])[0], 1)] for query in sys.argv[3:]}
-        print(json.dumps({"chroma_count": store._coll().count(), "nearest": found}))
+        from stores import chroma_collection  # beside this script
+
+        print(json.dumps({"chroma_count": chroma_collection(store).count(), "nearest": found}))
         return
     tag, count, go_file = sys.argv[3], int(sys.argv[4]), Path(sys.argv[5])
     if mode == "goals":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -25,3 +26,28 @@ def files_holding(root: Path, *markers: str) -> dict[str, list[str]]:
             if hits:
                 found[str(path.relative_to(root))] = hits
     return found
+
+
+@contextlib.contextmanager
+def chroma_wrapped(store, wrap):
+    """While open, every Chroma call ``store`` makes goes to ``wrap(collection)``
+    (for injecting faults), and the wrapper is yielded.
+
+    Done through the store's public connection: it hands out the wrapper and is
+    refreshed, so the store fetches its collection again; on leaving it is
+    refreshed once more and the store goes back to the real collection."""
+    connection = store.connection
+    name = collection_name(store.user_id)
+    connection.refresh()
+    wrapper = wrap(chroma_collection(store))
+    real = connection.collection
+
+    def collection(wanted, **kwargs):
+        return wrapper if wanted == name else real(wanted, **kwargs)
+
+    connection.collection = collection
+    try:
+        yield wrapper
+    finally:
+        del connection.collection  # the class's method again
+        connection.refresh()
