@@ -117,7 +117,12 @@ def bm25_weights(query_terms: Sequence[str], frequencies: dict[str, int], total:
 
 
 def bm25(
-    document_terms: Sequence[str], weights: dict[str, float], average_length: float, *, k1: float = BM25_K1, b: float = BM25_B
+    document_terms: Sequence[str],
+    weights: dict[str, float],
+    average_length: float,
+    *,
+    k1: float = BM25_K1,
+    b: float = BM25_B,
 ) -> float:
     """The BM25 score of one memory (its lexical terms) for query ``weights``
     (from ``bm25_weights``); ``average_length`` is the store's mean term count."""
@@ -125,7 +130,10 @@ def bm25(
         return 0.0
     counts = Counter(document_terms)
     norm = k1 * (1 - b + b * len(document_terms) / (average_length or 1.0))
-    return sum((weight * counts[term] * (k1 + 1) / (counts[term] + norm) for term, weight in weights.items() if counts[term]), 0.0)
+    return sum(
+        (weight * counts[term] * (k1 + 1) / (counts[term] + norm) for term, weight in weights.items() if counts[term]),
+        0.0,
+    )
 
 
 def _dated(row: sqlite3.Row, windows: Sequence[tuple[float, float, str, str]]) -> bool:
@@ -497,7 +505,11 @@ class MemoryCatalog:
         vectors = {row["id"]: row["vector"] for row in rows if row["vector"] is not None}
         weights = bm25_weights(found.query_terms, found.frequencies, found.total)
         scored = {
-            row["id"]: (row["created_ts"], bm25(row["terms"].split(), weights, found.average), _dated(row, found.windows))
+            row["id"]: (
+                row["created_ts"],
+                bm25(row["terms"].split(), weights, found.average),
+                _dated(row, found.windows),
+            )
             for row in rows
         }
         if records is not None:
