@@ -33,6 +33,8 @@ from context_builder import (
     DIGEST_SECTIONS,
     SECTION_TAGS,
     DigestItem,
+    digest_item_text,
+    retrieved_text,
     FollowUpHint,
     KnowledgeItem,
     MistakeNote,
@@ -563,16 +565,20 @@ def test_background_message_structure_holds_for_any_stored_text(background):
     wanted: dict[str, list[str]] = {tag: [] for tag in SECTION_TAGS}
     if has_profile:
         wanted["user_profile"] += [profile.english_level or "", *profile.learning_goals, *profile.preferences]
+    # Digest items and memories are shown as the model should read them: a time
+    # phrase ("tonight", "下週二") is replaced by its resolved date on purpose
+    # (tests/test_time_background.py checks that rewording); every other piece of
+    # the stored text must survive.
     groups = {key: [] for key, _ in DIGEST_SECTIONS}
     for item in background.digest:
-        groups[item.category if item.category in CATEGORIES else "other"].append(item.text)
+        groups[item.category if item.category in CATEGORIES else "other"].append(digest_item_text(item, NOW))
     wanted["learner_digest"] = [text for key, _ in DIGEST_SECTIONS for text in groups[key]]
     wanted["memory_changes"] = list(background.changes)
     wanted["mistakes_to_watch"] = [part for m in background.mistakes for part in (m.original, m.corrected, m.rule)]
     if background.hint is not None:
         wanted["follow_up"] = [background.hint.text]
     wanted["knowledge_notes"] = [part for k in background.knowledge for part in (k.source, k.title, k.text)]
-    wanted["long_term_memories"] = [m.content for m in background.memories]
+    wanted["long_term_memories"] = [retrieved_text(m, NOW) for m in background.memories]
     wanted["conversation_summary"] = [background.summary]
     for tag in SECTION_TAGS:
         if present[tag]:
