@@ -57,7 +57,7 @@ from memora.engine import lexical
 from memora.engine.errors import EmbeddingError, EmbeddingModelMismatch, LimitError, MemoraError, MemoryFullError, ModelCallError
 from long_term_memory import LongTermMemoryStore, is_near_duplicate
 from memora.engine.ledger import LedgerStore, NewMistake, clean_mistake_text
-from memora.engine.prompts import CORRECTION_PROMPT, EXTRACTION_PROMPT, MISTAKE_STYLE, RECONCILE_PROMPT
+from memora.engine.prompts import CORRECTION_PROMPT, EXTRACTION_INPUT, EXTRACTION_PROMPT, MISTAKE_STYLE, RECONCILE_PROMPT
 from memora.app.proposals import ProfileProposal, ProposalStore
 from memora.engine.records import MAX_MEMORY_CHARS, MemoryRecord
 from memora.engine.retrieval import rank
@@ -362,12 +362,9 @@ class Extractor:
         """One structured-output call: what the learner's message says (no writes)."""
         profile = self.profiles.get()
         shown = profile.model_dump(include={"english_level", "learning_goals", "preferences"})
-        instructions = EXTRACTION_PROMPT.format(
-            now=now_anchor(job.said_at),
-            profile=json.dumps(shown, ensure_ascii=False),
-            mistake_style=MISTAKE_STYLE[profile.corrections],
-        )
-        return self._parse(instructions, job.text, ExtractionResult, "Memory extraction")
+        instructions = EXTRACTION_PROMPT.format(mistake_style=MISTAKE_STYLE[profile.corrections])
+        payload = EXTRACTION_INPUT.format(now=now_anchor(job.said_at), profile=json.dumps(shown, ensure_ascii=False), message=job.text)
+        return self._parse(instructions, payload, ExtractionResult, "Memory extraction")
 
     def prepare(self, job: ExtractionJob) -> PreparedExtraction:
         """Read the message and match its corrections to memories, writing nothing.
