@@ -4,16 +4,27 @@
 
 One LoCoMo conversation is replayed as a chat: speaker A's turns are the
 learner's messages, speaker B's turns are the tutor's replies, served by a
-scripted model (a local Responses API server; no real API is called). The
-scripted extraction stores each message as an episodic memory, so retrieval
-and the digest have a growing store to draw on, and every third message
-reports a mistake in its own words, so the ledger grows too and each request
-carries the ``mistakes_to_watch`` section (its tokens are counted with the
-rest, and reported on their own line). Each chat request Memora
-sends is counted with tiktoken, as is the request a full-history baseline
-would send at the same point (instructions + every previous message + the
-current one). Target: Memora's mean <= 15% of the baseline's, and no request
-over the budget. Summary and extraction calls are reported beside it.
+scripted model (a local Responses API server; no real API is called).
+
+The scripted extraction answers as a model would: a message yields the facts
+the dataset's own annotators noted about the learner from it (its
+"observations", reworded "The learner ..."), most messages none, so the store
+grows as it would and each fact goes through the real decision-candidate code
+(a reconcile call whenever it has related memories). Every third message also
+reports a mistake quoting its own words, so the ledger grows and each request
+carries the mistakes_to_watch section.
+
+Every model token is counted with tiktoken: each request's instructions,
+messages and structured-output schema (the provider puts the schema in front
+of the prompt and bills it as input), plus the output of the calls only Memora
+makes (extraction, decisions, summaries; the tutor's replies are the same with
+or without Memora, so they are left out of both sides). Embeddings are free
+with the local model used here; the line shows what text-embedding-3-small
+would be sent (cl100k_base). The baseline is what a full-history chat would
+send at the same point (instructions + every previous message + the current
+one). Target: everything Memora spends <= 15% of the baseline, and no chat
+request over the budget. Cacheable prefix tokens are reported apart and not
+discounted.
 """
 
 from __future__ import annotations
@@ -195,10 +206,13 @@ def main() -> int:
         embedded["tokens"] = 0
         history: list[dict] = []
         baseline: list[int] = []
+        parts: dict[str, int] = {}  # the chat request's sections, summed over the turns
         started = time.perf_counter()
         for message, reply, when, _ in turns:
             clock["now"] = when
-            app.chat(message, on_delta=lambda _: None)
+            result = app.chat(message, on_delta=lambda _: None)
+            for name, tokens in result.prepared.sections.items():
+                parts[name] = parts.get(name, 0) + tokens
             app.wait_for_extraction(30)
             history.append({"role": "user", "content": message})
             baseline.append(counter.count_request(SYSTEM_PROMPT, history))
@@ -232,6 +246,7 @@ def main() -> int:
     print(f"{'full history (baseline)':<32} {mean_base:>8.0f} {max(baseline):>8} {baseline[-1]:>8}")
     print(f"{'Memora (budget ' + str(budget) + ')':<32} {mean_memora:>8.0f} {max(memora):>8} {memora[-1]:>8}")
     print(f"requests over the budget: {sum(t > budget for t in memora)}")
+    print("chat request by section, mean tokens: " + ", ".join(f"{k} {v / n:.0f}" for k, v in parts.items() if v))
     if section_tokens:
         print(f"mistakes_to_watch section: in {len(section_tokens)} of {len(memora)} requests, "
               f"mean {statistics.mean(section_tokens):.0f} tokens, max {max(section_tokens)} (counted in chat)")
