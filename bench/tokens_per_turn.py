@@ -44,8 +44,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from helpers.fake_openai import FakeOpenAIServer  # noqa: E402
 
+Turn = tuple[str, str, datetime, list[str]]  # learner message, tutor reply, time, dialogue ids
 
-def load_turns(path: Path) -> tuple[list[tuple[str, str, datetime, list[str]]], str, str, dict[str, list[str]]]:
+
+def load_turns(path: Path) -> tuple[list[Turn], str, str, dict[str, list[str]]]:
     """[(learner message, tutor reply, time, dialogue ids)] with consecutive turns of a speaker
     merged, and the learner's annotated observations by dialogue id."""
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -140,7 +142,7 @@ def cached_tokens(counter, previous: str, text: str, total: int) -> int:
     if total < CACHE_MIN:
         return 0
     shared = 0
-    for a, b in zip(previous, text):
+    for a, b in zip(previous, text, strict=False):  # the shorter one ends the shared prefix
         if a != b:
             break
         shared += 1
@@ -157,6 +159,7 @@ def main() -> int:
     turns, speaker_a, speaker_b, observed = load_turns(path)
 
     from helpers.fake_openai import default_answer
+
     from memora.app.assistant import Memora
     from memora.engine.config import Settings
     from memora.engine.embeddings import LocalEmbedder, local_model_available
@@ -199,8 +202,11 @@ def main() -> int:
         server.script("chat", *[reply for _, reply, _, _ in turns])
         server.script("extraction", *[extraction] * (2 * len(turns)))
         for kind in ("reconcile", "correction", "summary", "grading"):
-            server.script(kind, *[lambda body, k=kind: answered(k, default_answer(k, body, 0))] * (20 * len(turns)))
-        app = Memora.from_settings(settings, clock=lambda: clock["now"], embedder=LocalEmbedder(counter=count_embedded), notify=lambda m: None)
+            script = [lambda body, k=kind: answered(k, default_answer(k, body, 0))]
+            server.script(kind, *script * (20 * len(turns)))
+        app = Memora.from_settings(
+            settings, clock=lambda: clock["now"], embedder=LocalEmbedder(counter=count_embedded), notify=lambda m: None
+        )
         app.profiles.set_english_level("B2")
         app.profiles.add_learning_goal("talk about family and hobbies")
         embedded["tokens"] = 0
@@ -251,7 +257,8 @@ def main() -> int:
         print(f"mistakes_to_watch section: in {len(section_tokens)} of {len(memora)} requests, "
               f"mean {statistics.mean(section_tokens):.0f} tokens, max {max(section_tokens)} (counted in chat)")
     print(f"messages that skipped extraction: {n - len(read)} of {n} ({calls['extraction']} extraction calls)")
-    print(f"model tokens per learner turn (input + Memora-only output; full-history baseline {per_turn_base:.0f} input tokens a turn):")
+    print(f"model tokens per learner turn (input + Memora-only output; "
+          f"full-history baseline {per_turn_base:.0f} input tokens a turn):")
     grand = cached_total = 0
     for label, _ in KINDS:
         total_in, total_out, cached = spent[label]

@@ -14,16 +14,19 @@ from memora.app.extraction import skips_extraction
 
 SKIPPED = [
     "ok", "OK!", "okay.", "Ok, thanks!", "ok thanks", "thanks", "Thanks!!", "thank you", "Thank you so much!",
-    "thank you very much", "thanks a lot :)", "cheers", "got it", "I see.", "cool", "nice!", "great, thanks",
+    "thank you very much", "thanks a lot :)", "cheers", "got it", "I see.", "cool", "nice!",
+    "great, thanks",
     "hi", "Hello!", "hey there", "Good morning!", "good night", "bye", "see you later", "you're welcome",
     "you’re welcome", "haha", "hmm...", "wow", "👍", "🙂🙂", "...", "?!", "  ", "/help", "/review",
-    "好的", "好", "嗯嗯", "好的，謝謝！", "谢谢你", "謝謝老師", "你好", "晚安", "再見", "拜拜", "收到", "明白了", "哈哈",
+    "好的", "好", "嗯嗯", "好的，謝謝！", "谢谢你", "謝謝老師", "你好", "晚安",
+    "再見", "拜拜", "收到", "明白了", "哈哈",
     "ok 好的", "hi 你好 😊",
 ]
 
 NOT_SKIPPED = [
     "I goed home", "ok I will", "thanks, my exam is Friday", "好的我明天考試", "thanks you", "thank", "Thanks teacher",
-    "No.", "yes", "Yes!", "no thanks", "hiking", "hi I'm Ming", "ok exam", "see you tomorrow", "good good morning friend",
+    "No.", "yes", "Yes!", "no thanks", "hiking", "hi I'm Ming", "ok exam", "see you tomorrow",
+    "good good morning friend",
     "I'm fine", "fine thanks and you", "I see you", "ok 明天", "好的老師", "謝謝你的幫助", "我很好", "明天見",
     "I am ok", "Me too!", "Same here!", "lol I failed", "ok so", "wow it's late", "1", "B2", "Bonjour", "ありがとう",
     "감사합니다", "merci", "/help me with this sentence", "ok /help", "Ok. I go to school by bus.",
