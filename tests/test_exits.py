@@ -193,18 +193,18 @@ def test_the_real_head_pipeline_prints_no_traceback(tmp_path):
 def test_a_reply_that_ends_without_completed_is_a_failed_turn_rolled_back(make_app, server, run_repl, end):
     server.script("chat", StreamThenFail(PARTIAL, end=end), "A whole answer.")
     app = make_app()
-    t = run_repl(app, ["Explain the present perfect, please.", "Thanks!"])
+    t = run_repl(app, ["Explain the present perfect, please.", "Thanks! One more example?"])
     lines = t.text.splitlines()
     cut = next(line for line in lines if line.startswith("Error: (reply cut off)"))
     assert "That message was not kept; send it again." in cut
     assert lines.index(cut) == lines.index(f"Memora: {PARTIAL}") + 1  # right under the fragment
     # nothing of the cut-off turn was kept: not in the conversation, the session file or the next request
-    assert [m["content"] for m in app.memory.messages] == ["Thanks!", "A whole answer."]
+    assert [m["content"] for m in app.memory.messages] == ["Thanks! One more example?", "A whole answer."]
     assert PARTIAL not in app.paths.session.read_text()
     assert "present perfect" not in json.dumps(server.chats[1].input)
     assert app.wait_for_extraction(10)
     extractions = server.of_kind("extraction")  # only the kept turn is read for memories
-    assert len(extractions) == 1 and "Thanks!" in json.dumps(extractions[0].body)
+    assert len(extractions) == 1 and "Thanks! One more example?" in json.dumps(extractions[0].body)
     assert "present perfect" not in json.dumps(extractions[0].body)
 
 

@@ -161,3 +161,45 @@ def test_truncate_keeps_the_longest_prefix_within_the_limit_cut_at_a_word(text, 
         # nothing much is wasted: at most the part word and the 40% the word cut may drop
         longest = max(n for n in range(len(text) + 1) if counter.count(text[:n]) <= limit)
         assert len(cut) >= 0.6 * longest - 1, (limit, len(cut), longest)
+
+
+def _keywords(node, naming=False):
+    """Every schema keyword used in ``node`` (names of properties and definitions excluded)."""
+    if isinstance(node, list):
+        return {k for item in node for k in _keywords(item)}
+    if not isinstance(node, dict):
+        return set()
+    found = set() if naming else set(node)
+    for key, value in node.items():
+        found |= _keywords(value, naming=key in ("properties", "$defs") and not naming)
+    return found
+
+
+def test_structured_calls_send_their_schema_without_titles_and_still_parse(make_app, server):
+    from pydantic import BaseModel
+
+    from memora.engine.llm import compact_schema
+
+    server.script("extraction", {
+        "facts": [{"text": "The learner is a nurse.", "memory_type": "semantic", "category": "identity", "event_phrase": None, "event_date": None}],
+        "profile_changes": [], "corrections": [], "mistakes": [], "asked_words": [],
+    })
+    app = make_app()
+    app.chat("I work as a nurse.", on_delta=lambda _: None)
+    assert app.wait_for_extraction(10)
+    [request] = server.of_kind("extraction")
+    schema = request.body["text"]["format"]["schema"]
+    assert request.body["text"]["format"]["strict"] is True
+    assert not _keywords(schema) & {"title", "description"}
+    assert "mistakes" in schema["required"] and schema["additionalProperties"] is False
+    assert [m.content for m in app.store.list()] == ["The learner is a nurse."]
+
+    class Titled(BaseModel):
+        """A docstring that is not sent."""
+
+        title: str
+        description: str
+
+    compact = compact_schema(Titled)
+    assert set(compact["properties"]) == {"title", "description"}  # fields with those names stay
+    assert compact["required"] == ["title", "description"] and "title" not in _keywords(compact)

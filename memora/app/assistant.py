@@ -45,6 +45,7 @@ from memora.app.extraction import (
     PreparedExtraction,
     Skipped,
     looks_like_correction,
+    skips_extraction,
 )
 from memora.app.knowledge import KnowledgeBase
 from memora.engine.llm import ModelClient, ReplyResult
@@ -106,6 +107,7 @@ class TurnState:
     unsaved_notes: list[str] = field(default_factory=list)  # told at the next prompt
     extraction_error: str | None = None
     extraction_failures: int = 0
+    extraction_skipped_messages: int = 0  # acknowledgements not sent to extraction (skips_extraction)
     extraction_skipped: list[Skipped] = field(default_factory=list)  # items that could not be applied
     memory_full_noticed: bool = False  # "memory is full" is said once, until the cap changes
     embedding_failure_noticed: bool = False
@@ -377,7 +379,12 @@ class Memora:
             }
             self.turn.last_prepared = prepared
             job = PendingExtraction(job_id=uuid.uuid4().hex[:8], text=text, said_at=now)
-            self.turn.pending_jobs.append(job)
+            if skips_extraction(text):
+                # An acknowledgement or greeting holds no fact and no mistake: no call,
+                # and nothing left in the session file to read at the next start.
+                self.turn.extraction_skipped_messages += 1
+            else:
+                self.turn.pending_jobs.append(job)
         self.save_session()
         self.activity.record_turn(now)
         return job
@@ -396,6 +403,8 @@ class Memora:
         if hint is not None:  # asked once: the catalog knows now, Chroma after the reply
             self.store.mark_followed_up(hint.memory_id, now, sync_chroma=False)
             self.worker.submit_task(lambda: self.store.push_metadata(hint.memory_id))
+        if early is None and skips_extraction(job.text):
+            return  # never queued (see _commit_turn)
         self.worker.submit(ExtractionJob(job.text, job.said_at, job.job_id, prepared=early))
 
     def _read_correction_early(self, text: str, now: datetime) -> PreparedExtraction | None:

@@ -57,11 +57,11 @@ from memora.engine import lexical
 from memora.engine.errors import EmbeddingError, EmbeddingModelMismatch, LimitError, MemoraError, MemoryFullError, ModelCallError
 from long_term_memory import LongTermMemoryStore, is_near_duplicate
 from memora.engine.ledger import LedgerStore, NewMistake, clean_mistake_text
-from memora.engine.prompts import CORRECTION_PROMPT, EXTRACTION_PROMPT, MISTAKE_STYLE, RECONCILE_PROMPT
+from memora.engine.prompts import CORRECTION_PROMPT, EXTRACTION_INPUT, EXTRACTION_PROMPT, MISTAKE_STYLE, RECONCILE_PROMPT
 from memora.app.proposals import ProfileProposal, ProposalStore
 from memora.engine.records import MAX_MEMORY_CHARS, MemoryRecord
 from memora.engine.retrieval import rank
-from memora.engine.text_utils import clean_text, normalized_key, quoted, shorten
+from memora.engine.text_utils import CJK_RANGES, clean_text, normalized_key, quoted, shorten
 from memora.engine.timeutil import now_anchor, resolve_event_date
 from memora.engine.tokens import TokenCounter
 from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
@@ -283,6 +283,53 @@ def looks_like_correction(text: str) -> bool:
     return bool(_CORRECTION_CUES.search(text))
 
 
+# Messages that cannot hold a fact or a mistake, so they are not sent to the
+# extraction call: a closed list of acknowledgements and greetings, in English
+# and Chinese, and nothing else. The list is of whole phrases, never of words:
+# "thanks you" (a learner's mistake) is two listed words but no listed phrase,
+# so it is read. Yes and no are left out on purpose: they answer the tutor's
+# question ("Do you still live in Taipei?" "No.") and can carry a fact.
+_ACK_PHRASES = frozenset(p for line in """
+ok|okay|okey|alright|all right|fine|sure|cool|nice|great|good|awesome|perfect
+thanks|thank you|thanks a lot|thanks so much|thank you so much|thank you very much|many thanks|cheers
+you're welcome|youre welcome|no problem|got it|i see|understood|noted
+hi|hello|hey|hi there|hello there|hey there|good morning|good afternoon|good evening|good night
+bye|goodbye|bye bye|see you|see you later|see ya|talk soon
+lol|haha|hahaha|hmm|wow|oh|ah
+好|好的|好啊|好吧|嗯|嗯嗯|哦|噢|喔|行|可以|沒問題|没问题|明白|明白了|知道了|了解|收到|懂了
+謝謝|谢谢|謝謝你|谢谢你|謝謝老師|谢谢老师|多謝|多谢|感謝|感谢|不客氣|不客气
+你好|您好|嗨|哈囉|哈喽|早|早安|午安|晚安|再見|再见|拜拜|回頭見|回头见|哈哈|哈哈哈
+""".strip().splitlines() for p in line.split("|"))
+# A unit is an English word (apostrophes kept: "you're") or one CJK character.
+_UNIT = re.compile(rf"[a-z0-9']+|[{CJK_RANGES}]")
+
+
+def _units(text: str) -> tuple[str, ...]:
+    return tuple(_UNIT.findall(text.lower().replace("\u2019", "'")))
+
+
+_ACK_UNITS = frozenset(_units(p) for p in _ACK_PHRASES)
+_ACK_LONGEST = max(len(u) for u in _ACK_UNITS)
+
+
+def skips_extraction(text: str) -> bool:
+    """True when ``text`` cannot hold a fact or a mistake: emoji or punctuation
+    only, a command-like word ("/help"), or nothing but listed acknowledgements
+    and greetings ("ok thanks!", "好的，謝謝"). Anything with another word is read."""
+    if re.fullmatch(r"\s*/\w+\s*", text):
+        return True
+    units = _units(text)
+    if re.search(rf"[^\W_]", _UNIT.sub("", text.lower().replace("\u2019", "'"))):
+        return False  # letters of another script (Japanese kana, Korean, accented Latin): read it
+    # The whole line must split into listed phrases; one unit left over is content.
+    reachable = [True] + [False] * len(units)
+    for end in range(1, len(units) + 1):
+        reachable[end] = any(
+            reachable[start] and units[start:end] in _ACK_UNITS for start in range(max(0, end - _ACK_LONGEST), end)
+        )
+    return reachable[-1]
+
+
 class Extractor:
     """Turns one learner message into memory and profile changes (synchronous)."""
 
@@ -315,12 +362,9 @@ class Extractor:
         """One structured-output call: what the learner's message says (no writes)."""
         profile = self.profiles.get()
         shown = profile.model_dump(include={"english_level", "learning_goals", "preferences"})
-        instructions = EXTRACTION_PROMPT.format(
-            now=now_anchor(job.said_at),
-            profile=json.dumps(shown, ensure_ascii=False),
-            mistake_style=MISTAKE_STYLE[profile.corrections],
-        )
-        return self._parse(instructions, job.text, ExtractionResult, "Memory extraction")
+        instructions = EXTRACTION_PROMPT.format(mistake_style=MISTAKE_STYLE[profile.corrections])
+        payload = EXTRACTION_INPUT.format(now=now_anchor(job.said_at), profile=json.dumps(shown, ensure_ascii=False), message=job.text)
+        return self._parse(instructions, payload, ExtractionResult, "Memory extraction")
 
     def prepare(self, job: ExtractionJob) -> PreparedExtraction:
         """Read the message and match its corrections to memories, writing nothing.
@@ -746,6 +790,7 @@ __all__ = [
     "Retraction",
     "Skipped",
     "looks_like_correction",
+    "skips_extraction",
     "ExtractionWorker",
     "Extractor",
     "MemoryDecision",

@@ -206,19 +206,24 @@ class ModelClient:
             raise ModelCallError(self.redact(f"{CUT_OFF_LEAD} the model reported an error: {detail}. {NOT_KEPT}"))
 
     def parse(self, *, instructions: str, input_text: str, text_format: type[T], what: str) -> tuple[T, int]:
-        """Structured output into ``text_format``; returns (parsed, total tokens)."""
+        """Structured output into ``text_format``; returns (parsed, total tokens).
+
+        The schema goes out without its titles and descriptions (``compact_schema``):
+        the provider puts the schema in front of every such request and bills it
+        as input, and those keys carry nothing the prompt does not say."""
         client = self.openai()
         try:
-            response = client.responses.parse(
+            response = client.responses.create(
                 model=self.settings.model,
                 instructions=instructions,
                 input=[{"role": "user", "content": input_text}],
-                text_format=text_format,
+                text={"format": {"type": "json_schema", "name": text_format.__name__, "schema": compact_schema(text_format), "strict": True}},
                 store=False,
             )
+            answer = (response.output_text or "").strip()
+            parsed = text_format.model_validate_json(answer) if answer else None
         except Exception as error:
             raise self._error(error, what) from None
-        parsed = getattr(response, "output_parsed", None)
         if parsed is None:
             raise ModelCallError(f"{what} returned no structured output.")
         usage = getattr(response, "usage", None)
@@ -241,6 +246,34 @@ class ModelClient:
             raise self._error(error, "The summary request") from None
         usage = getattr(response, "usage", None)
         return (response.output_text or "").strip(), int(getattr(usage, "total_tokens", 0) or 0)
+
+
+_SCHEMA_NOISE = ("title", "description")
+_SCHEMA_CACHE: dict[type, dict] = {}
+
+
+def compact_schema(model: type) -> dict:
+    """The strict JSON schema the SDK would send for ``model``, minus titles and
+    descriptions (they change nothing the model may return)."""
+    if model not in _SCHEMA_CACHE:
+        from openai.lib._pydantic import to_strict_json_schema
+
+        _SCHEMA_CACHE[model] = _without_noise(to_strict_json_schema(model))
+    return _SCHEMA_CACHE[model]
+
+
+def _without_noise(node, *, naming: bool = False):
+    """``naming``: the keys of this mapping are names (of properties or definitions),
+    so a field called "title" stays."""
+    if isinstance(node, list):
+        return [_without_noise(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {
+        key: _without_noise(value, naming=key in ("properties", "$defs") and not naming)
+        for key, value in node.items()
+        if naming or key not in _SCHEMA_NOISE
+    }
 
 
 def _error_detail(error) -> str:
