@@ -17,13 +17,14 @@ import os
 import sqlite3
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from memora import __version__
+from memora.app.terminal import Console, PlainConsole
 from memora.engine.config import Settings
 from memora.engine.errors import ConfigError, MemoraError, OutputClosed, StoreError
-from memora.app.terminal import Console, PlainConsole
 
 if TYPE_CHECKING:
     from memora.app.assistant import Memora
@@ -42,8 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", help="folder for all data files (MEMORA_HOME); default: beside chatbot.py")
     parser.add_argument("--user", help="learner name (MEMORA_USER); each learner has separate data")
     parser.add_argument("--new", action="store_true", help="start a fresh conversation (profile and memories stay)")
-    parser.add_argument("--chroma-url", help="use a Chroma server, e.g. http://127.0.0.1:8000 (or CHROMA_HOST/PORT/SSL)")
-    parser.add_argument("--plain", action="store_true", help="plain line-based input and output (no colours or editing)")
+    parser.add_argument(
+        "--chroma-url", help="use a Chroma server, e.g. http://127.0.0.1:8000 (or CHROMA_HOST/PORT/SSL)"
+    )
+    parser.add_argument(
+        "--plain", action="store_true", help="plain line-based input and output (no colours or editing)"
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
 
@@ -163,7 +168,9 @@ def _loop(app: Memora, console: Console, *, raise_unexpected: bool, startup_note
             if raise_unexpected:
                 raise
             logging.getLogger("memora").exception("unexpected error")
-            console.error(f"Unexpected {type(error).__name__}: {' '.join(str(error).split())[:200]} (nothing was lost; set MEMORA_DEBUG=1 for details)")
+            console.error(
+                f"Unexpected {type(error).__name__}: {' '.join(str(error).split())[:200]} (nothing was lost; set MEMORA_DEBUG=1 for details)"
+            )
 
 
 def _plural(count: int, noun: str) -> str:

@@ -27,18 +27,17 @@ import json
 import re
 import unicodedata
 import uuid
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 from memora.engine.catalog import MemoryCatalog
-from memora.engine.lexical import MINUS_SIGN, MINUS_SIGNS, say_the_same
 from memora.engine.chroma_backend import ChromaConnection
 from memora.engine.embeddings import Embedder, as_embedder
 from memora.engine.errors import CommandError, EmbeddingModelMismatch, MemoryFullError, StoreError
-from memora.engine.retrieval import RETRIEVAL_MIN_SCORE, retrieve_relevant_memories
+from memora.engine.lexical import MINUS_SIGN, MINUS_SIGNS, say_the_same
 from memora.engine.records import (
     CATEGORIES,
     MEMORY_TYPES,
@@ -51,9 +50,10 @@ from memora.engine.records import (
     from_chroma,
     to_chroma_metadata,
 )
+from memora.engine.retrieval import RETRIEVAL_MIN_SCORE as RETRIEVAL_MIN_SCORE  # the threshold, with the store
+from memora.engine.retrieval import retrieve_relevant_memories
 from memora.engine.storage import atomic_write_text, ensure_private_dir, file_lock, quarantine
 from memora.engine.timeutil import Clock, system_clock, to_aware
-
 
 # The duplicate rule (``is_near_duplicate``). A false "duplicate" loses a fact
 # forever and keeps a stale one current ("finds grammar easy" merged into by
@@ -104,6 +104,7 @@ _SPECIFIC = re.compile(
     r"|[^\w\s.,!?;:'\"()\-。，！？；：、]",  # symbols carry meaning: C++ / C#, 50% / $50
     re.IGNORECASE,
 )
+
 
 def collection_name(user_id: str) -> str:
     return f"memora-{user_id}-memories"
@@ -195,7 +196,9 @@ def _chroma_snapshot(collection, ids: Sequence[str]) -> dict[str, tuple]:
     found: dict[str, tuple] = {}
     for start in range(0, len(ids), 1000):
         page = collection.get(ids=list(ids[start : start + 1000]), include=["documents", "metadatas", "embeddings"])
-        for memory_id, document, meta, vector in zip(page["ids"], page["documents"], page["metadatas"], page["embeddings"]):
+        for memory_id, document, meta, vector in zip(
+            page["ids"], page["documents"], page["metadatas"], page["embeddings"]
+        ):
             found[memory_id] = (document, meta, [float(x) for x in vector])
     return found
 
@@ -333,7 +336,8 @@ class LongTermMemoryStore:
     def _coll(self):
         if self._collection is None or self._collection_epoch != self.connection.epoch:
             self._collection = self.connection.collection(
-                collection_name(self.user_id), metadata={"embedding_model": self.embedder.name, "memora_user": self.user_id}
+                collection_name(self.user_id),
+                metadata={"embedding_model": self.embedder.name, "memora_user": self.user_id},
             )
             self._collection_epoch = self.connection.epoch
         return self._collection
@@ -356,7 +360,11 @@ class LongTermMemoryStore:
         if remote_revision is None:
             remote_revision = (collection.metadata or {}).get("revision")
         local_revision = self.catalog.get_meta("chroma_revision")
-        if not force and remote_revision == local_revision and collection.count() == self.catalog.count(current_only=False):
+        if (
+            not force
+            and remote_revision == local_revision
+            and collection.count() == self.catalog.count(current_only=False)
+        ):
             return
         pairs = list(self._iter_chroma_records())
         with file_lock(self._catalog_path), self.catalog.transaction() as db:
@@ -373,7 +381,9 @@ class LongTermMemoryStore:
             page = collection.get(include=["documents", "metadatas", "embeddings"], limit=1000, offset=offset)
             if not len(page["ids"]):
                 return
-            for memory_id, document, meta, vector in zip(page["ids"], page["documents"], page["metadatas"], page["embeddings"]):
+            for memory_id, document, meta, vector in zip(
+                page["ids"], page["documents"], page["metadatas"], page["embeddings"]
+            ):
                 record = from_chroma(memory_id, document, meta)
                 if record.user_id in ("", self.user_id):
                     yield record.evolve(user_id=self.user_id), [float(x) for x in vector]
@@ -627,7 +637,9 @@ class LongTermMemoryStore:
                 last_seen=now,
                 supersedes=old.id,
                 change_reason=reason,
-                event_date=event_date if event_date is not None else (old.event_date if reason in ("update", "edit") else None),
+                event_date=event_date
+                if event_date is not None
+                else (old.event_date if reason in ("update", "edit") else None),
                 metadata={k: v for k, v in old.metadata.items() if k != "note"},
             )
         retired = old.evolve(
@@ -877,7 +889,9 @@ class LongTermMemoryStore:
             name = collection_name(self.user_id)
             self.connection.delete_collection(name)
             self._collection = None
-            collection = self.connection.collection(name, metadata={"embedding_model": self.embedder.name, "memora_user": self.user_id})
+            collection = self.connection.collection(
+                name, metadata={"embedding_model": self.embedder.name, "memora_user": self.user_id}
+            )
             _upsert(collection, records, vectors)
             self._collection = collection
             self._collection_epoch = self.connection.epoch
@@ -930,7 +944,11 @@ class LongTermMemoryStore:
         try:
             with self._writing() as (db, collection):
                 before = _chroma_snapshot(collection, ids)
-                journal = {"added": [i for i in ids if i not in before], "replaced": [[i, *before[i]] for i in before], "extra": extra}
+                journal = {
+                    "added": [i for i in ids if i not in before],
+                    "replaced": [[i, *before[i]] for i in before],
+                    "extra": extra,
+                }
                 atomic_write_text(self._restore_journal, json.dumps(journal))
                 self._undo_steps.append(lambda: _put_back(self._coll(), ids, before))
                 if records:

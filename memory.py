@@ -17,8 +17,8 @@ conversation exactly as it was.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Callable, Sequence
 
 from context_builder import Background
 from memora.engine.config import (

@@ -12,9 +12,10 @@ the same data never lose each other's updates.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -141,7 +142,9 @@ class UserProfileStore:
             change(updated)
             last = updated.level_history[-1].level if updated.level_history else None
             if updated.english_level != current.english_level and updated.english_level != last:
-                updated.level_history = (updated.level_history + [LevelChange(level=updated.english_level, at=self.clock())])[-MAX_LEVEL_HISTORY:]
+                updated.level_history = (
+                    updated.level_history + [LevelChange(level=updated.english_level, at=self.clock())]
+                )[-MAX_LEVEL_HISTORY:]
             updated = UserProfile.model_validate(updated.model_dump())
             if updated == current:
                 self.profile = current
@@ -197,6 +200,7 @@ class UserProfileStore:
 
     def clear(self) -> bool:
         """Empty the profile; the level's history is kept, ending with the removal."""
+
         def change(profile: UserProfile) -> None:
             history = profile.level_history
             profile.__init__()

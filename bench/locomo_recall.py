@@ -38,9 +38,9 @@ sys.path.insert(0, str(ROOT))
 
 from dataclasses import replace  # noqa: E402
 
+from long_term_memory import RETRIEVAL_MIN_SCORE, LongTermMemoryStore  # noqa: E402
 from memora.engine import lexical  # noqa: E402
 from memora.engine.embeddings import LocalEmbedder, local_model_available  # noqa: E402
-from long_term_memory import RETRIEVAL_MIN_SCORE, LongTermMemoryStore  # noqa: E402
 from memora.engine.retrieval import DEFAULT_PARAMS, retrieve_relevant_memories  # noqa: E402
 
 KS = (5, 10, 20)
@@ -97,7 +97,12 @@ def main() -> int:
                 Path(tmp) / "db", embedding_function=embedder, user_id=f"conv{index}", clock=lambda now=now: now
             )
             store.add_many(
-                {"content": t["content"], "created_at": t["created_at"], "memory_type": "episodic", "metadata": {"dia_id": t["dia_id"]}}
+                {
+                    "content": t["content"],
+                    "created_at": t["created_at"],
+                    "memory_type": "episodic",
+                    "metadata": {"dia_id": t["dia_id"]},
+                }
                 for t in turns
             )
             dia_of = {r.id: r.metadata.get("dia_id") for r in store.list()}
@@ -110,17 +115,26 @@ def main() -> int:
                     continue
                 text = question["question"]
                 vector = store.embed([text])[0]
-                results, _ = retrieve_relevant_memories(store, text, n_results=max(KS), min_score=0, now=now, vector=vector)
+                results, _ = retrieve_relevant_memories(
+                    store, text, n_results=max(KS), min_score=0, now=now, vector=vector
+                )
                 ranked = [r.metadata.get("dia_id") for r in results]
                 for boost, feedback in GRID:
                     variant, _ = retrieve_relevant_memories(
-                        store, text, n_results=10, min_score=0, now=now, vector=vector,
+                        store,
+                        text,
+                        n_results=10,
+                        min_score=0,
+                        now=now,
+                        vector=vector,
                         params=replace(DEFAULT_PARAMS, date_boost=boost, feedback_weight=feedback),
                     )
                     fold[boost, feedback].append(recall(evidence, [r.metadata.get("dia_id") for r in variant], 10))
                 dense = collection.query(query_embeddings=[vector], n_results=max(KS), include=["metadatas"])
                 dense_ranked = [m.get("dia_id") for m in dense["metadatas"][0]]
-                lexical_ranked = [dia_of[i] for i, _ in store.catalog.lexical_search(lexical.query_terms(text), max(KS))]
+                lexical_ranked = [
+                    dia_of[i] for i, _ in store.catalog.lexical_search(lexical.query_terms(text), max(KS))
+                ]
                 for k in KS:
                     scores["memora"][k].append(recall(evidence, ranked, k))
                     scores["dense"][k].append(recall(evidence, dense_ranked, k))
@@ -130,7 +144,9 @@ def main() -> int:
                     passing["evidence" if result.metadata.get("dia_id") in evidence else "other"].append(result.score)
     elapsed = time.perf_counter() - started
     questions_total = len(scores["memora"][10])
-    print(f"LoCoMo evidence recall: {len(files)} conversations, {questions_total} questions (categories 1-4; {skipped} without evidence skipped), {elapsed:.0f}s")
+    print(
+        f"LoCoMo evidence recall: {len(files)} conversations, {questions_total} questions (categories 1-4; {skipped} without evidence skipped), {elapsed:.0f}s"
+    )
     print(f"{'method':<34} {'R@5':>6} {'R@10':>6} {'R@20':>6}")
     labels = {
         "dense": "dense only (Chroma top-k)",
@@ -140,12 +156,17 @@ def main() -> int:
     for method in ("dense", "lexical", "memora"):
         row = " ".join(f"{mean(scores[method][k]):>6.3f}" for k in KS)
         print(f"{labels[method]:<34} {row}")
-    print("Memora R@10 by category: " + ", ".join(f"{c}: {mean(v):.3f} (n={len(v)})" for c, v in sorted(by_category.items())))
+    print(
+        "Memora R@10 by category: "
+        + ", ".join(f"{c}: {mean(v):.3f} (n={len(v)})" for c, v in sorted(by_category.items()))
+    )
     evidence_scores, other_scores = passing["evidence"], passing["other"]
     for threshold in sorted({0.2, RETRIEVAL_MIN_SCORE, 0.3, 0.4}):
         ev = sum(s >= threshold for s in evidence_scores) / max(1, len(evidence_scores))
         ot = sum(s >= threshold for s in other_scores) / max(1, len(other_scores))
-        print(f"threshold {threshold:.2f}: {ev:.0%} of evidence hits in the top 10 pass, {ot:.0%} of other top-10 results pass")
+        print(
+            f"threshold {threshold:.2f}: {ev:.0%} of evidence hits in the top 10 pass, {ot:.0%} of other top-10 results pass"
+        )
     held_out = []
     for name, fold in folds.items():
         train = {g: [v for other, f in folds.items() if other != name for v in f[g]] for g in GRID}

@@ -25,10 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from memora.engine.embeddings import HashEmbedder  # noqa: E402
-from long_term_memory import LongTermMemoryStore  # noqa: E402
-from memora.engine.retrieval import retrieve_relevant_memories  # noqa: E402
 from synthetic import Vocabulary, memories, queries  # noqa: E402
+
+from long_term_memory import LongTermMemoryStore  # noqa: E402
+from memora.engine.embeddings import HashEmbedder  # noqa: E402
+from memora.engine.retrieval import retrieve_relevant_memories  # noqa: E402
 
 TARGET_SIZES = (10000, 50000)
 TARGET_RATIO = 1.5
@@ -82,7 +83,9 @@ def main() -> int:
     args = parser.parse_args()
     rng = random.Random(42)
     print("retrieve_relevant_memories vs bare Chroma query (n_results=10), hash embedding, times in ms")
-    print(f"{'memories':>9} {'build s':>8} {'memora p50':>11} {'memora p95':>11} {'bare p50':>9} {'bare p95':>9} {'p95 ratio':>10}")
+    print(
+        f"{'memories':>9} {'build s':>8} {'memora p50':>11} {'memora p95':>11} {'bare p50':>9} {'bare p95':>9} {'p95 ratio':>10}"
+    )
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
         r = measure(size, args.queries, rng)

@@ -41,8 +41,12 @@ def time_reference(env: dict) -> float:
 def time_plain(env: dict) -> float:
     started = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, str(ROOT / "chatbot.py"), "--plain"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL, env=env, cwd=ROOT,
+        [sys.executable, str(ROOT / "chatbot.py"), "--plain"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=ROOT,
     )
     seen = b""
     while b"You: " not in seen:
@@ -61,7 +65,12 @@ def time_interactive(env: dict) -> float:
     leader, follower = pty.openpty()
     started = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, str(ROOT / "chatbot.py")], stdin=follower, stdout=follower, stderr=follower, env=env, cwd=ROOT,
+        [sys.executable, str(ROOT / "chatbot.py")],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env=env,
+        cwd=ROOT,
         close_fds=True,
     )
     os.close(follower)

@@ -33,12 +33,15 @@ class Vocabulary:
                 break
         self.words = sorted(words)
         rng.shuffle(self.words)
-        weights = [1 / (rank ** exponent) for rank in range(1, size + 1)]
+        weights = [1 / (rank**exponent) for rank in range(1, size + 1)]
         total = sum(weights)
         self.cumulative = list(itertools.accumulate(w / total for w in weights))
 
     def draw(self, rng: random.Random, count: int) -> list[str]:
-        return [self.words[min(bisect.bisect_left(self.cumulative, rng.random()), len(self.words) - 1)] for _ in range(count)]
+        return [
+            self.words[min(bisect.bisect_left(self.cumulative, rng.random()), len(self.words) - 1)]
+            for _ in range(count)
+        ]
 
 
 def memories(rng: random.Random, n: int, vocabulary: Vocabulary | None = None) -> list[str]:

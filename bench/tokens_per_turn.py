@@ -56,7 +56,9 @@ def load_turns(path: Path) -> tuple[list[Turn], str, str, dict[str, list[str]]]:
     sessions = sorted(int(m.group(1)) for key in conversation if (m := re.fullmatch(r"session_(\d+)", key)))
     pairs: list[list] = []
     for number in sessions:
-        when = datetime.strptime(conversation[f"session_{number}_date_time"].strip(), "%I:%M %p on %d %B, %Y").astimezone()
+        when = datetime.strptime(
+            conversation[f"session_{number}_date_time"].strip(), "%I:%M %p on %d %B, %Y"
+        ).astimezone()
         for turn in conversation[f"session_{number}"]:
             text = turn["text"] + (f" [shares a photo: {turn['blip_caption']}]" if turn.get("blip_caption") else "")
             if turn["speaker"] == a:
@@ -97,8 +99,13 @@ def fact_item(text: str) -> dict:
     """A fact as the extraction returns it, with a category a model would plausibly give."""
     category = next((name for name, pattern in _CATEGORIES if re.search(pattern, text, re.IGNORECASE)), "other")
     past = re.search(r"\b(went|visited|attended|had|got|did|met|joined|was|were|recently|last)\b", text)
-    return {"text": text, "memory_type": "episodic" if past else "semantic", "category": category,
-            "event_phrase": None, "event_date": None}
+    return {
+        "text": text,
+        "memory_type": "episodic" if past else "semantic",
+        "category": category,
+        "event_phrase": None,
+        "event_date": None,
+    }
 
 
 def scripted_mistake(text: str, n: int) -> list[dict]:
@@ -196,8 +203,10 @@ def main() -> int:
             read.update(found)
             facts = [fact_item(f) for n in found for dia_id in turns[n][3] for f in observed.get(dia_id, [])]
             mistakes = [m for n in found for m in scripted_mistake(turns[n][0], n + 1)]
-            return answered("extraction", {"facts": facts, "profile_changes": [], "corrections": [],
-                                           "mistakes": mistakes, "asked_words": []})
+            return answered(
+                "extraction",
+                {"facts": facts, "profile_changes": [], "corrections": [], "mistakes": mistakes, "asked_words": []},
+            )
 
         server.script("chat", *[reply for _, reply, _, _ in turns])
         server.script("extraction", *[extraction] * (2 * len(turns)))
@@ -246,19 +255,25 @@ def main() -> int:
     n = len(turns)
     mean_memora, mean_base = statistics.mean(memora), statistics.mean(baseline)
     per_turn_base = sum(baseline) / n
-    print(f"LoCoMo conversation {args.conversation}: {n} turns ({speaker_a} as the learner, {speaker_b} as the tutor), "
-          f"{memories} memories and {mistakes} mistakes at the end, {elapsed:.0f}s")
+    print(
+        f"LoCoMo conversation {args.conversation}: {n} turns ({speaker_a} as the learner, {speaker_b} as the tutor), "
+        f"{memories} memories and {mistakes} mistakes at the end, {elapsed:.0f}s"
+    )
     print(f"{'input tokens per chat request':<32} {'mean':>8} {'max':>8} {'last':>8}")
     print(f"{'full history (baseline)':<32} {mean_base:>8.0f} {max(baseline):>8} {baseline[-1]:>8}")
     print(f"{'Memora (budget ' + str(budget) + ')':<32} {mean_memora:>8.0f} {max(memora):>8} {memora[-1]:>8}")
     print(f"requests over the budget: {sum(t > budget for t in memora)}")
     print("chat request by section, mean tokens: " + ", ".join(f"{k} {v / n:.0f}" for k, v in parts.items() if v))
     if section_tokens:
-        print(f"mistakes_to_watch section: in {len(section_tokens)} of {len(memora)} requests, "
-              f"mean {statistics.mean(section_tokens):.0f} tokens, max {max(section_tokens)} (counted in chat)")
+        print(
+            f"mistakes_to_watch section: in {len(section_tokens)} of {len(memora)} requests, "
+            f"mean {statistics.mean(section_tokens):.0f} tokens, max {max(section_tokens)} (counted in chat)"
+        )
     print(f"messages that skipped extraction: {n - len(read)} of {n} ({calls['extraction']} extraction calls)")
-    print(f"model tokens per learner turn (input + Memora-only output; "
-          f"full-history baseline {per_turn_base:.0f} input tokens a turn):")
+    print(
+        f"model tokens per learner turn (input + Memora-only output; "
+        f"full-history baseline {per_turn_base:.0f} input tokens a turn):"
+    )
     grand = cached_total = 0
     for label, _ in KINDS:
         total_in, total_out, cached = spent[label]
@@ -266,13 +281,19 @@ def main() -> int:
         grand += tokens
         cached_total += cached
         note = " (no review is run in the replay)" if label.startswith("grading") and not calls[label] else ""
-        print(f"  {label:<42} {tokens / n:>7.0f} = {tokens / sum(baseline):>6.2%} of {per_turn_base:.0f}"
-              f"  ({calls[label]} calls, {total_out / n:.0f} output){note}")
+        print(
+            f"  {label:<42} {tokens / n:>7.0f} = {tokens / sum(baseline):>6.2%} of {per_turn_base:.0f}"
+            f"  ({calls[label]} calls, {total_out / n:.0f} output){note}"
+        )
     grand += embedded["tokens"]
-    print(f"  {'embeddings (text-embedding-3-small, tiktoken)':<42} {embedded['tokens'] / n:>7.0f} = "
-          f"{embedded['tokens'] / sum(baseline):>6.2%} of {per_turn_base:.0f}  (free with the local model used here)")
-    print(f"of which a provider could serve from its prompt cache: {cached_total / n:.0f} a turn "
-          f"(OpenAI caches prefixes of {CACHE_MIN}+ tokens; not discounted above)")
+    print(
+        f"  {'embeddings (text-embedding-3-small, tiktoken)':<42} {embedded['tokens'] / n:>7.0f} = "
+        f"{embedded['tokens'] / sum(baseline):>6.2%} of {per_turn_base:.0f}  (free with the local model used here)"
+    )
+    print(
+        f"of which a provider could serve from its prompt cache: {cached_total / n:.0f} a turn "
+        f"(OpenAI caches prefixes of {CACHE_MIN}+ tokens; not discounted above)"
+    )
     print(f"all model tokens per turn: {grand / sum(baseline):.0%} of the full-history baseline")
     ok = grand <= 0.15 * sum(baseline) and max(memora) <= budget
     print(f"target (all tokens <= 15% of baseline, no chat request over budget): {'met' if ok else 'NOT met'}")

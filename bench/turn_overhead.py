@@ -98,7 +98,13 @@ def measure(size: int, turns: int) -> dict:
                 timings.append((time.perf_counter() - t0) * 1000)
         sections = app.last_prepared.sections
         app.close()
-    return {"size": size, "build": build, "p50": statistics.median(timings), "p95": percentile(timings, 0.95), "sections": sections}
+    return {
+        "size": size,
+        "build": build,
+        "p50": statistics.median(timings),
+        "p95": percentile(timings, 0.95),
+        "sections": sections,
+    }
 
 
 def main() -> int:

@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from helpers.clock import FakeClock
 from helpers.fake_openai import FakeOpenAIServer
 
@@ -182,7 +181,9 @@ def local_model_or_skip():
 
     if local_model_available():
         return
-    message = "the local ONNX all-MiniLM-L6-v2 model is not in ~/.cache/chroma (source ../shared/tools/offline-caches.sh)"
+    message = (
+        "the local ONNX all-MiniLM-L6-v2 model is not in ~/.cache/chroma (source ../shared/tools/offline-caches.sh)"
+    )
     if os.environ.get("MEMORA_REQUIRE_LOCAL_MODELS") == "1":
         pytest.fail(message + " and MEMORA_REQUIRE_LOCAL_MODELS=1")
     pytest.skip(message)
@@ -234,7 +235,9 @@ def chroma_server(tmp_path_factory):
         except OSError:
             if process.poll() is not None or time.time() > deadline:
                 process.kill()
-                pytest.fail(f"chroma server did not start: {(folder / 'server.log').read_text(errors='replace')[-500:]}")
+                pytest.fail(
+                    f"chroma server did not start: {(folder / 'server.log').read_text(errors='replace')[-500:]}"
+                )
             time.sleep(0.3)
     yield url
     process.terminate()

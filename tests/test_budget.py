@@ -5,12 +5,12 @@ from __future__ import annotations
 import random
 
 import pytest
+from helpers.fake_openai import Error
 
 from context_builder import build_background_messages
 from memora.engine.errors import ContextBudgetError
-from helpers.fake_openai import Error
-from memory import ContextBudget, ConversationMemory
 from memora.engine.tokens import TokenCounter
+from memory import ContextBudget, ConversationMemory
 from user_profile import UserProfile
 
 
@@ -70,13 +70,24 @@ def test_background_drops_memories_first_lowest_score_first_and_profile_last():
 
     now = datetime(2026, 11, 29, 10).astimezone()
     memories = [
-        MemorySearchResult(id=f"m{i}", content=f"memory number {i} " + "detail " * 15, score=s, created_at=now, memory_type="semantic", category="other")
+        MemorySearchResult(
+            id=f"m{i}",
+            content=f"memory number {i} " + "detail " * 15,
+            score=s,
+            created_at=now,
+            memory_type="semantic",
+            category="other",
+        )
         for i, s in enumerate([0.9, 0.4, 0.7])
     ]
     profile = UserProfile(english_level="B2", learning_goals=["IELTS 7"], preferences=["short examples"])
 
     def kept_within(background: int):
-        memory = ConversationMemory(counter=counter, instructions="Tutor.", budget=ContextBudget(total=2000, recent=500, summary=100, background=background))
+        memory = ConversationMemory(
+            counter=counter,
+            instructions="Tutor.",
+            budget=ContextBudget(total=2000, recent=500, summary=100, background=background),
+        )
         memory.add_user_message("hi")
         prepared = memory.prepare_context(build_background_messages(profile, memories, now=now))
         assert prepared.background.profile == profile  # the profile is untouched while memories can go
@@ -91,7 +102,11 @@ def test_background_drops_memories_first_lowest_score_first_and_profile_last():
     clock_only = sum(counter.count_message(m) for m in build_background_messages(None, [], now=now).messages())
     # the level fits, nothing more does (the current-time line, like the summary, is outside the cap)
     room = sum(counter.count_message(m) for m in level_only.messages()) - clock_only + 3
-    tight = ConversationMemory(counter=counter, instructions="Tutor.", budget=ContextBudget(total=2000, recent=500, summary=100, background=room))
+    tight = ConversationMemory(
+        counter=counter,
+        instructions="Tutor.",
+        budget=ContextBudget(total=2000, recent=500, summary=100, background=room),
+    )
     tight.add_user_message("hi")
     squeezed = tight.prepare_context(build_background_messages(profile, memories, now=now))
     assert squeezed.background.memories == ()

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers.fake_openai import Disconnect, Error
 
 from context_builder import GUARD_TEXT
 from memora.engine.errors import ModelCallError, ModelNotConfigured
-from helpers.fake_openai import Disconnect, Error
-from memora.engine.retrieval import RETRIEVAL_MIN_SCORE
 from memora.engine.prompts import SYSTEM_PROMPT
+from memora.engine.retrieval import RETRIEVAL_MIN_SCORE
 
 
 def chat(app, text):
@@ -33,7 +33,10 @@ def test_turn_sends_one_developer_message_with_the_profile(make_app, server):
     assert request.roles == ["developer", "user"]
     developer = request.developer
     assert GUARD_TEXT in developer
-    assert "<user_profile>\n- English level: B1\n- Learning goals: travel English for a trip to Japan\n- Preferences: short examples\n</user_profile>" in developer
+    assert (
+        "<user_profile>\n- English level: B1\n- Learning goals: travel English for a trip to Japan\n- Preferences: short examples\n</user_profile>"
+        in developer
+    )
     # nothing was retrieved: no memory section, no empty shell
     assert "<long_term_memories>" not in developer
     assert request.last_user == "Let's start today's practice."
@@ -134,7 +137,9 @@ def test_chat_without_a_model_is_one_clear_error_and_changes_nothing(data_dir, c
     from memora.engine.config import Settings
     from memora.engine.embeddings import HashEmbedder
 
-    app = Memora.from_settings(Settings(data_dir=data_dir).validated(), clock=clock, embedder=HashEmbedder(), notify=lambda m: None)
+    app = Memora.from_settings(
+        Settings(data_dir=data_dir).validated(), clock=clock, embedder=HashEmbedder(), notify=lambda m: None
+    )
     with pytest.raises(ModelNotConfigured) as raised:
         chat(app, "hello")
     assert "OPENAI_API_KEY" in str(raised.value) and "OPENAI_BASE_URL" in str(raised.value)
@@ -159,8 +164,20 @@ def test_extracted_facts_are_stored_with_type_and_category(make_app, server):
         "extraction",
         {
             "facts": [
-                {"text": "The learner's name is Ming.", "memory_type": "semantic", "category": "name", "event_phrase": None, "event_date": None},
-                {"text": "The learner works as a nurse.", "memory_type": "semantic", "category": "identity", "event_phrase": None, "event_date": None},
+                {
+                    "text": "The learner's name is Ming.",
+                    "memory_type": "semantic",
+                    "category": "name",
+                    "event_phrase": None,
+                    "event_date": None,
+                },
+                {
+                    "text": "The learner works as a nurse.",
+                    "memory_type": "semantic",
+                    "category": "identity",
+                    "event_phrase": None,
+                    "event_date": None,
+                },
             ],
             "profile_changes": [],
             "corrections": [],
@@ -177,7 +194,13 @@ def test_extracted_facts_are_stored_with_type_and_category(make_app, server):
 
 
 def test_the_same_fact_is_not_stored_twice(make_app, server):
-    fact = {"text": "The learner loves jazz.", "memory_type": "semantic", "category": "preference", "event_phrase": None, "event_date": None}
+    fact = {
+        "text": "The learner loves jazz.",
+        "memory_type": "semantic",
+        "category": "preference",
+        "event_phrase": None,
+        "event_date": None,
+    }
     server.script("extraction", {"facts": [fact], "profile_changes": [], "corrections": []})
     server.script("extraction", {"facts": [fact], "profile_changes": [], "corrections": []})
     app = make_app()
@@ -214,7 +237,10 @@ def test_a_message_whose_extraction_keeps_failing_is_given_up_after_three_starts
         again.wait_for_extraction(10)
         again.close()
     assert json.loads(again.paths.session.read_text())["pending_extractions"] == []
-    assert any("Gave up reading memories from \u201cI have a dog called Biscuit.\u201d after 3 failures" in n for n in again.take_unsaved_notes())
+    assert any(
+        "Gave up reading memories from \u201cI have a dog called Biscuit.\u201d after 3 failures" in n
+        for n in again.take_unsaved_notes()
+    )
     assert len(server.of_kind("extraction")) == 3
     final = make_app()
     final.wait_for_extraction(5)

@@ -216,7 +216,10 @@ def test_each_line_is_chat_a_command_or_its_usage(make_app, server, run_repl):
 def test_a_mistyped_id_names_itself_and_gives_the_usage(make_app, run_repl):
     app = make_app()
     t = run_repl(app, ["forget zzzz"])
-    assert "Error: 'zzzz' is not a memory id (see 'memories'). Usage: forget <id> | forget all | forget user <name>\n" in t.text
+    assert (
+        "Error: 'zzzz' is not a memory id (see 'memories'). Usage: forget <id> | forget all | forget user <name>\n"
+        in t.text
+    )
 
 
 def test_malformed_commands_work_without_a_model(make_app, server, run_repl):
@@ -271,4 +274,7 @@ def test_remember_stores_the_statement_and_recall_requests_go_to_the_tutor(make_
     app = make_app()
     run_repl(app, [line, "remember the good old days", "remember our trip to Kyoto"])
     assert [r.content for r in app.store.list()] == [stored]
-    assert [request.last_user for request in server.chats] == ["remember the good old days", "remember our trip to Kyoto"]
+    assert [request.last_user for request in server.chats] == [
+        "remember the good old days",
+        "remember our trip to Kyoto",
+    ]

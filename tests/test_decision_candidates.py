@@ -90,7 +90,10 @@ def test_moving_to_tokyo_supersedes_taipei_across_sessions(make_app, server, loc
     shown = listed(decision)
     assert shown[ids[TAIPEI]] == TAIPEI
     assert len(shown) >= 20  # far more than five, and no fixed count
-    tokens = sum(TokenCounter().count(json.dumps(m, ensure_ascii=False)) for m in json.loads(decision.body["input"][0]["content"])["existing_memories"])
+    tokens = sum(
+        TokenCounter().count(json.dumps(m, ensure_ascii=False))
+        for m in json.loads(decision.body["input"][0]["content"])["existing_memories"]
+    )
     assert tokens <= DECISION_CANDIDATE_TOKENS
     second.close()
 
@@ -126,7 +129,11 @@ def test_the_correction_lookup_uses_the_same_candidates(make_app, server, local_
     ids = seed(app.store)
     server.script(
         "extraction",
-        {"facts": [], "profile_changes": [], "corrections": [{"statement": "The learner lives in Taipei.", "evidence": "No, I never lived in Taipei."}]},
+        {
+            "facts": [],
+            "profile_changes": [],
+            "corrections": [{"statement": "The learner lives in Taipei.", "evidence": "No, I never lived in Taipei."}],
+        },
     )
     server.script("correction", lambda body: {"ids": [ids[TAIPEI]]})
     say(app, "No, I never lived in Taipei.")
@@ -144,7 +151,9 @@ def test_the_correction_lookup_uses_the_same_candidates(make_app, server, local_
         ("The learner has an older brother.", "The learner has a younger brother."),
     ],
 )
-def test_a_contradiction_near_an_old_fact_is_decided_not_merged_across_sessions(make_app, server, local_embedder, before, after):
+def test_a_contradiction_near_an_old_fact_is_decided_not_merged_across_sessions(
+    make_app, server, local_embedder, before, after
+):
     first = make_app(embedder=local_embedder)
     server.script("extraction", extraction(fact(before, "learning")))
     say(first, "First message.")
@@ -177,7 +186,9 @@ def test_same_category_memories_reach_the_decision_when_dense_neighbours_crowd_t
     assert taipei.id not in {c.record.id for c in extractor.candidates(MOVED, vector, "identity")}
 
 
-def test_an_old_fact_is_still_a_candidate_under_many_newer_ones_of_its_category(make_app, server, clock, local_embedder):
+def test_an_old_fact_is_still_a_candidate_under_many_newer_ones_of_its_category(
+    make_app, server, clock, local_embedder
+):
     app = make_app(embedder=local_embedder)
     taipei = app.store.add(TAIPEI, category="identity")
     for i in range(120):
@@ -194,16 +205,35 @@ def test_an_old_fact_is_still_a_candidate_under_many_newer_ones_of_its_category(
 TOKYO_CROWD = [
     (f"The learner {what} in Tokyo.", category)
     for what, category in [
-        ("visited a friend", "other"), ("saw a concert", "other"), ("ate sushi", "preference"),
-        ("bought a camera", "other"), ("took a cooking class", "learning"), ("ran a marathon", "habit"),
-        ("stayed at a small hotel", "other"), ("met a pen pal", "identity"), ("studied Japanese for a week", "learning"),
-        ("got lost on the subway", "other"), ("has a cousin living", "identity"), ("went to a baseball game", "other"),
-        ("wants to open a cafe", "goal"), ("lost a wallet", "other"), ("likes the night views", "preference"),
-        ("had a job interview", "schedule"), ("visited the fish market", "other"), ("watched fireworks", "other"),
-        ("practised English with tourists", "learning"), ("shops for books every summer", "habit"),
-        ("has an aunt working", "identity"), ("saw Mount Fuji from a tower", "other"), ("tried karaoke", "preference"),
-        ("plans a trip every year", "goal"), ("gave a talk at a conference", "other"), ("rode a rental bike", "other"),
-        ("met the learner's partner", "identity"), ("celebrated a birthday", "other"), ("went to a jazz bar", "preference"),
+        ("visited a friend", "other"),
+        ("saw a concert", "other"),
+        ("ate sushi", "preference"),
+        ("bought a camera", "other"),
+        ("took a cooking class", "learning"),
+        ("ran a marathon", "habit"),
+        ("stayed at a small hotel", "other"),
+        ("met a pen pal", "identity"),
+        ("studied Japanese for a week", "learning"),
+        ("got lost on the subway", "other"),
+        ("has a cousin living", "identity"),
+        ("went to a baseball game", "other"),
+        ("wants to open a cafe", "goal"),
+        ("lost a wallet", "other"),
+        ("likes the night views", "preference"),
+        ("had a job interview", "schedule"),
+        ("visited the fish market", "other"),
+        ("watched fireworks", "other"),
+        ("practised English with tourists", "learning"),
+        ("shops for books every summer", "habit"),
+        ("has an aunt working", "identity"),
+        ("saw Mount Fuji from a tower", "other"),
+        ("tried karaoke", "preference"),
+        ("plans a trip every year", "goal"),
+        ("gave a talk at a conference", "other"),
+        ("rode a rental bike", "other"),
+        ("met the learner's partner", "identity"),
+        ("celebrated a birthday", "other"),
+        ("went to a jazz bar", "preference"),
         ("visited a temple at dawn", "other"),
     ]
 ]

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from memora.engine.embeddings import HashEmbedder
 from long_term_memory import LongTermMemoryStore, is_near_duplicate
+from memora.engine.embeddings import HashEmbedder
 
 FIXTURE = Path(__file__).parent / "fixtures" / "dedup_pairs.json"
 PAIRS = json.loads(FIXTURE.read_text(encoding="utf-8"))["pairs"]
@@ -41,13 +41,26 @@ def embedder(request):
 def merged_without_asking(embedder, pair) -> bool:
     """Either order: the new fact may be either text."""
     d = distance(embedder, pair["a"], pair["b"])
-    return is_near_duplicate(embedder.name, pair["b"], pair["a"], d) or is_near_duplicate(embedder.name, pair["a"], pair["b"], d)
+    return is_near_duplicate(embedder.name, pair["b"], pair["a"], d) or is_near_duplicate(
+        embedder.name, pair["a"], pair["b"], d
+    )
 
 
 def test_the_fixture_covers_every_kind_in_both_languages():
     assert len(PAIRS) >= 120
     kinds = Counter((p["type"], p["lang"]) for p in CONTRADICTIONS)
-    for kind in ("antonym", "direction", "comparative", "quantity", "negation", "relative", "place", "time", "frequency", "like_dislike"):
+    for kind in (
+        "antonym",
+        "direction",
+        "comparative",
+        "quantity",
+        "negation",
+        "relative",
+        "place",
+        "time",
+        "frequency",
+        "like_dislike",
+    ):
         assert kinds[(kind, "en")] >= 4 and kinds[(kind, "zh")] >= 1, kind
     # what a be-form, an auxiliary, a modal or a sign changes
     for kind in ("voice", "tense", "modality", "sign"):

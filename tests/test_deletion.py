@@ -7,11 +7,7 @@ for unique markers, with the embedded Chroma store on disk.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
-
 from helpers.stores import files_holding
 
 FILLER_WORDS = "learner likes music hiking coffee tea exam tuesday city lives works studies grammar idioms".split()
@@ -19,7 +15,9 @@ FILLER_WORDS = "learner likes music hiking coffee tea exam tuesday city lives wo
 
 def fillers(n: int, tag: str = "") -> list[dict]:
     return [
-        {"content": f"The learner {' '.join(FILLER_WORDS[(i * 7 + k) % len(FILLER_WORDS)] for k in range(8))} {tag}note{i}"}
+        {
+            "content": f"The learner {' '.join(FILLER_WORDS[(i * 7 + k) % len(FILLER_WORDS)] for k in range(8))} {tag}note{i}"
+        }
         for i in range(n)
     ]
 
@@ -38,27 +36,43 @@ def snapshot(app) -> list[tuple]:
 
 
 @pytest.mark.parametrize("embedder_kind", ["hash", "local"])
-def test_forget_id_leaves_no_byte_of_any_version_in_any_file(make_app, run_repl, server, data_dir, embedder_kind, request):
+def test_forget_id_leaves_no_byte_of_any_version_in_any_file(
+    make_app, run_repl, server, data_dir, embedder_kind, request
+):
     embedder = request.getfixturevalue("local_embedder") if embedder_kind == "local" else None
     app = make_app(embedder=embedder, memory_cap=10_000)
     many = 2500 if embedder_kind == "hash" else 150  # several Chroma batches of 1,000 with the fast embedder
-    app.store.add_many(fillers(many // 2) + [{"content": "The learner keeps a pet axolotl named Qzvorbix"}] + fillers(many // 2, "b"))
+    app.store.add_many(
+        fillers(many // 2) + [{"content": "The learner keeps a pet axolotl named Qzvorbix"}] + fillers(many // 2, "b")
+    )
     [first] = app.store.list(text="Qzvorbix")
-    typed = ["remember Kept fact: the learner plays the oboe", "memory edit x The learner keeps a pet axolotl named Wyxtrell"]
+    typed = [
+        "remember Kept fact: the learner plays the oboe",
+        "memory edit x The learner keeps a pet axolotl named Wyxtrell",
+    ]
     type_history(app, *typed)
     # The reply quotes both versions word for word, as a tutor's recap would.
-    server.script("chat", "I noted: the learner keeps a pet axolotl named Wyxtrell. (Before: The learner keeps a pet\naxolotl named Qzvorbix.)")
-    t = run_repl(app, [
-        "remember Kept fact: the learner plays the oboe",
-        f"memory edit {first.id} The learner keeps a pet axolotl named Wyxtrell",
-        "Tell me about my pet",
-    ])
+    server.script(
+        "chat",
+        "I noted: the learner keeps a pet axolotl named Wyxtrell. (Before: The learner keeps a pet\naxolotl named Qzvorbix.)",
+    )
+    t = run_repl(
+        app,
+        [
+            "remember Kept fact: the learner plays the oboe",
+            f"memory edit {first.id} The learner keeps a pet axolotl named Wyxtrell",
+            "Tell me about my pet",
+        ],
+    )
     [second] = app.store.list(text="Wyxtrell")
     # An extraction job that failed and waits for the next start would read the fact back in.
     from memora.app.session import PendingExtraction
 
-    app.turn.pending_jobs.append(PendingExtraction(job_id="j1", text="Remember: the learner keeps a pet axolotl named Wyxtrell!",
-                                               said_at=app.now(), attempts=1))
+    app.turn.pending_jobs.append(
+        PendingExtraction(
+            job_id="j1", text="Remember: the learner keeps a pet axolotl named Wyxtrell!", said_at=app.now(), attempts=1
+        )
+    )
     app.save_session()
     assert app.paths.session.exists() and "Wyxtrell" in app.paths.session.read_text()
     before = files_holding(data_dir, "Qzvorbix", "Wyxtrell")
@@ -189,14 +203,21 @@ def test_history_scrubbing_removes_whole_entries_and_keeps_the_file_readable(tmp
 
     path = tmp_path / ".memora_history"
     history = FileHistory(str(path))
-    for line in ["remember I keep a cat", "how is education going?", "remember The learner's   sister lives in LISBON.",
-                 "first line\nsecond line about my sister lives in lisbon", "bye"]:
+    for line in [
+        "remember I keep a cat",
+        "how is education going?",
+        "remember The learner's   sister lives in LISBON.",
+        "first line\nsecond line about my sister lives in lisbon",
+        "bye",
+    ]:
         history.store_string(line)
     finder = TextFinder(["I keep a cat", "The learner's sister lives in Lisbon."])
 
     assert scrub_input_history(path, finder) == 2
     assert list(FileHistory(str(path)).load_history_strings()) == [
-        "bye", "first line\nsecond line about my sister lives in lisbon", "how is education going?"
+        "bye",
+        "first line\nsecond line about my sister lives in lisbon",
+        "how is education going?",
     ]
     assert scrub_text("You said: I keep a CAT, and the learner's sister\nlives in Lisbon, right?", finder) == (
         "You said: [forgotten], and [forgotten], right?"

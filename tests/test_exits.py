@@ -4,14 +4,12 @@ with a traceback; a reply that stops half-way is never kept as if complete."""
 from __future__ import annotations
 
 import json
-import os
 import resource
 import signal
 import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT, child_env, run_chatbot
 from helpers.fake_openai import StreamThenFail
 
@@ -75,7 +73,9 @@ def test_an_unusable_data_dir_is_one_line_naming_the_cause_and_exit_2(tmp_path, 
     ],
 )
 def test_a_malformed_chroma_url_is_one_line_naming_it_and_exit_2(tmp_path, url, says):
-    result = run_chatbot(["profile", "exit"], "--data-dir", str(tmp_path / "home"), "--chroma-url", url, MEMORA_EMBEDDING_MODEL="hash")
+    result = run_chatbot(
+        ["profile", "exit"], "--data-dir", str(tmp_path / "home"), "--chroma-url", url, MEMORA_EMBEDDING_MODEL="hash"
+    )
     assert result.returncode == 2
     line = one_line_error(result)
     assert says in line and "--chroma-url" in line and url in line
@@ -84,7 +84,9 @@ def test_a_malformed_chroma_url_is_one_line_naming_it_and_exit_2(tmp_path, url, 
 
 
 def test_a_malformed_chroma_host_from_the_environment_is_refused_the_same_way(tmp_path):
-    result = run_chatbot(["exit"], "--data-dir", str(tmp_path / "home"), MEMORA_EMBEDDING_MODEL="hash", CHROMA_HOST="[::1")
+    result = run_chatbot(
+        ["exit"], "--data-dir", str(tmp_path / "home"), MEMORA_EMBEDDING_MODEL="hash", CHROMA_HOST="[::1"
+    )
     assert result.returncode == 2
     assert "is not a valid URL" in one_line_error(result)
 
@@ -146,8 +148,13 @@ def test_a_disk_io_error_from_the_catalogs_wal_pragma_is_one_line_and_exit_1(tmp
     home = tmp_path / "home"
     code = FULL_DISK_AT_WAL.format(home=str(home))
     result = subprocess.run(
-        [sys.executable, "-c", code], input="exit\n", capture_output=True, text=True, timeout=120,
-        env=child_env(MEMORA_EMBEDDING_MODEL="hash"), cwd=ROOT,
+        [sys.executable, "-c", code],
+        input="exit\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=child_env(MEMORA_EMBEDDING_MODEL="hash"),
+        cwd=ROOT,
     )
     assert result.returncode == 1
     line = one_line_error(result)
@@ -165,8 +172,11 @@ def test_output_closed_by_its_reader_stops_quietly_with_exit_1(tmp_path):
     home = tmp_path / "home"
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "chatbot.py"), "--plain", "--data-dir", str(home)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=child_env(MEMORA_EMBEDDING_MODEL="hash"), cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=child_env(MEMORA_EMBEDDING_MODEL="hash"),
+        cwd=ROOT,
     )
     head = [process.stdout.readline() for _ in range(2)]  # welcome and the no-model note
     assert head[0].startswith(b"Memora, your English tutor.")
@@ -181,8 +191,16 @@ def test_output_closed_by_its_reader_stops_quietly_with_exit_1(tmp_path):
 def test_the_real_head_pipeline_prints_no_traceback(tmp_path):
     home = tmp_path / "home"
     result = subprocess.run(
-        ["bash", "-c", f"printf 'status\\nstatus\\nstatus\\nexit\\n' | {sys.executable} chatbot.py --plain --data-dir {home} | head -3"],
-        capture_output=True, text=True, timeout=120, env=child_env(MEMORA_EMBEDDING_MODEL="hash"), cwd=ROOT,
+        [
+            "bash",
+            "-c",
+            f"printf 'status\\nstatus\\nstatus\\nexit\\n' | {sys.executable} chatbot.py --plain --data-dir {home} | head -3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=child_env(MEMORA_EMBEDDING_MODEL="hash"),
+        cwd=ROOT,
     )
     assert len(result.stdout.splitlines()) == 3
     assert result.stderr == ""

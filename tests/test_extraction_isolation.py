@@ -10,11 +10,18 @@ from __future__ import annotations
 import json
 
 from helpers.fake_openai import Error
+
 from memora.app.reports import status_rows
 
 
 def fact(text, category="other", memory_type="semantic", event_phrase=None, event_date=None):
-    return {"text": text, "memory_type": memory_type, "category": category, "event_phrase": event_phrase, "event_date": event_date}
+    return {
+        "text": text,
+        "memory_type": memory_type,
+        "category": category,
+        "event_phrase": event_phrase,
+        "event_date": event_date,
+    }
 
 
 def extraction(facts=(), profile_changes=(), corrections=()):
@@ -116,7 +123,10 @@ def test_a_mixed_result_stores_every_good_item_and_skips_each_bad_one(make_app, 
     # the items whose own call failed are kept, and only they
     [job] = pending(app)
     assert job["attempts"] == 1
-    assert [f["text"] for f in job["remaining"]["facts"]] == ["The learner collects stamps.", "The learner swims every Sunday."]
+    assert [f["text"] for f in job["remaining"]["facts"]] == [
+        "The learner collects stamps.",
+        "The learner swims every Sunday.",
+    ]
     assert [c["statement"] for c in job["remaining"]["corrections"]] == ["The learner lives in Taipei."]
     assert job["remaining"]["profile_changes"] == []
 
@@ -130,7 +140,10 @@ def test_a_mixed_result_stores_every_good_item_and_skips_each_bad_one(make_app, 
 def test_items_whose_call_failed_run_again_in_the_next_session_without_a_second_reading(make_app, server):
     app = make_app()
     app.store.add("The learner likes hiking.", category="hobby")
-    server.script("extraction", extraction(facts=[fact("The learner collects stamps.", "hobby"), fact("The learner's name is Ming.", "name")]))
+    server.script(
+        "extraction",
+        extraction(facts=[fact("The learner collects stamps.", "hobby"), fact("The learner's name is Ming.", "name")]),
+    )
     server.script("reconcile", Error(503), {"action": "ADD", "target_id": None, "text": None})
     say(app, "I collect stamps. My name is Ming.")
     assert "The learner's name is Ming." in {r.content for r in app.store.list()}
@@ -152,7 +165,10 @@ def test_items_whose_call_failed_run_again_in_the_next_session_without_a_second_
 def test_the_issue_case_a_5000_character_fact_loses_nothing_else_across_sessions(make_app, server):
     server.script(
         "extraction",
-        extraction(facts=[fact("y" * 5000), fact("The learner's name is Ming.", "name")], profile_changes=[goal("speak confidently at meetings")]),
+        extraction(
+            facts=[fact("y" * 5000), fact("The learner's name is Ming.", "name")],
+            profile_changes=[goal("speak confidently at meetings")],
+        ),
     )
     app = make_app()
     say(app, "Here is a very long message.")
@@ -211,7 +227,10 @@ def test_a_full_memory_stops_the_facts_but_not_the_profile_changes(make_app, ser
     app.store.add("The learner drinks tea.", category="habit")
     server.script(
         "extraction",
-        extraction(facts=[fact("The learner plays chess.", "hobby"), fact("The learner runs.", "habit")], profile_changes=[goal("write better emails")]),
+        extraction(
+            facts=[fact("The learner plays chess.", "hobby"), fact("The learner runs.", "habit")],
+            profile_changes=[goal("write better emails")],
+        ),
     )
     say(app, "I play chess and run, and I want to write better emails.")
     assert [r.content for r in app.store.list()] == ["The learner drinks tea."]
@@ -233,7 +252,12 @@ def test_a_supersede_of_a_memory_another_session_just_superseded_adds_the_new_fa
         return {"action": "SUPERSEDE", "target_id": taipei.id, "text": None}
 
     server.script("reconcile", decide)
-    server.script("extraction", extraction(facts=[fact("The learner lives in Tokyo.", "identity"), fact("The learner's name is Ming.", "name")]))
+    server.script(
+        "extraction",
+        extraction(
+            facts=[fact("The learner lives in Tokyo.", "identity"), fact("The learner's name is Ming.", "name")]
+        ),
+    )
     say(app, "I live in Tokyo now. I'm Ming.")
     assert sorted(r.content for r in app.store.list()) == [
         "The learner lives in Tainan.",

@@ -11,13 +11,14 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+from datetime import UTC
 from pathlib import Path
 
 import pytest
+from helpers.stores import chroma_collection, chroma_wrapped
 
 from memora.engine.errors import EmbeddingError
 from memora.engine.text_utils import clean_text
-from helpers.stores import chroma_collection, chroma_wrapped
 
 
 def memory(memory_id: str, content: str | None = None, **fields) -> dict:
@@ -40,13 +41,26 @@ def export(memories: list[dict], **fields) -> dict:
         "version": 1,
         "exported_at": "2026-11-02T10:00:00+00:00",
         "user": "default",
-        "profile": {"english_level": "C1", "learning_goals": ["Write a novel in English"], "preferences": ["Short answers"]},
+        "profile": {
+            "english_level": "C1",
+            "learning_goals": ["Write a novel in English"],
+            "preferences": ["Short answers"],
+        },
         "pending_profile_changes": [
-            {"id": "p1", "field": "preference", "action": "remove", "value": "Short answers",
-             "evidence": "I like long answers now", "created_at": "2026-11-02T09:00:00+00:00"}
+            {
+                "id": "p1",
+                "field": "preference",
+                "action": "remove",
+                "value": "Short answers",
+                "evidence": "I like long answers now",
+                "created_at": "2026-11-02T09:00:00+00:00",
+            }
         ],
         "memories": memories,
-        "session": {"messages": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "Hi!"}], "summary": ""},
+        "session": {
+            "messages": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "Hi!"}],
+            "summary": "",
+        },
     }
     data.update(fields)
     return data
@@ -59,13 +73,29 @@ def many(n: int) -> list[dict]:
 def state_of(app) -> dict:
     """Everything an import could change, read through the store and from the files."""
     records = [
-        (r.id, r.content, r.memory_type, r.category, r.source, r.status, r.created_at, r.last_seen, r.valid_until,
-         r.superseded_by, r.supersedes, r.change_reason, r.event_date, r.followed_up_at, sorted(r.metadata.items()))
+        (
+            r.id,
+            r.content,
+            r.memory_type,
+            r.category,
+            r.source,
+            r.status,
+            r.created_at,
+            r.last_seen,
+            r.valid_until,
+            r.superseded_by,
+            r.supersedes,
+            r.change_reason,
+            r.event_date,
+            r.followed_up_at,
+            sorted(r.metadata.items()),
+        )
         for r in app.store.all_records()
     ]
     page = chroma_collection(app.store).get(include=["documents", "metadatas"])
     chroma = sorted(
-        (i, d, sorted((k, v) for k, v in m.items())) for i, d, m in zip(page["ids"], page["documents"], page["metadatas"])
+        (i, d, sorted((k, v) for k, v in m.items()))
+        for i, d, m in zip(page["ids"], page["documents"], page["metadatas"])
     )
     with sqlite3.connect(app.store.catalog.path) as db:
         catalog = db.execute("SELECT * FROM memories ORDER BY id").fetchall()
@@ -100,8 +130,20 @@ def write(tmp_path, data, name="backup.json") -> Path:
 
 def loop_pair() -> list[dict]:
     return [
-        memory("aaaa0001", status="superseded", superseded_by="aaaa0002", supersedes="aaaa0002", valid_until="2026-11-01T11:00:00+00:00"),
-        memory("aaaa0002", status="superseded", superseded_by="aaaa0001", supersedes="aaaa0001", valid_until="2026-11-01T11:00:00+00:00"),
+        memory(
+            "aaaa0001",
+            status="superseded",
+            superseded_by="aaaa0002",
+            supersedes="aaaa0002",
+            valid_until="2026-11-01T11:00:00+00:00",
+        ),
+        memory(
+            "aaaa0002",
+            status="superseded",
+            superseded_by="aaaa0001",
+            supersedes="aaaa0001",
+            valid_until="2026-11-01T11:00:00+00:00",
+        ),
     ]
 
 
@@ -113,8 +155,12 @@ def duplicate_in_second_batch() -> list[dict]:
 
 BAD_FILES = {
     "a duplicate id in the second 1,000-record batch": lambda: export(duplicate_in_second_batch()),
-    "200,000 nested levels": lambda: b'{"format": "memora-export", "memories": ' + b"[" * 200_000 + b"]" * 200_000 + b"}",
-    "40 nested levels inside a memory": lambda: export([memory("aaaa0001", metadata={"x": json.loads("[" * 40 + "]" * 40)})]),
+    "200,000 nested levels": lambda: (
+        b'{"format": "memora-export", "memories": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+    ),
+    "40 nested levels inside a memory": lambda: export(
+        [memory("aaaa0001", metadata={"x": json.loads("[" * 40 + "]" * 40)})]
+    ),
     "a text that is a number": lambda: export([memory("aaaa0001", 12345)]),
     "a text over 1,000 characters": lambda: export([memory("aaaa0001", "practise " * 112)]),
     "a text that cleaning leaves empty": lambda: export([memory("aaaa0001", "\x1b\x07\u200b\u2028 \t")]),
@@ -126,20 +172,38 @@ BAD_FILES = {
     "a successor missing from the file": lambda: export(
         [memory("aaaa0001", status="superseded", superseded_by="ffff0000", valid_until="2026-11-01T11:00:00+00:00")]
     ),
-    "a current memory with a successor": lambda: export([memory("aaaa0001", superseded_by="aaaa0002"), memory("aaaa0002", supersedes="aaaa0001")]),
+    "a current memory with a successor": lambda: export(
+        [memory("aaaa0001", superseded_by="aaaa0002"), memory("aaaa0002", supersedes="aaaa0001")]
+    ),
     "versions that form a loop": lambda: export(loop_pair()),
     "another learner's export": lambda: export(many(3), user="bob"),
     "a memory that names its learner": lambda: export([memory("aaaa0001", user_id="bob")]),
     "a reserved metadata key": lambda: export([memory("aaaa0001", metadata={"user_id": "bob"})]),
     "an id the commands cannot reach": lambda: export([memory("AB/../x")]),
-    "bytes that are not UTF-8": lambda: json.dumps(export(many(2))).encode("utf-8").replace(b"imported", b"import\xe9d", 1),
+    "bytes that are not UTF-8": lambda: (
+        json.dumps(export(many(2))).encode("utf-8").replace(b"imported", b"import\xe9d", 1)
+    ),
     "a key given twice": lambda: b'{"format": "memora-export", "format": "memora-export", "version": 1}',
     "NaN in the metadata": lambda: json.dumps(export([memory("aaaa0001", metadata={"score": float("nan")})])).encode(),
     "a profile goal over 200 characters": lambda: export(many(2), profile={"learning_goals": ["g" * 201]}),
-    "a profile with 101 preferences": lambda: export(many(2), profile={"preferences": [f"Preference number {i}" for i in range(101)]}),
-    "an invalid pending change": lambda: export(many(2), pending_profile_changes=[{"id": "p", "field": "english_level", "action": "set",
-                                                                                   "value": "Z9", "created_at": "2026-11-02T09:00:00+00:00"}]),
-    "a session message over 8,000 characters": lambda: export(many(2), session={"messages": [{"role": "user", "content": "x" * 8001}]}),
+    "a profile with 101 preferences": lambda: export(
+        many(2), profile={"preferences": [f"Preference number {i}" for i in range(101)]}
+    ),
+    "an invalid pending change": lambda: export(
+        many(2),
+        pending_profile_changes=[
+            {
+                "id": "p",
+                "field": "english_level",
+                "action": "set",
+                "value": "Z9",
+                "created_at": "2026-11-02T09:00:00+00:00",
+            }
+        ],
+    ),
+    "a session message over 8,000 characters": lambda: export(
+        many(2), session={"messages": [{"role": "user", "content": "x" * 8001}]}
+    ),
     "not a Memora export at all": lambda: [{"note": "The learner plays the cello"}],
     "an unknown profile level": lambda: export(many(2), profile={"english_level": "Z9"}),
     "a profile level in lower case that is still unknown": lambda: export(many(2), profile={"english_level": "c3"}),
@@ -148,16 +212,24 @@ BAD_FILES = {
     "a metadata int over 64 bits": lambda: export([memory("aaaa0001", metadata={"n": 10**30})]),
     "a metadata int just over 64 bits": lambda: export([memory("aaaa0001", metadata={"n": 2**63})]),
     "a metadata int under 64 bits": lambda: export([memory("aaaa0001", metadata={"n": -(2**63) - 1})]),
-    "an infinite metadata number": lambda: json.dumps(export([memory("aaaa0001", metadata={"x": "INF"})])).replace('"INF"', "1e999").encode(),
-    "a negative infinite metadata number": lambda: json.dumps(export([memory("aaaa0001", metadata={"x": "INF"})])).replace('"INF"', "-1e999").encode(),
+    "an infinite metadata number": lambda: (
+        json.dumps(export([memory("aaaa0001", metadata={"x": "INF"})])).replace('"INF"', "1e999").encode()
+    ),
+    "a negative infinite metadata number": lambda: (
+        json.dumps(export([memory("aaaa0001", metadata={"x": "INF"})])).replace('"INF"', "-1e999").encode()
+    ),
     "Infinity in the metadata": lambda: json.dumps(export([memory("aaaa0001", metadata={"x": float("inf")})])).encode(),
-    "a superseded memory with no successor and no end date": lambda: export([memory("aaaa0001", status="superseded"), *many(2)]),
+    "a superseded memory with no successor and no end date": lambda: export(
+        [memory("aaaa0001", status="superseded"), *many(2)]
+    ),
     "an end date before the memory was made": lambda: export(
         [memory("aaaa0001", status="superseded", valid_until="2026-10-01T10:00:00+00:00"), *many(2)]
     ),
     "a successor whose end date is before its own start": lambda: export(
-        [memory("aaaa0001", status="superseded", superseded_by="aaaa0002", valid_until="2026-10-31T23:59:00+00:00"),
-         memory("aaaa0002", supersedes="aaaa0001")]
+        [
+            memory("aaaa0001", status="superseded", superseded_by="aaaa0002", valid_until="2026-10-31T23:59:00+00:00"),
+            memory("aaaa0002", supersedes="aaaa0001"),
+        ]
     ),
 }
 
@@ -265,7 +337,10 @@ def test_the_same_file_imports_once_it_is_whole(learner, run_repl, tmp_path):
     records = duplicate_in_second_batch()
     records[1050]["id"] = "cccc1050"
     t = run_repl(learner, [f"import {write(tmp_path, export(records))}"])
-    assert "Imported 1100 memories (0 already here, kept as they are), profile merged, 1 pending profile change restored" in t.text
+    assert (
+        "Imported 1100 memories (0 already here, kept as they are), profile merged, 1 pending profile change restored"
+        in t.text
+    )
     assert learner.store.count(include_superseded=True) == 1103
 
 
@@ -274,7 +349,10 @@ def test_imported_text_is_cleaned_like_typed_text(make_app, run_repl, tmp_path):
     data = export(
         [memory("aaaa0001", hostile, metadata={"note": "said \x1b[2Jloudly"})],
         profile={"learning_goals": ["Pass \x1b[5mIELTS\x1b[0m"], "preferences": []},
-        session={"messages": [{"role": "user", "content": "line one\x1b[2J\nline two\x07"}], "summary": "\x1b]0;x\x07Talked."},
+        session={
+            "messages": [{"role": "user", "content": "line one\x1b[2J\nline two\x07"}],
+            "summary": "\x1b]0;x\x07Talked.",
+        },
         pending_profile_changes=[],
     )
     app = make_app()
@@ -284,8 +362,13 @@ def test_imported_text_is_cleaned_like_typed_text(make_app, run_repl, tmp_path):
     typed.store.add(hostile)
     [imported] = app.store.list()
     assert imported.content == typed.store.list()[0].content
-    for text in (imported.content, imported.metadata["note"], *app.profiles.get().learning_goals,
-                 *(m["content"] for m in app.memory.messages), app.memory.summary):
+    for text in (
+        imported.content,
+        imported.metadata["note"],
+        *app.profiles.get().learning_goals,
+        *(m["content"] for m in app.memory.messages),
+        app.memory.summary,
+    ):
         assert not any(ord(ch) < 32 and ch != "\n" for ch in text), repr(text)
         assert "\x1b" not in text and "\u200b" not in text
     # Line breaks of a conversation survive; each line is cleaned as typed text is.
@@ -344,8 +427,20 @@ def test_an_import_killed_midway_is_undone_at_the_next_start(learner, make_app, 
     before = state_of(learner)
     learner.close()
     result = subprocess.run(
-        [sys.executable, "-c", CRASHING_IMPORT, str(learner.settings.data_dir), str(learner.settings.knowledge_dir), str(backup), where],
-        env=child_env(), cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-c",
+            CRASHING_IMPORT,
+            str(learner.settings.data_dir),
+            str(learner.settings.knowledge_dir),
+            str(backup),
+            where,
+        ],
+        env=child_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == -9, result.stderr
     journal = Path(str(learner.store.catalog.path) + ".restoring.json")
@@ -365,25 +460,31 @@ def test_an_import_killed_midway_is_undone_at_the_next_start(learner, make_app, 
 def test_restore_undoes_what_it_wrote_and_overwrote_on_either_backend(connection, tmp_path, monkeypatch):
     """The undo also puts back records the import overwrote, on an embedded store and a server."""
     import uuid
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from chromadb.errors import InternalError
 
-    from memora.engine.embeddings import HashEmbedder
     from long_term_memory import LongTermMemoryStore
+    from memora.engine.embeddings import HashEmbedder
     from memora.engine.records import MemoryRecord
 
-    store = LongTermMemoryStore(tmp_path / "memora_db", embedding_function=HashEmbedder(),
-                                user_id=f"undo{uuid.uuid4().hex[:6]}", connection=connection)
+    store = LongTermMemoryStore(
+        tmp_path / "memora_db",
+        embedding_function=HashEmbedder(),
+        user_id=f"undo{uuid.uuid4().hex[:6]}",
+        connection=connection,
+    )
     kept = store.add("The learner keeps this one").record
 
     def chroma_state():
         page = chroma_collection(store).get(include=["documents", "metadatas", "embeddings"])
-        return sorted((i, d, sorted(m.items()), [round(x, 6) for x in v])
-                      for i, d, m, v in zip(page["ids"], page["documents"], page["metadatas"], page["embeddings"]))
+        return sorted(
+            (i, d, sorted(m.items()), [round(x, 6) for x in v])
+            for i, d, m, v in zip(page["ids"], page["documents"], page["metadatas"], page["embeddings"])
+        )
 
     before = (chroma_state(), [(r.id, r.content) for r in store.all_records()])
-    now = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 1, tzinfo=UTC)
     incoming = [kept.evolve(content="An overwritten version of it")] + [
         MemoryRecord(id=f"{i:08x}", content=f"Imported fact {i}", created_at=now) for i in range(1100)
     ]
@@ -401,7 +502,9 @@ class FailingSecondUpsertAndUndo(FailingSecondUpsert):
         raise InternalError("injected failure while undoing")
 
 
-def test_an_import_whose_undo_fails_says_so_and_the_next_start_finishes_it(learner, make_app, run_repl, tmp_path, monkeypatch):
+def test_an_import_whose_undo_fails_says_so_and_the_next_start_finishes_it(
+    learner, make_app, run_repl, tmp_path, monkeypatch
+):
     path = write(tmp_path, export(many(1100)))
     before = state_of(learner)
     with chroma_wrapped(learner.store, FailingSecondUpsertAndUndo):

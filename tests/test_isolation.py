@@ -8,10 +8,10 @@ import sys
 from datetime import timedelta
 
 import pytest
-
 from conftest import ROOT, child_env
-from memora.engine.errors import ConfigError
 from helpers.stores import chroma_collection
+
+from memora.engine.errors import ConfigError
 
 ALICE_SECRETS = ["Alice", "violin", "Kaohsiung", "IELTS 8", "tea ceremony"]
 
@@ -22,7 +22,9 @@ def fill(app, name, hobby, city, goal, event):
     app.store.add(f"The learner's name is {name}.", category="name")
     app.store.add(f"The learner plays the {hobby}.", category="hobby")
     app.store.add(f"The learner lives in {city}.", category="identity")
-    app.store.add(f"The learner has a {event} on Friday.", category="schedule", created_at=app.now() - timedelta(days=6))
+    app.store.add(
+        f"The learner has a {event} on Friday.", category="schedule", created_at=app.now() - timedelta(days=6)
+    )
 
 
 @pytest.fixture
@@ -39,8 +41,18 @@ def test_no_read_path_shows_the_other_learner(two_learners, server, run_repl, tm
     alice, bob = two_learners
     server.fake.clear()
     export = tmp_path / "bob.json"
-    t = run_repl(bob, ["profile", "memories --all", "search violin Kaohsiung tea ceremony Alice", "status",
-                       "Tell me about violin and Kaohsiung and the tea ceremony", "why", f"export {export}"])
+    t = run_repl(
+        bob,
+        [
+            "profile",
+            "memories --all",
+            "search violin Kaohsiung tea ceremony Alice",
+            "status",
+            "Tell me about violin and Kaohsiung and the tea ceremony",
+            "why",
+            f"export {export}",
+        ],
+    )
     shown = "\n".join(line for line in t.text.splitlines() if not line.startswith("You: "))  # not Bob's own typing
     developer = server.chats[-1].developer
     data = json.loads(export.read_text())
@@ -57,18 +69,25 @@ def test_each_learner_has_their_own_files_and_collection(two_learners, data_dir)
     alice, bob = two_learners
     assert alice.paths.profile == data_dir / "users" / "alice" / "user_profile.json"
     assert bob.paths.session == data_dir / "users" / "bob" / "memora_session.json"
-    assert chroma_collection(alice.store).name == "memora-alice-memories" and chroma_collection(bob.store).name == "memora-bob-memories"
+    assert (
+        chroma_collection(alice.store).name == "memora-alice-memories"
+        and chroma_collection(bob.store).name == "memora-bob-memories"
+    )
     assert json.loads(alice.paths.profile.read_text())["learning_goals"] == ["IELTS 8"]
 
 
-def test_users_lists_learners_and_forget_user_deletes_one_after_typing_the_name(two_learners, make_app, run_repl, data_dir):
+def test_users_lists_learners_and_forget_user_deletes_one_after_typing_the_name(
+    two_learners, make_app, run_repl, data_dir
+):
     alice, bob = two_learners
     default = make_app()
     t = run_repl(default, ["users", "forget user alice", "nope", "forget user alice", "alice", "users"])
     listing = t.text.split("You: forget user")[0]
     assert "alice" in listing and "bob" in listing and "default (you)" in listing
     assert "Cancelled; nothing was deleted." in t.text
-    assert "Deleted learner 'alice': 4 memories, user_profile.json, memora_session.json, memora_activity.json." in t.text
+    assert (
+        "Deleted learner 'alice': 4 memories, user_profile.json, memora_session.json, memora_activity.json." in t.text
+    )
     assert not (data_dir / "users" / "alice").exists()
     assert "memora-alice-memories" not in default.connection.list_collection_names()
     assert bob.store.count() == 4 and bob.profiles.get().learning_goals == ["TOEIC 900"]
@@ -85,8 +104,14 @@ def test_user_flag_and_environment_select_the_learner(tmp_path):
     home = tmp_path / "home"
     env = child_env(MEMORA_HOME=home, MEMORA_EMBEDDING_MODEL="hash")
     run = lambda args, text, **extra: subprocess.run(  # noqa: E731
-        [sys.executable, str(ROOT / "chatbot.py"), "--plain", *args], input=text, capture_output=True, text=True,
-        env={**env, **extra}, cwd=ROOT, timeout=120)
+        [sys.executable, str(ROOT / "chatbot.py"), "--plain", *args],
+        input=text,
+        capture_output=True,
+        text=True,
+        env={**env, **extra},
+        cwd=ROOT,
+        timeout=120,
+    )
     assert run(["--user", "mei"], "profile level c1\nexit\n").returncode == 0
     assert json.loads((home / "users" / "mei" / "user_profile.json").read_text())["english_level"] == "C1"
     shown = run([], "profile\nexit\n", MEMORA_USER="mei").stdout
@@ -105,12 +130,25 @@ def test_forgetting_the_current_learner_deletes_everything_and_exits(two_learner
 
 
 @pytest.mark.parametrize("answer", ["while the deletion waits", "after the deletion gave up waiting"])
-def test_forgetting_yourself_while_extraction_runs_brings_nothing_back(make_app, server, run_repl, data_dir, monkeypatch, answer):
+def test_forgetting_yourself_while_extraction_runs_brings_nothing_back(
+    make_app, server, run_repl, data_dir, monkeypatch, answer
+):
     app = make_app()
-    held = server.hold("extraction", {
-        "facts": [],
-        "profile_changes": [{"field": "learning_goal", "action": "add", "value": "work in London", "evidence": "I want to work in London"}],
-        "corrections": []})
+    held = server.hold(
+        "extraction",
+        {
+            "facts": [],
+            "profile_changes": [
+                {
+                    "field": "learning_goal",
+                    "action": "add",
+                    "value": "work in London",
+                    "evidence": "I want to work in London",
+                }
+            ],
+            "corrections": [],
+        },
+    )
     worker = app.worker
     cancel = worker.cancel
 
@@ -142,4 +180,6 @@ def test_forgetting_yourself_while_extraction_runs_brings_nothing_back(make_app,
     assert not (data_dir / "memora_session.json").exists()
     from long_term_memory import LongTermMemoryStore
 
-    assert LongTermMemoryStore(data_dir / "memora_db", embedding_function=app.embedder).count(include_superseded=True) == 0
+    assert (
+        LongTermMemoryStore(data_dir / "memora_db", embedding_function=app.embedder).count(include_superseded=True) == 0
+    )

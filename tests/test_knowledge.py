@@ -6,9 +6,8 @@ import shutil
 
 import pytest
 
-from memora.engine.config import KNOWLEDGE_DIR
 from memora.app.knowledge import KNOWLEDGE_MIN_SIMILARITY, KnowledgeBase, split_note
-from long_term_memory import RETRIEVAL_MIN_SCORE
+from memora.engine.config import KNOWLEDGE_DIR
 
 ON_TOPIC = [
     ("How do I check in at the airport?", "travel-english.md", "Checking in at the airport"),
@@ -17,7 +16,14 @@ ON_TOPIC = [
     ("How do I order food and ask for the bill?", "travel-english.md", "Ordering food and asking for the bill"),
     ("Is it borrow or lend?", "common-mistakes.md", "Borrow or lend?"),
 ]
-OFF_TOPIC = ["I'm tired today", "Hello!", "Let's start today's practice.", "What's my name?", "Tell me a joke", "我們開始今天的練習吧"]
+OFF_TOPIC = [
+    "I'm tired today",
+    "Hello!",
+    "Let's start today's practice.",
+    "What's my name?",
+    "Tell me a joke",
+    "我們開始今天的練習吧",
+]
 
 
 def test_shipped_notes_split_into_titled_sections():
@@ -42,19 +48,23 @@ class ByMeaningOnly:
         return EmbeddingResult([[1.0, 0.0, 0.0] if t == self.query else other for t in texts])
 
 
-@pytest.mark.parametrize("similarity, note_found, memory_found", [(0.45, True, False), (0.35, False, False), (0.6, True, True)])
+@pytest.mark.parametrize(
+    "similarity, note_found, memory_found", [(0.45, True, False), (0.35, False, False), (0.6, True, True)]
+)
 def test_knowledge_is_more_permissive_than_memories(tmp_path, clock, similarity, note_found, memory_found):
     """At the same similarity of meaning alone, a note enters the context where a memory does not."""
+    from long_term_memory import LongTermMemoryStore
     from memora.engine.chroma_backend import ChromaConnection
     from memora.engine.retrieval import retrieve_relevant_memories
-    from long_term_memory import LongTermMemoryStore
 
     query = "zzq"
     embedder = ByMeaningOnly(query, similarity)
     connection = ChromaConnection(tmp_path / "db")
     notes = tmp_path / "notes"
     notes.mkdir()
-    (notes / "airport.md").write_text("# Travel\n\n## Checking in\n\nShow your passport at the desk.\n", encoding="utf-8")
+    (notes / "airport.md").write_text(
+        "# Travel\n\n## Checking in\n\nShow your passport at the desk.\n", encoding="utf-8"
+    )
     base = KnowledgeBase(notes, connection, embedder)
     base.sync()
     store = LongTermMemoryStore(tmp_path / "db", embedding_function=embedder, connection=connection, clock=clock)
@@ -97,12 +107,16 @@ def test_notes_are_reindexed_when_files_change(tmp_path, local_embedder):
     first = base.sync()
     assert first > 20
     assert base.sync() == 0  # nothing changed, nothing re-embedded
-    (notes / "idioms.md").write_text("# Idioms\n\n## Raining cats and dogs\n\nIt means it is raining very heavily.\n", encoding="utf-8")
+    (notes / "idioms.md").write_text(
+        "# Idioms\n\n## Raining cats and dogs\n\nIt means it is raining very heavily.\n", encoding="utf-8"
+    )
     (notes / "exam-tips.md").unlink()
     vector = local_embedder.embed(["What does raining cats and dogs mean?"]).vectors[0]
     items = base.search(vector)  # the change is picked up on the next search
     assert items and items[0].source == "idioms.md"
-    ielts = base.search(local_embedder.embed(["Can you help me with IELTS speaking part 2?"]).vectors[0], min_similarity=0)
+    ielts = base.search(
+        local_embedder.embed(["Can you help me with IELTS speaking part 2?"]).vectors[0], min_similarity=0
+    )
     assert ielts and all(i.source != "exam-tips.md" for i in ielts)  # other notes answer; the deleted one never
 
 
@@ -116,7 +130,10 @@ def test_a_turn_injects_notes_in_their_own_section_in_the_fixed_order(make_app, 
     app.store.add("The learner practised airport check-in dialogues last week.", memory_type="episodic")
     app.chat("How do I check in at the airport for my flight?", on_delta=lambda _: None)
     developer = server.chats[-1].developer
-    order = [developer.index(f"<{tag}>") for tag in ("user_profile", "learner_digest", "follow_up", "knowledge_notes", "long_term_memories")]
+    order = [
+        developer.index(f"<{tag}>")
+        for tag in ("user_profile", "learner_digest", "follow_up", "knowledge_notes", "long_term_memories")
+    ]
     assert order == sorted(order)
     assert "[travel-english.md › Checking in at the airport]" in server.chats[-1].section("knowledge_notes")
     app.chat("Tell me a joke", on_delta=lambda _: None)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-
-from context_builder import DIGEST_SECTIONS
 from helpers.scripts import extraction, fact
 from helpers.threads import Conductor
+
+from context_builder import DIGEST_SECTIONS
 
 
 def say(app, text):
@@ -24,8 +24,18 @@ def test_the_name_is_in_the_background_many_turns_later_whatever_retrieval_finds
     app = make_app()
     server.script("extraction", extraction(fact("The learner's name is Xiaoming.", "name")))
     say(app, "Hi! My name is Xiaoming.")
-    topics = ["the present perfect", "airport vocabulary", "ordering coffee", "hotel complaints", "phrasal verbs",
-              "IELTS speaking part 2", "prepositions of time", "small talk about weather", "job interview answers", "idioms"]
+    topics = [
+        "the present perfect",
+        "airport vocabulary",
+        "ordering coffee",
+        "hotel complaints",
+        "phrasal verbs",
+        "IELTS speaking part 2",
+        "prepositions of time",
+        "small talk about weather",
+        "job interview answers",
+        "idioms",
+    ]
     for topic in topics:
         say(app, f"Can you explain {topic}?")
     say(app, "What's my name?")
@@ -85,7 +95,14 @@ def test_digest_has_a_token_cap(make_app, server):
 def test_follow_up_after_the_event_date_once_and_only_once(make_app, server, clock, run_repl):
     server.script(
         "extraction",
-        extraction(fact("The learner has an English test next Tuesday.", "schedule", event_phrase="next Tuesday", event_date=None)),
+        extraction(
+            fact(
+                "The learner has an English test next Tuesday.",
+                "schedule",
+                event_phrase="next Tuesday",
+                event_date=None,
+            )
+        ),
     )
     app = make_app()
     # Sunday 2026-11-29: "next Tuesday" is 2026-12-01
@@ -115,7 +132,9 @@ def test_follow_up_after_the_event_date_once_and_only_once(make_app, server, clo
 
 
 def seed(app, text, *, days_ago, event_date=None, category="schedule"):
-    record = app.store.add(text, category=category, created_at=app.now() - timedelta(days=days_ago), event_date=event_date)
+    record = app.store.add(
+        text, category=category, created_at=app.now() - timedelta(days=days_ago), event_date=event_date
+    )
     return record.id
 
 
@@ -132,8 +151,12 @@ def test_follow_up_without_a_date_waits_proactive_days_and_picks_the_oldest(make
 
 def test_no_follow_up_for_something_said_hours_ago_or_for_other_categories(make_app, server, clock):
     app = make_app()
-    app.store.add("The learner is buying dinner later today.", category="schedule",
-                  created_at=app.now() - timedelta(hours=5), event_date=(app.now() - timedelta(days=1)).date())
+    app.store.add(
+        "The learner is buying dinner later today.",
+        category="schedule",
+        created_at=app.now() - timedelta(hours=5),
+        event_date=(app.now() - timedelta(days=1)).date(),
+    )
     seed(app, "The learner loves hiking.", days_ago=10, category="hobby")
     seed(app, "The learner has a job interview next month.", days_ago=2)
     app.chat("hi", on_delta=lambda _: None)
@@ -174,7 +197,9 @@ def test_level_change_is_proposed_persisted_and_confirmed_after_a_restart(make_a
     app = make_app()
     app.profiles.set_english_level("B1")
     server.script("chat", "Congratulations on your progress!")
-    server.script("extraction", extraction(profile_changes=[level_change("B2", "I passed the B2 exam, so I'm B2 now.")]))
+    server.script(
+        "extraction", extraction(profile_changes=[level_change("B2", "I passed the B2 exam, so I'm B2 now.")])
+    )
     t = run_repl(app, ["I passed the B2 exam, so I'm B2 now."])
     assert "Memora: Congratulations on your progress!\n" in t.text
     assert "Note: You mentioned you're B2 now. Update your profile level from B1 to B2? (yes/no)\n" in t.text
@@ -210,7 +235,16 @@ def test_new_goals_apply_directly_with_a_notice_and_wanting_a_level_is_a_goal(ma
     app.profiles.set_english_level("B1")
     server.script(
         "extraction",
-        extraction(profile_changes=[{"field": "learning_goal", "action": "add", "value": "reach B2", "evidence": "I want to be B2 by summer"}]),
+        extraction(
+            profile_changes=[
+                {
+                    "field": "learning_goal",
+                    "action": "add",
+                    "value": "reach B2",
+                    "evidence": "I want to be B2 by summer",
+                }
+            ]
+        ),
     )
     t = run_repl(app, ["I want to be B2 by summer"])
     assert "Note: Added to your goals: \u201creach B2\u201d." in t.text
@@ -227,7 +261,16 @@ def test_removing_a_goal_is_asked_first(make_app, server, run_repl):
     app.profiles.add_learning_goal("work abroad")
     server.script(
         "extraction",
-        extraction(profile_changes=[{"field": "learning_goal", "action": "remove", "value": "work abroad", "evidence": "I don't plan to work abroad anymore"}]),
+        extraction(
+            profile_changes=[
+                {
+                    "field": "learning_goal",
+                    "action": "remove",
+                    "value": "work abroad",
+                    "evidence": "I don't plan to work abroad anymore",
+                }
+            ]
+        ),
     )
     t = run_repl(app, ["I don't plan to work abroad anymore", "profile confirm"])
     assert "Remove the goal \u201cwork abroad\u201d from your profile? (yes/no)" in t.text
@@ -251,7 +294,11 @@ def test_a_correction_supersedes_the_memory_at_once_and_says_so(make_app, server
     app.store.add("The learner lives in Taichung.", category="identity")
     server.script(
         "extraction",
-        extraction(corrections=[{"statement": "The learner wants to work abroad.", "evidence": "No, I never said I want to work abroad"}]),
+        extraction(
+            corrections=[
+                {"statement": "The learner wants to work abroad.", "evidence": "No, I never said I want to work abroad"}
+            ]
+        ),
     )
     server.script("correction", {"ids": [wrong.id]})
     t = run_repl(app, ["No, I never said I want to work abroad"])
@@ -310,7 +357,12 @@ def test_a_correction_in_a_failed_turn_changes_nothing(make_app, server):
 
     app = make_app()
     wrong = app.store.add("The learner wants to work abroad.")
-    server.script("extraction", extraction(corrections=[{"statement": "The learner wants to work abroad.", "evidence": "No, I never said that"}]))
+    server.script(
+        "extraction",
+        extraction(
+            corrections=[{"statement": "The learner wants to work abroad.", "evidence": "No, I never said that"}]
+        ),
+    )
     server.script("correction", {"ids": [wrong.id]})
     server.script("chat", Error(500))
     from memora.engine.errors import ModelCallError
@@ -330,7 +382,9 @@ def test_pending_profile_changes_keep_the_newest_max_pending_across_a_restart(tm
     values = [f"goal {n}" for n in range(MAX_PENDING + 5)]
     for value in values:
         assert store.add(ProfileProposal.new("learning_goal", "remove", value, None, f"I gave up {value}"))
-    assert not store.add(ProfileProposal.new("learning_goal", "remove", values[-1], None, "again"))  # no duplicate at the cap
+    assert not store.add(
+        ProfileProposal.new("learning_goal", "remove", values[-1], None, "again")
+    )  # no duplicate at the cap
     reopened = ProposalStore(path)
     assert [p.value for p in reopened.pending()] == values[-MAX_PENDING:]
     assert reopened.first().value == values[5]  # the oldest that is left is asked first

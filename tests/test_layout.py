@@ -28,7 +28,13 @@ def _memora_imports(module: str) -> set[str]:
     tree = ast.parse((ROOT / f"{module}.py").read_text())
     found = set()
     for node in ast.walk(tree):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else []
+        )
         for name in names:
             top = name.split(".")[0]
             if name.startswith("memora.app"):
@@ -70,11 +76,22 @@ def test_a_data_folder_made_before_the_package_layout_opens_as_before(tmp_path, 
     home = _unpack(tmp_path)
     app = make_app(data_dir=home)
     profile = app.profiles.get()
-    assert (profile.english_level, profile.learning_goals, profile.preferences) == ("B1", ["pass IELTS with 7.0"], ["short answers"])
+    assert (profile.english_level, profile.learning_goals, profile.preferences) == (
+        "B1",
+        ["pass IELTS with 7.0"],
+        ["short answers"],
+    )
     current = {r.content for r in app.store.list()}
-    assert current == {"I drink green tea every morning", "My sister lives in Lyon now", "I have an English test on 2026-12-08"}
+    assert current == {
+        "I drink green tea every morning",
+        "My sister lives in Lyon now",
+        "I have an English test on 2026-12-08",
+    }
     [lyon] = [r for r in app.store.list() if "Lyon" in r.content]
-    assert [r.content for r in app.store.history(lyon.id)] == ["My sister lives in Paris", "My sister lives in Lyon now"]
+    assert [r.content for r in app.store.history(lyon.id)] == [
+        "My sister lives in Paris",
+        "My sister lives in Lyon now",
+    ]
     assert [r.content for r in app.store.search("green tea", min_score=0)][:1] == ["I drink green tea every morning"]
 
 
@@ -105,7 +122,9 @@ def test_no_color_drops_colour_but_keeps_the_text(monkeypatch):
         console = RichConsole(no_color=no_color)  # as chatbot.main builds it from Settings.no_color
         buffer = io.StringIO()
         # the same console, pointed at a buffer that claims to be a colour terminal
-        console.out = RichOutput(file=buffer, force_terminal=True, color_system="truecolor", width=100, no_color=console.out.no_color)
+        console.out = RichOutput(
+            file=buffer, force_terminal=True, color_system="truecolor", width=100, no_color=console.out.no_color
+        )
         console.error("Memory is full")
         return buffer.getvalue()
 

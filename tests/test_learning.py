@@ -9,7 +9,6 @@ import re
 from datetime import timedelta
 
 import pytest
-
 from test_deletion import files_holding
 
 
@@ -17,7 +16,11 @@ def extraction(*mistakes, facts=()):
     return {"facts": list(facts), "profile_changes": [], "corrections": [], "mistakes": list(mistakes)}
 
 
-def goed(original="Yesterday I goed to the market.", corrected="Yesterday I went to the market.", rule="go → went: irregular past tense"):
+def goed(
+    original="Yesterday I goed to the market.",
+    corrected="Yesterday I went to the market.",
+    rule="go → went: irregular past tense",
+):
     return {"original": original, "corrected": corrected, "rule": rule, "kind": "grammar"}
 
 
@@ -33,19 +36,30 @@ def test_the_same_mistake_in_two_sessions_is_one_entry_reviewed_the_next_day(mak
     run_repl(app, ["Yesterday I goed to the market."])
     app.close()
     clock.advance(hours=3)
-    server.script("extraction", extraction(goed("We goed to the park after lunch.", "We went to the park after lunch.", "past tense of go is went")))
+    server.script(
+        "extraction",
+        extraction(
+            goed("We goed to the park after lunch.", "We went to the park after lunch.", "past tense of go is went")
+        ),
+    )
     app = make_app()
     run_repl(app, ["We goed to the park after lunch."])
     [entry] = app.ledger.all()
     assert entry.count == 2 and entry.kind == "grammar"
-    assert [e.original for e in entry.examples] == ["Yesterday I goed to the market.", "We goed to the park after lunch."]
+    assert [e.original for e in entry.examples] == [
+        "Yesterday I goed to the market.",
+        "We goed to the park after lunch.",
+    ]
 
     # 2. the next turn's developer message carries it
     run_repl(app, ["Tomorrow I will go to the market again."])
     request = server.chats[-1]
     section = request.section("mistakes_to_watch")
     assert section is not None
-    assert '"We goed to the park after lunch." → "We went to the park after lunch." (go → went: irregular past tense; 2 times)' in section
+    assert (
+        '"We goed to the park after lunch." → "We went to the park after lunch." (go → went: irregular past tense; 2 times)'
+        in section
+    )
     assert "praise" in section
     why = run_repl(app, ["why"]).text
     assert "Mistakes to watch" in why and "mistakes_to_watch" in why
@@ -87,7 +101,16 @@ def test_the_same_mistake_in_two_sessions_is_one_entry_reviewed_the_next_day(mak
 def test_review_without_a_model_shows_the_answer_and_takes_a_self_rating(make_app, run_repl, clock):
     app = make_app(base_url=None, api_key=None)
     app.ledger.record(_new(goed()))
-    app.ledger.record(_new({"original": "He don't like tea", "corrected": "He doesn't like tea", "rule": "third person: doesn't", "kind": "grammar"}))
+    app.ledger.record(
+        _new(
+            {
+                "original": "He don't like tea",
+                "corrected": "He doesn't like tea",
+                "rule": "third person: doesn't",
+                "kind": "grammar",
+            }
+        )
+    )
     t = run_repl(app, ["review", "Yesterday I went to the market.", "5", "3", "He doesn't like tea", "1"])
     drill = t.text.split("You: review\n", 1)[1]
     assert drill == (
@@ -118,7 +141,9 @@ def _new(item):
     return NewMistake(**item)
 
 
-def test_a_grading_answer_that_is_not_json_becomes_a_self_rating_and_keeps_the_answer(make_app, run_repl, server, clock):
+def test_a_grading_answer_that_is_not_json_becomes_a_self_rating_and_keeps_the_answer(
+    make_app, run_repl, server, clock
+):
     app = make_app()
     app.ledger.record(_new(goed()))
     server.script("grading", "this is not JSON at all")
@@ -134,8 +159,12 @@ def test_a_grading_answer_that_is_not_json_becomes_a_self_rating_and_keeps_the_a
 def test_a_card_edited_or_forgotten_during_review_is_skipped_in_one_line(make_app, run_repl, server, clock):
     app = make_app(base_url=None, api_key=None)
     first, _ = app.ledger.record(_new(goed()))
-    second, _ = app.ledger.record(_new({"original": "I am agree", "corrected": "I agree", "rule": "agree is a verb", "kind": "grammar"}))
-    third, _ = app.ledger.record(_new({"original": "She can sings", "corrected": "She can sing", "rule": "can + base verb", "kind": "grammar"}))
+    second, _ = app.ledger.record(
+        _new({"original": "I am agree", "corrected": "I agree", "rule": "agree is a verb", "kind": "grammar"})
+    )
+    third, _ = app.ledger.record(
+        _new({"original": "She can sings", "corrected": "She can sing", "rule": "can + base verb", "kind": "grammar"})
+    )
     # Hand-edited: the second card's example is blanked in the file.
     data = json.loads(app.paths.mistakes.read_text())
     for entry in data["mistakes"]:
@@ -154,7 +183,9 @@ def test_a_card_edited_or_forgotten_during_review_is_skipped_in_one_line(make_ap
     app.ledger.review = review_then_forget
     t = run_repl(app, ["review", "Yesterday I went to the market.", "3"])
     drill = segment_after(t.text, "review")
-    assert f"Skipped card {second.id}: its example was edited away ('mistakes forget {second.id}' removes it).\n" in drill
+    assert (
+        f"Skipped card {second.id}: its example was edited away ('mistakes forget {second.id}' removes it).\n" in drill
+    )
     assert f"Skipped card {third.id}: it was forgotten.\n" in drill
     assert "Review done: 1 answer saved (1 correct)." in drill
     assert app.ledger.get(first.id).reviews[-1].rating == 3
@@ -164,7 +195,9 @@ def test_ctrl_c_during_review_keeps_what_was_answered(make_app, run_repl, server
     app = make_app()
     app.ledger.record(_new(goed()))
     clock.advance(minutes=1)
-    app.ledger.record(_new({"original": "I am agree", "corrected": "I agree", "rule": "agree is a verb", "kind": "grammar"}))
+    app.ledger.record(
+        _new({"original": "I am agree", "corrected": "I agree", "rule": "agree is a verb", "kind": "grammar"})
+    )
     server.script("grading", {"verdict": "partly", "feedback": "Almost."})
     t = run_repl(app, ["review", "Yesterday I go to the market.", KeyboardInterrupt, "status"])
     drill = segment_after(t.text, "review")
@@ -185,11 +218,19 @@ def test_an_empty_line_or_stop_ends_the_drill(make_app, run_repl):
 
 def test_extraction_asks_for_mistakes_in_the_learners_style_and_keeps_only_their_own_words(make_app, run_repl, server):
     app = make_app()
-    server.script("extraction", extraction(
-        goed(),
-        {"original": "我昨天去了", "corrected": "I went yesterday", "rule": "not English", "kind": "grammar"},
-        {"original": "I have went there", "corrected": "I have gone there", "rule": "gone is the participle", "kind": "grammar"},
-    ))
+    server.script(
+        "extraction",
+        extraction(
+            goed(),
+            {"original": "我昨天去了", "corrected": "I went yesterday", "rule": "not English", "kind": "grammar"},
+            {
+                "original": "I have went there",
+                "corrected": "I have gone there",
+                "rule": "gone is the participle",
+                "kind": "grammar",
+            },
+        ),
+    )
     run_repl(app, ["profile corrections all", "Yesterday I goed to the market. 我昨天去了"])
     [request] = server.of_kind("extraction")
     assert "every error, small slips too" in request.body["instructions"]
@@ -229,12 +270,19 @@ def test_mistakes_lists_and_forgets_one(make_app, run_repl, clock, data_dir):
     first, _ = app.ledger.record(_new(goed()))
     clock.advance(days=2)
     app.ledger.record(_new(goed("They goed home", "They went home")))
-    other, _ = app.ledger.record(_new({"original": "I am agree", "corrected": "I agree", "rule": "agree is a verb", "kind": "word choice"}))
+    other, _ = app.ledger.record(
+        _new({"original": "I am agree", "corrected": "I agree", "rule": "agree is a verb", "kind": "word choice"})
+    )
     t = run_repl(app, ["mistakes"])
     listing = segment_after(t.text, "mistakes")
     row = next(line for line in listing.splitlines() if line.startswith(first.id))
-    assert re.search(r"grammar\s+go → went: irregular past tense\s+2\s+2026-11-29\s+just now\s+active\s+They goed home -> They went home", row)
-    t = run_repl(app, [f"mistakes forget {other.id}", "mistakes forget mzzzz", "mistakes forget", "mistakes forget m0000"])
+    assert re.search(
+        r"grammar\s+go → went: irregular past tense\s+2\s+2026-11-29\s+just now\s+active\s+They goed home -> They went home",
+        row,
+    )
+    t = run_repl(
+        app, [f"mistakes forget {other.id}", "mistakes forget mzzzz", "mistakes forget", "mistakes forget m0000"]
+    )
     assert f"Forgot mistake {other.id}: agree is a verb." in t.text
     assert "Usage: mistakes | mistakes forget <id>" in t.text
     assert "No mistake has the id 'm0000'" in t.text
@@ -313,15 +361,40 @@ def test_the_mistakes_section_goes_after_the_memories_and_before_the_profile(clo
     now = clock()
     background = build_background_messages(
         UserProfile(english_level="B1", correction_style="all"),
-        [MemorySearchResult(id="a", content="The learner likes tea", score=0.9, created_at=now, memory_type="semantic", category="other")],
+        [
+            MemorySearchResult(
+                id="a",
+                content="The learner likes tea",
+                score=0.9,
+                created_at=now,
+                memory_type="semantic",
+                category="other",
+            )
+        ],
         now=now,
-        mistakes=[MistakeNote("I goed", "I went", "go → went", 2), MistakeNote("I am agree", "I agree", "agree is a verb", 1)],
+        mistakes=[
+            MistakeNote("I goed", "I went", "go → went", 2),
+            MistakeNote("I am agree", "I agree", "agree is a verb", 1),
+        ],
     )
     seen = []
     while background is not None:
-        seen.append((len(background.memories), len(background.mistakes), background.profile.english_level, background.profile.correction_style))
+        seen.append(
+            (
+                len(background.memories),
+                len(background.mistakes),
+                background.profile.english_level,
+                background.profile.correction_style,
+            )
+        )
         background = background.drop_one()
-    assert seen[:5] == [(1, 2, "B1", "all"), (0, 2, "B1", "all"), (0, 1, "B1", "all"), (0, 0, "B1", "all"), (0, 0, None, "all")]
+    assert seen[:5] == [
+        (1, 2, "B1", "all"),
+        (0, 2, "B1", "all"),
+        (0, 1, "B1", "all"),
+        (0, 0, "B1", "all"),
+        (0, 0, None, "all"),
+    ]
     assert seen[5] == (0, 0, None, None)
 
 
@@ -335,10 +408,23 @@ def test_progress_charts_and_plain_figures_agree(clock):
     base = dict(rule="r", examples=[], card={}, count=1)
     mistakes = [
         Mistake(id="m1", kind="grammar", first_seen=clock(), last_seen=clock(), **base),
-        Mistake(id="m2", kind="grammar", first_seen=clock() - timedelta(days=8), last_seen=clock(), mastered_at=clock(), **base),
+        Mistake(
+            id="m2",
+            kind="grammar",
+            first_seen=clock() - timedelta(days=8),
+            last_seen=clock(),
+            mastered_at=clock(),
+            **base,
+        ),
         Mistake(id="m3", kind="spelling", first_seen=clock(), last_seen=clock(), **base),
     ]
-    data = ProgressData(today=today, days=14, activity=activity, mistakes=mistakes, level_history=[(today - timedelta(days=30), "A2"), (today, "B1")])
+    data = ProgressData(
+        today=today,
+        days=14,
+        activity=activity,
+        mistakes=mistakes,
+        level_history=[(today - timedelta(days=30), "A2"), (today, "B1")],
+    )
     plain = report(data, charts=False)
     charted = report(data, charts=True)
     assert plain == [
@@ -386,7 +472,9 @@ def test_a_word_the_learner_asks_about_becomes_a_card_after_their_yes(make_app, 
     app = make_app()
     asked = {**extraction(), "asked_words": [{"word": "ubiquitous", "meaning": "found everywhere"}]}
     server.script("extraction", asked, asked)
-    t = run_repl(app, ["What does ubiquitous mean", "yes", "What does ubiquitous mean", "review", "found in every place"])
+    t = run_repl(
+        app, ["What does ubiquitous mean", "yes", "What does ubiquitous mean", "review", "found in every place"]
+    )
     assert t.text.count("Add “ubiquitous” to your review cards? (yes/no)") == 1  # not offered again once it is a card
     [card] = app.ledger.all()
     assert card.card_type == "word" and card.kind == "vocabulary"
@@ -400,7 +488,9 @@ def test_a_word_the_learner_asks_about_becomes_a_card_after_their_yes(make_app, 
 
 def test_saying_no_to_a_word_card_adds_nothing(make_app, run_repl, server):
     app = make_app()
-    server.script("extraction", {**extraction(), "asked_words": [{"word": "serendipity", "meaning": "a happy accident"}]})
+    server.script(
+        "extraction", {**extraction(), "asked_words": [{"word": "serendipity", "meaning": "a happy accident"}]}
+    )
     t = run_repl(app, ["What does serendipity mean", "no"])
     assert "Okay, no card for “serendipity”." in t.text
     assert app.ledger.count() == 0
@@ -410,8 +500,11 @@ def test_the_ledger_and_activity_files_are_git_ignored(make_app):
     import fnmatch
     from pathlib import Path
 
-    patterns = [line.strip() for line in (Path(__file__).resolve().parents[1] / ".gitignore").read_text().splitlines()
-                if line.strip() and not line.startswith("#")]
+    patterns = [
+        line.strip()
+        for line in (Path(__file__).resolve().parents[1] / ".gitignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     app = make_app(base_url=None, api_key=None)
     for path in (app.paths.mistakes, app.paths.activity, Path("mine.apkg")):
         assert any(fnmatch.fnmatch(path.name, p) for p in patterns), f"{path.name} is not git-ignored"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import zipfile
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -14,7 +14,7 @@ from memora.engine import spaced
 from memora.engine.activity import ActivityLog
 from memora.engine.ledger import LedgerStore, NewMistake, correction_edits, relevant, same_mistake
 
-T0 = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
 def mistake(original, corrected, rule, kind="grammar"):
@@ -37,24 +37,42 @@ SAME = [
     # the same rule, and the corrections share the word they put right
     (GOED, mistake("I go there yesterday", "I went there yesterday", "go → went: irregular past tense")),
     # case of the sentence start does not make two corrections differ
-    (mistake("Their is a cat", "There is a cat", "there vs their", "word choice"),
-     mistake("I think their is time", "I think there is time", "use 'there' for existence", "word choice")),
+    (
+        mistake("Their is a cat", "There is a cat", "there vs their", "word choice"),
+        mistake("I think their is time", "I think there is time", "use 'there' for existence", "word choice"),
+    ),
     # a capitalisation mistake is a change of case only, and is still the same one
-    (mistake("i live in Taipei", "I live in Taipei", "capitalise I", "punctuation"),
-     mistake("yes, i know", "yes, I know", "the pronoun I is always capital", "punctuation")),
+    (
+        mistake("i live in Taipei", "I live in Taipei", "capitalise I", "punctuation"),
+        mistake("yes, i know", "yes, I know", "the pronoun I is always capital", "punctuation"),
+    ),
     # a missing article: same insertion
-    (mistake("I am student", "I am a student", "a before a singular noun"),
-     mistake("She is teacher", "She is a teacher", "article before a job")),
+    (
+        mistake("I am student", "I am a student", "a before a singular noun"),
+        mistake("She is teacher", "She is a teacher", "article before a job"),
+    ),
 ]
 DIFFERENT = [
     # the same generic rule, but a different word put right
-    (mistake("I eated rice", "I ate rice", "irregular past tense"), mistake("I goed home", "I went home", "irregular past tense")),
+    (
+        mistake("I eated rice", "I ate rice", "irregular past tense"),
+        mistake("I goed home", "I went home", "irregular past tense"),
+    ),
     # opposite corrections
-    (mistake("a apple", "an apple", "an before a vowel sound"), mistake("an book", "a book", "a before a consonant sound")),
+    (
+        mistake("a apple", "an apple", "an before a vowel sound"),
+        mistake("an book", "a book", "a before a consonant sound"),
+    ),
     # different mistakes in the same kind
-    (mistake("I am agree", "I agree", "agree is a verb"), mistake("He don't like it", "He doesn't like it", "third person -s")),
+    (
+        mistake("I am agree", "I agree", "agree is a verb"),
+        mistake("He don't like it", "He doesn't like it", "third person -s"),
+    ),
     # a spelling slip is not its correct neighbour's grammar slip
-    (mistake("I recieved it", "I received it", "i before e", "spelling"), mistake("I receive it yesterday", "I received it yesterday", "past tense")),
+    (
+        mistake("I recieved it", "I received it", "i before e", "spelling"),
+        mistake("I receive it yesterday", "I received it yesterday", "past tense"),
+    ),
     # the same words changed in the other direction
     (mistake("in Monday", "on Monday", "on with days"), mistake("on 2020", "in 2020", "in with years")),
 ]
@@ -104,11 +122,14 @@ def test_a_different_mistake_gets_its_own_entry(ledger):
     assert not merged and a.id != b.id and ledger.count() == 2
 
 
-@pytest.mark.parametrize("bad", [
-    mistake("", "I went", "go → went"),
-    mistake("I went home", "I went home", "nothing"),
-    mistake("x " * 200, "y", "too long"),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        mistake("", "I went", "go → went"),
+        mistake("I went home", "I went home", "nothing"),
+        mistake("x " * 200, "y", "too long"),
+    ],
+)
 def test_an_unusable_mistake_is_refused_in_one_line(ledger, bad):
     from memora.engine.errors import LimitError
 
@@ -224,7 +245,13 @@ def test_review_export_writes_an_anki_collection_with_one_note_per_card(ledger, 
     db = sqlite3.connect(tmp_path / "unzipped" / "collection.anki2")
     notes = db.execute("SELECT guid, flds, tags FROM notes ORDER BY id").fetchall()
     fields = [row[1].split("\x1f") for row in notes]
-    assert fields[0] == ["Fix this sentence: “Yesterday I goed to the market.”", "Yesterday I went to the market.", "go → went: irregular past tense", "grammar", a.id]
+    assert fields[0] == [
+        "Fix this sentence: “Yesterday I goed to the market.”",
+        "Yesterday I went to the market.",
+        "go → went: irregular past tense",
+        "grammar",
+        a.id,
+    ]
     assert fields[1][0] == "Fix this sentence: “I like &lt;b&gt;cats&lt;/b&gt; &amp; dogs”" and fields[1][4] == b.id
     assert {row[0] for row in db.execute("SELECT did FROM cards")} == {DECK_ID}
     # A second export keeps each note's guid, so Anki updates instead of duplicating.
@@ -232,7 +259,10 @@ def test_review_export_writes_an_anki_collection_with_one_note_per_card(ledger, 
     write_deck(ledger.all(), again, user="ming", now=clock() + timedelta(days=1))
     with zipfile.ZipFile(again) as archive:
         archive.extract("collection.anki2", tmp_path / "again")
-    guids = [r[0] for r in sqlite3.connect(tmp_path / "again" / "collection.anki2").execute("SELECT guid FROM notes ORDER BY id")]
+    guids = [
+        r[0]
+        for r in sqlite3.connect(tmp_path / "again" / "collection.anki2").execute("SELECT guid FROM notes ORDER BY id")
+    ]
     assert guids == [r[0] for r in notes]
 
 

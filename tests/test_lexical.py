@@ -4,14 +4,30 @@ from __future__ import annotations
 
 import pytest
 
-from memora.engine import lexical
 from long_term_memory import LongTermMemoryStore
+from memora.engine import lexical
 
 PORTER_EXAMPLES = {  # from Porter's 1980 paper
-    "caresses": "caress", "ponies": "poni", "cats": "cat", "feed": "feed", "agreed": "agre", "plastered": "plaster",
-    "motoring": "motor", "sing": "sing", "conflated": "conflat", "hopping": "hop", "falling": "fall", "filing": "file",
-    "happy": "happi", "relational": "relat", "conditional": "condit", "generalizations": "gener", "electrical": "electr",
-    "adjustable": "adjust", "controlling": "control", "roll": "roll",
+    "caresses": "caress",
+    "ponies": "poni",
+    "cats": "cat",
+    "feed": "feed",
+    "agreed": "agre",
+    "plastered": "plaster",
+    "motoring": "motor",
+    "sing": "sing",
+    "conflated": "conflat",
+    "hopping": "hop",
+    "falling": "fall",
+    "filing": "file",
+    "happy": "happi",
+    "relational": "relat",
+    "conditional": "condit",
+    "generalizations": "gener",
+    "electrical": "electr",
+    "adjustable": "adjust",
+    "controlling": "control",
+    "roll": "roll",
 }
 
 
@@ -21,7 +37,13 @@ def test_porter_stemmer_matches_the_paper(word, stem):
 
 
 def test_english_terms_drop_stop_words_possessives_and_question_words():
-    assert lexical.terms("Caroline's friends recommended painting classes") == ["carolin", "friend", "recommend", "paint", "class"]
+    assert lexical.terms("Caroline's friends recommended painting classes") == [
+        "carolin",
+        "friend",
+        "recommend",
+        "paint",
+        "class",
+    ]
     assert lexical.query_terms("What did Caroline's friends recommend?") == ["carolin", "friend", "recommend"]
     assert lexical.query_terms("Do you remember my name?") == ["name"]
 
@@ -38,7 +60,13 @@ def store(tmp_path):
     from memora.engine.embeddings import HashEmbedder
 
     store = LongTermMemoryStore(tmp_path / "db", embedding_function=HashEmbedder())
-    for text in ["我每天早上都喝咖啡", "我下週二有英文考試", "我的貓叫麻糬", "I practised airport check-in", "I love painting landscapes"]:
+    for text in [
+        "我每天早上都喝咖啡",
+        "我下週二有英文考試",
+        "我的貓叫麻糬",
+        "I practised airport check-in",
+        "I love painting landscapes",
+    ]:
         store.add(text)
     return store
 

@@ -6,11 +6,11 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from helpers.stores import chroma_collection
 
+from long_term_memory import LongTermMemoryStore, catalog_path, collection_name
 from memora.engine.embeddings import HashEmbedder
 from memora.engine.errors import EmbeddingModelMismatch, MemoryFullError
-from long_term_memory import LongTermMemoryStore, catalog_path, collection_name
-from helpers.stores import chroma_collection
 
 
 @pytest.fixture
@@ -19,7 +19,9 @@ def make_store(connection, tmp_path, clock):
 
     def build(user="learner", **kwargs):
         kwargs.setdefault("embedding_function", HashEmbedder())
-        return LongTermMemoryStore(tmp_path / "memora_db", user_id=f"{user}{suffix}", connection=connection, clock=clock, **kwargs)
+        return LongTermMemoryStore(
+            tmp_path / "memora_db", user_id=f"{user}{suffix}", connection=connection, clock=clock, **kwargs
+        )
 
     return build
 
@@ -31,15 +33,22 @@ def test_add_search_list_and_delete(make_store):
     assert store.count() == 2
     [hit] = store.search("ordering coffee", n_results=1)
     assert hit.id == first.id and 0 < hit.score <= 1 and hit.memory_type == "episodic"
-    assert {r.content for r in store.list()} == {"The learner practised ordering coffee", "The learner's cat is called Mochi"}
+    assert {r.content for r in store.list()} == {
+        "The learner practised ordering coffee",
+        "The learner's cat is called Mochi",
+    }
     assert store.delete(first.id) == [first.id]
     assert store.count() == 1 and store.search("ordering coffee", min_score=0.5) == []
 
 
 def test_metadata_is_stored_in_chroma(make_store, clock):
     store = make_store()
-    record = store.add("The learner has a test on Friday", category="schedule", created_at=clock() - timedelta(days=2),
-                       metadata={"dia_id": "D1:3"})
+    record = store.add(
+        "The learner has a test on Friday",
+        category="schedule",
+        created_at=clock() - timedelta(days=2),
+        metadata={"dia_id": "D1:3"},
+    )
     got = chroma_collection(store).get(ids=[record.id], include=["metadatas"])["metadatas"][0]
     assert got["user_id"] == store.user_id and got["category"] == "schedule" and got["memory_type"] == "semantic"
     assert got["source"] == "command" and got["dia_id"] == "D1:3"
@@ -84,7 +93,9 @@ def test_learners_never_see_each_other(make_store):
 def test_a_store_refuses_another_embedding_model_until_reindexed(make_store):
     store = make_store()
     store.add("The learner lives in Tainan")
-    reopened = LongTermMemoryStore(store.path, user_id=store.user_id, connection=store.connection, embedding_function=HashEmbedder(dim=128))
+    reopened = LongTermMemoryStore(
+        store.path, user_id=store.user_id, connection=store.connection, embedding_function=HashEmbedder(dim=128)
+    )
     assert reopened.mismatch == "hash:v1-384"
     with pytest.raises(EmbeddingModelMismatch, match="reindex"):
         reopened.search("Tainan")
@@ -99,7 +110,9 @@ def test_catalog_is_rebuilt_from_chroma(make_store, tmp_path):
     catalog = catalog_path(store.path, store.user_id)
     for suffix in ("", "-wal", "-shm"):
         catalog.with_name(catalog.name + suffix).unlink(missing_ok=True)
-    reopened = LongTermMemoryStore(store.path, user_id=store.user_id, connection=store.connection, embedding_function=HashEmbedder())
+    reopened = LongTermMemoryStore(
+        store.path, user_id=store.user_id, connection=store.connection, embedding_function=HashEmbedder()
+    )
     [record] = reopened.list()
     assert record.content == "The learner plays the violin" and record.category == "hobby"
     assert reopened.search("violin")[0].content == "The learner plays the violin"
@@ -126,8 +139,15 @@ def test_chatbot_runs_against_a_chroma_server(chroma_server, tmp_path):
     base = child_env(MEMORA_HOME=home, MEMORA_EMBEDDING_MODEL="hash", MEMORA_USER=f"srv{uuid.uuid4().hex[:6]}")
 
     def run(args, text, **env):
-        return subprocess.run([sys.executable, str(ROOT / "chatbot.py"), "--plain", *args], input=text, capture_output=True,
-                              text=True, env={**base, **env}, cwd=ROOT, timeout=120)
+        return subprocess.run(
+            [sys.executable, str(ROOT / "chatbot.py"), "--plain", *args],
+            input=text,
+            capture_output=True,
+            text=True,
+            env={**base, **env},
+            cwd=ROOT,
+            timeout=120,
+        )
 
     first = run(["--chroma-url", chroma_server], "remember The learner sings in a choir\nstatus\nexit\n")
     assert first.returncode == 0, first.stderr
@@ -139,7 +159,10 @@ def test_chatbot_runs_against_a_chroma_server(chroma_server, tmp_path):
 
     unreachable = run(["--chroma-url", "http://127.0.0.1:9"], "exit\n")
     assert unreachable.returncode == 1
-    assert "Cannot reach the Chroma server at http://127.0.0.1:9" in unreachable.stderr and "Traceback" not in unreachable.stderr
+    assert (
+        "Cannot reach the Chroma server at http://127.0.0.1:9" in unreachable.stderr
+        and "Traceback" not in unreachable.stderr
+    )
 
 
 @pytest.mark.slow  # a child process, a kill or hundreds of turns
@@ -150,8 +173,12 @@ def test_two_machines_on_one_chroma_server_see_each_others_changes(chroma_server
     user = f"shared{uuid.uuid4().hex[:6]}"
 
     def machine(name):
-        return LongTermMemoryStore(tmp_path / name / "memora_db", user_id=user, connection=ChromaConnection(url=chroma_server),
-                                   embedding_function=HashEmbedder())
+        return LongTermMemoryStore(
+            tmp_path / name / "memora_db",
+            user_id=user,
+            connection=ChromaConnection(url=chroma_server),
+            embedding_function=HashEmbedder(),
+        )
 
     laptop, desktop = machine("laptop"), machine("desktop")
     old = laptop.add("The learner lives in Tainan")
@@ -179,8 +206,8 @@ def test_a_catalog_from_an_older_memora_is_rebuilt_from_chroma(tmp_path, clock, 
     its history and lexical search come back from Chroma, with nothing the old file alone had."""
     import sqlite3
 
-    from memora.engine.catalog import SCHEMA_VERSION
     from long_term_memory import catalog_path
+    from memora.engine.catalog import SCHEMA_VERSION
 
     db = tmp_path / "memora_db"
     store = LongTermMemoryStore(db, embedding_function=HashEmbedder(), clock=clock)

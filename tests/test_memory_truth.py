@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from memora.engine.errors import CommandError, MemoryFullError
-from long_term_memory import LongTermMemoryStore
 from helpers.scripts import extraction, fact, say
+
+from long_term_memory import LongTermMemoryStore
+from memora.engine.errors import CommandError, MemoryFullError
 
 
 def test_coffee_then_quit_leaves_one_current_and_one_superseded(make_app, server):
@@ -48,7 +48,10 @@ def test_update_refines_and_keeps_the_old_version(make_app, server):
     say(app, "I like jazz.")
     [jazz] = app.store.list()
     server.script("extraction", extraction(fact("The learner likes 1960s jazz.", "preference")))
-    server.script("reconcile", {"action": "UPDATE", "target_id": jazz.id, "text": "The learner likes jazz, especially from the 1960s."})
+    server.script(
+        "reconcile",
+        {"action": "UPDATE", "target_id": jazz.id, "text": "The learner likes jazz, especially from the 1960s."},
+    )
     say(app, "Especially 1960s jazz.")
     [current] = app.store.list()
     assert current.content == "The learner likes jazz, especially from the 1960s."
@@ -72,7 +75,10 @@ def test_a_decision_naming_an_unknown_id_adds_instead_of_hiding_a_fact(make_app,
     server.script("extraction", extraction(fact("The learner has a cat called Mochi.", "identity")))
     server.script("reconcile", {"action": "SUPERSEDE", "target_id": "deadbeef", "text": None})
     say(app, "My cat is called Mochi.")
-    assert sorted(r.content for r in app.store.list()) == ["The learner has a cat called Mochi.", "The learner has a cat."]
+    assert sorted(r.content for r in app.store.list()) == [
+        "The learner has a cat called Mochi.",
+        "The learner has a cat.",
+    ]
 
 
 def test_remember_and_forget_are_exact_and_never_second_guessed(make_app, server, run_repl):
@@ -130,7 +136,11 @@ def test_the_cap_never_drops_anything_silently(make_app, server, run_repl):
         server.script("extraction", extraction(fact(f"The learner visited museum number {i}.", "other")))
     t = run_repl(app, ["I visited a museum.", "I visited another museum.", "And a third one.", "remember fact five"])
     assert app.store.count() == 3
-    assert sorted(r.content for r in app.store.list()) == ["fact one about tea", "fact three about Osaka", "fact two about jazz"]
+    assert sorted(r.content for r in app.store.list()) == [
+        "fact one about tea",
+        "fact three about Osaka",
+        "fact two about jazz",
+    ]
     assert t.text.count("Memory is full") == 2  # once from extraction this session, once for the explicit remember
     assert "Error: Memory is full" in t.text
 
@@ -140,7 +150,9 @@ def test_the_cap_is_per_learner_and_can_be_changed(make_app, run_repl):
     t = run_repl(app, ["memory cap 5", "memory cap"])
     assert "Memory cap set to 5 (0 in use)." in t.text and "Memory cap: 5" in t.text
     assert app.store.memory_cap == 5
-    other = LongTermMemoryStore(app.settings.db_dir, embedding_function=app.embedder, user_id="bob", connection=app.connection, memory_cap=2)
+    other = LongTermMemoryStore(
+        app.settings.db_dir, embedding_function=app.embedder, user_id="bob", connection=app.connection, memory_cap=2
+    )
     assert other.memory_cap == 2
 
 

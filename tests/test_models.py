@@ -35,7 +35,11 @@ def test_without_a_key_the_local_model_is_used(data_dir):
 def test_local_embedder_gives_chromas_own_vectors(local_embedder):
     from chromadb.utils.embedding_functions import DefaultEmbeddingFunction
 
-    texts = ["The learner likes spicy food.", "我每天都喝咖啡", "A longer sentence about airports, luggage and check-in desks " * 3]
+    texts = [
+        "The learner likes spicy food.",
+        "我每天都喝咖啡",
+        "A longer sentence about airports, luggage and check-in desks " * 3,
+    ]
     ours = local_embedder.embed(texts).vectors
     chromas = DefaultEmbeddingFunction()(texts)
     for a, b in zip(ours, chromas):
@@ -80,7 +84,11 @@ def test_without_encoding_files_counting_is_approximate_and_warns_once():
 
 def test_the_approximation_does_not_undercount_english_or_chinese():
     real = TokenCounter("gpt-4.1-mini")
-    samples = ["The quick brown fox jumps over the lazy dog. " * 20, "我想加強旅遊英文與口說能力。" * 20, "IELTS 7.5, B2 → C1!? " * 20]
+    samples = [
+        "The quick brown fox jumps over the lazy dog. " * 20,
+        "我想加強旅遊英文與口說能力。" * 20,
+        "IELTS 7.5, B2 → C1!? " * 20,
+    ]
     for text in samples:
         assert approximate_tokens(text) >= real.count(text)
 
@@ -155,7 +163,7 @@ def test_truncate_keeps_the_longest_prefix_within_the_limit_cut_at_a_word(text, 
         cut = counter.truncate(text, limit)
         assert counter.count(cut) <= limit, (limit, cut)
         assert text.startswith(cut)
-        rest = text[len(cut):]
+        rest = text[len(cut) :]
         if " " in text:
             assert rest[:1] in (" ", "") or cut == "" or " " not in cut, (limit, cut)  # never half a word
         # nothing much is wasted: at most the part word and the 40% the word cut may drop
@@ -180,10 +188,24 @@ def test_structured_calls_send_their_schema_without_titles_and_still_parse(make_
 
     from memora.engine.llm import compact_schema
 
-    server.script("extraction", {
-        "facts": [{"text": "The learner is a nurse.", "memory_type": "semantic", "category": "identity", "event_phrase": None, "event_date": None}],
-        "profile_changes": [], "corrections": [], "mistakes": [], "asked_words": [],
-    })
+    server.script(
+        "extraction",
+        {
+            "facts": [
+                {
+                    "text": "The learner is a nurse.",
+                    "memory_type": "semantic",
+                    "category": "identity",
+                    "event_phrase": None,
+                    "event_date": None,
+                }
+            ],
+            "profile_changes": [],
+            "corrections": [],
+            "mistakes": [],
+            "asked_words": [],
+        },
+    )
     app = make_app()
     app.chat("I work as a nurse.", on_delta=lambda _: None)
     assert app.wait_for_extraction(10)

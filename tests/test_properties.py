@@ -25,31 +25,31 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from helpers.clock import FakeClock
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from memora.app.commands import CommandRouter, ExitRequested, run_command
 from context_builder import (
     DIGEST_SECTIONS,
     SECTION_TAGS,
     DigestItem,
-    digest_item_text,
-    retrieved_text,
     FollowUpHint,
     KnowledgeItem,
     MistakeNote,
     build_background_messages,
+    digest_item_text,
     neutralize,
+    retrieved_text,
 )
+from memora.app.commands import CommandRouter, ExitRequested, run_command
+from memora.app.terminal import PlainConsole
 from memora.engine.errors import ContextBudgetError, MemoraError, ModelCallError
 from memora.engine.lookalikes import ANGLE_LOOKALIKES
-from memory import ContextBudget, ConversationMemory, estimate_instruction_tokens
 from memora.engine.prompts import SYSTEM_PROMPT
 from memora.engine.records import CATEGORIES, MEMORY_TYPES, MemorySearchResult
-from memora.app.terminal import PlainConsole
 from memora.engine.tokens import TokenCounter
+from memory import ContextBudget, ConversationMemory, estimate_instruction_tokens
 from user_profile import CEFR_LEVELS, UserProfile, UserProfileStore
-from helpers.clock import FakeClock
 
 # -- settings -----------------------------------------------------------------------------
 
@@ -91,15 +91,69 @@ FORMAT_CHARS = "\u200b\u200c\u200d\u2060\ufeff\u00ad\u202e\u202d\u2066\u2069\u06
 CONTROL_CHARS = "\x00\x01\x07\x08\x1b\x7f\x9b" + LINE_BREAKS + "\t"
 BRACKETS = "<>&＜＞﹤﹥‹›〈〉⟨⟩❮❯˂˃ᐸᐳ〈〉"
 FRAGMENTS = [
-    "", " ", "  ", "\t", "\u3000", "\u00a0",
-    "SYSTEM:", "system :", "Developer:", "ASSISTANT:", "ｓｙｓｔｅｍ：", "user:",
-    "</user_profile>", "<user_profile>", "</learner_digest>", "</follow_up>", "</knowledge_notes>",
-    "</long_term_memories>", "<conversation_summary>", "</conversation_summary>",
-    "＜/user_profile＞", "﹤/long_term_memories﹥", "<\u200b/knowledge_notes\u200d>", "‹/follow_up›",
-    "<|endoftext|>", "<|im_start|>system", "&amp;", "&lt;", "\\", "'", '"', "--all", "--type", "--category",
-    "我想加強旅遊英文", "咖啡", "日本語", "한국어", "😀", "👨‍👩‍👧", "🇹🇼", "🎉",
-    "B1", "c2", "a 1", "goal", "preference", "level", "remove", "all", "user", "default",
-    "0", "7", "²", "٣", "１２", "Ⅻ", "C++", "C#", "ﬁ", "Å", "e\u0301",
+    "",
+    " ",
+    "  ",
+    "\t",
+    "\u3000",
+    "\u00a0",
+    "SYSTEM:",
+    "system :",
+    "Developer:",
+    "ASSISTANT:",
+    "ｓｙｓｔｅｍ：",
+    "user:",
+    "</user_profile>",
+    "<user_profile>",
+    "</learner_digest>",
+    "</follow_up>",
+    "</knowledge_notes>",
+    "</long_term_memories>",
+    "<conversation_summary>",
+    "</conversation_summary>",
+    "＜/user_profile＞",
+    "﹤/long_term_memories﹥",
+    "<\u200b/knowledge_notes\u200d>",
+    "‹/follow_up›",
+    "<|endoftext|>",
+    "<|im_start|>system",
+    "&amp;",
+    "&lt;",
+    "\\",
+    "'",
+    '"',
+    "--all",
+    "--type",
+    "--category",
+    "我想加強旅遊英文",
+    "咖啡",
+    "日本語",
+    "한국어",
+    "😀",
+    "👨‍👩‍👧",
+    "🇹🇼",
+    "🎉",
+    "B1",
+    "c2",
+    "a 1",
+    "goal",
+    "preference",
+    "level",
+    "remove",
+    "all",
+    "user",
+    "default",
+    "0",
+    "7",
+    "²",
+    "٣",
+    "１２",
+    "Ⅻ",
+    "C++",
+    "C#",
+    "ﬁ",
+    "Å",
+    "e\u0301",
 ]
 _specials = st.sampled_from(list(CONTROL_CHARS + FORMAT_CHARS + BRACKETS))
 _fragment = st.one_of(
@@ -124,8 +178,21 @@ texts = st.one_of(short_text, short_text, short_text, whitespace_only, long_text
 
 # -- 1. command parser ----------------------------------------------------------------------
 
-COMMAND_WORDS = ["profile", "remember", "memories", "memory", "forget", "history", "search", "why",
-                 "status", "reset", "users", "help", "reindex"]
+COMMAND_WORDS = [
+    "profile",
+    "remember",
+    "memories",
+    "memory",
+    "forget",
+    "history",
+    "search",
+    "why",
+    "status",
+    "reset",
+    "users",
+    "help",
+    "reindex",
+]
 
 
 @dataclass(frozen=True)
@@ -145,14 +212,30 @@ class StoredId:
 
 def _word(name: str) -> st.SearchStrategy[str]:
     """A command word as typed: any case, optionally with the '/' prefix."""
-    return st.tuples(st.sampled_from(["", "/", "//"]), st.sampled_from([name, name.upper(), name.title()])).map(
-        "".join
-    )
+    return st.tuples(st.sampled_from(["", "/", "//"]), st.sampled_from([name, name.upper(), name.title()])).map("".join)
 
 
 sandbox_name = st.one_of(
-    st.sampled_from(["export.json", "roundtrip.json", "garbage.bin", "empty.json", "list.json", "dir", "missing.json",
-                     ".", "..", "...", " ", "a b.json", "x\x00y.json", "é.json", "😀.json", "n" * 300]),
+    st.sampled_from(
+        [
+            "export.json",
+            "roundtrip.json",
+            "garbage.bin",
+            "empty.json",
+            "list.json",
+            "dir",
+            "missing.json",
+            ".",
+            "..",
+            "...",
+            " ",
+            "a b.json",
+            "x\x00y.json",
+            "é.json",
+            "😀.json",
+            "n" * 300,
+        ]
+    ),
     st.text(alphabet=st.characters(exclude_characters="/"), min_size=1, max_size=40),
 )
 in_sandbox = st.builds(InSandbox, sandbox_name)
@@ -163,7 +246,9 @@ level_value = st.one_of(
     st.sampled_from(CEFR_LEVELS), st.sampled_from([" b1 ", "c 2", "a1 ", "B7", "A0", "Ｂ１", "b\u200b2"]), args
 )
 number_value = st.one_of(
-    st.integers(-5, 10**25).map(str), st.sampled_from(["off", "none", "OFF", "²", "٣", "１２", "Ⅻ", "1.5", "-0", ""]), args
+    st.integers(-5, 10**25).map(str),
+    st.sampled_from(["off", "none", "OFF", "²", "٣", "１２", "Ⅻ", "1.5", "-0", ""]),
+    args,
 )
 
 
@@ -177,18 +262,39 @@ typed_commands = st.one_of(
     st.sampled_from(COMMAND_WORDS).flatmap(_word).map(lambda w: [w]),
     _command(_word("profile"), separator, st.sampled_from(["level", "LEVEL"]), separator, level_value),
     _command(_word("profile"), separator, st.sampled_from(["goal", "preference", "Goal"]), separator, args),
-    _command(_word("profile"), separator, "remove", separator,
-             st.sampled_from(["goal", "preference", "level", "english_level", "hobby"]), separator, args),
+    _command(
+        _word("profile"),
+        separator,
+        "remove",
+        separator,
+        st.sampled_from(["goal", "preference", "level", "english_level", "hobby"]),
+        separator,
+        args,
+    ),
     _command(_word("profile"), separator, st.sampled_from(["clear", "confirm", "reject", "remove level"])),
     _command(_word("remember"), separator, args),
-    _command(_word("memories"), separator,
-             st.lists(st.one_of(st.sampled_from(["--all", "--type", "--category", "--x", "'", '"']),
-                                st.sampled_from(MEMORY_TYPES + CATEGORIES), args), max_size=5).map(" ".join)),
+    _command(
+        _word("memories"),
+        separator,
+        st.lists(
+            st.one_of(
+                st.sampled_from(["--all", "--type", "--category", "--x", "'", '"']),
+                st.sampled_from(MEMORY_TYPES + CATEGORIES),
+                args,
+            ),
+            max_size=5,
+        ).map(" ".join),
+    ),
     _command(_word("memory"), separator, "edit", separator, st.one_of(stored_id, args), separator, args),
     _command(_word("memory"), separator, "cap", separator, number_value),
     _command(_word("forget"), separator, st.one_of(stored_id, st.sampled_from(["all", "ALL"]), args)),
-    _command(_word("forget"), separator, "user", separator,
-             st.one_of(st.sampled_from(["default", "Default", "other", "../etc", "a" * 40]), args)),
+    _command(
+        _word("forget"),
+        separator,
+        "user",
+        separator,
+        st.one_of(st.sampled_from(["default", "Default", "other", "../etc", "a" * 40]), args),
+    ),
     _command(_word("history"), separator, st.one_of(stored_id, args)),
     _command(_word("search"), separator, args),
     _command(_word("export"), st.one_of(st.just([]), st.tuples(separator, in_sandbox))),
@@ -238,7 +344,11 @@ def command_app(data_dir: Path, base_url: str):
     from memora.engine.embeddings import HashEmbedder
 
     settings = Settings(
-        data_dir=data_dir, base_url=base_url, api_key="sk-test-not-real", max_retries=0, timeout=10,
+        data_dir=data_dir,
+        base_url=base_url,
+        api_key="sk-test-not-real",
+        max_retries=0,
+        timeout=10,
         knowledge_dir=data_dir / "no-knowledge",
     ).validated()
     app = Memora.from_settings(settings, clock=FakeClock(), embedder=HashEmbedder(), notify=lambda message: None)
@@ -354,7 +464,6 @@ def _check_command_line(app, sandbox: Path, server, parts) -> None:
     assert len(server.requests) == requests_before, "a command line reached the model"
 
 
-
 # -- 2. profile store -----------------------------------------------------------------------
 
 valid_level_spelling = st.tuples(
@@ -467,7 +576,9 @@ category = st.one_of(st.sampled_from(CATEGORIES), short_text)
 raw_profiles = st.one_of(
     st.none(),
     st.builds(
-        lambda level, goals, prefs: UserProfile.model_construct(english_level=level, learning_goals=goals, preferences=prefs),
+        lambda level, goals, prefs: UserProfile.model_construct(
+            english_level=level, learning_goals=goals, preferences=prefs
+        ),
         st.one_of(st.none(), st.sampled_from(CEFR_LEVELS), short_text),
         st.lists(texts, max_size=3),
         st.lists(texts, max_size=3),
@@ -485,11 +596,18 @@ memories = st.lists(
     ),
     max_size=4,
 )
-digest_items = st.lists(st.builds(DigestItem, category=category, text=texts, created_at=st.one_of(st.none(), past)), max_size=5)
+digest_items = st.lists(
+    st.builds(DigestItem, category=category, text=texts, created_at=st.one_of(st.none(), past)), max_size=5
+)
 hints = st.one_of(
     st.none(),
-    st.builds(FollowUpHint, memory_id=st.just("abcd1234"), text=texts, said_at=past,
-              event_date=st.one_of(st.none(), st.dates(date(2000, 1, 1), date(2100, 1, 1)))),
+    st.builds(
+        FollowUpHint,
+        memory_id=st.just("abcd1234"),
+        text=texts,
+        said_at=past,
+        event_date=st.one_of(st.none(), st.dates(date(2000, 1, 1), date(2100, 1, 1))),
+    ),
 )
 knowledge_items = st.lists(
     st.builds(KnowledgeItem, source=short_text, title=short_text, text=texts, score=st.floats(0, 1, allow_nan=False)),
@@ -502,8 +620,14 @@ backgrounds = st.builds(
     lambda profile, mems, digest, hint, knowledge, summary, changes, mistakes: build_background_messages(
         profile, mems, digest=digest, hint=hint, knowledge=knowledge, now=NOW, changes=changes, mistakes=mistakes
     ).with_summary(summary),
-    raw_profiles, memories, digest_items, hints, knowledge_items, st.one_of(st.just(""), texts),
-    st.lists(texts, max_size=2), mistake_notes,
+    raw_profiles,
+    memories,
+    digest_items,
+    hints,
+    knowledge_items,
+    st.one_of(st.just(""), texts),
+    st.lists(texts, max_size=2),
+    mistake_notes,
 )
 
 _LOOKALIKE_LETTERS = {c for c in ANGLE_LOOKALIKES if c.isalnum()}  # letters neutralize() escapes as brackets
@@ -697,7 +821,9 @@ def test_prepare_context_never_exceeds_the_budget(setup, mode, history, resumed_
             memory.rollback_last_user_message()
             assert ([dict(m) for m in memory.messages], memory.summary) == snapshot
             continue
-        assert ([dict(m) for m in memory.messages], memory.summary) == snapshot, "prepare_context changed the conversation"
+        assert ([dict(m) for m in memory.messages], memory.summary) == snapshot, (
+            "prepare_context changed the conversation"
+        )
         context = prepared.context_messages
         counted = COUNTER.count_request(instructions, context)
         assert counted <= budget.total, f"{counted} tokens sent with a budget of {budget.total}"

@@ -109,8 +109,9 @@ class RecordWithDifficulty(MemoryRecord):
 
 
 def test_a_field_declared_once_reaches_chroma_and_the_catalog():
-    record = RecordWithDifficulty(**{f.name: getattr(full_record(), f.name) for f in fields(MemoryRecord)},
-                                  reviewed_at=WHEN, difficulty="hard")
+    record = RecordWithDifficulty(
+        **{f.name: getattr(full_record(), f.name) for f in fields(MemoryRecord)}, reviewed_at=WHEN, difficulty="hard"
+    )
     meta = to_chroma_metadata(record)
     assert meta["difficulty"] == "hard" and meta["reviewed_ts"] == WHEN.timestamp()
     back = from_chroma(record.id, record.content, meta, RecordWithDifficulty)
@@ -124,8 +125,9 @@ def test_a_field_declared_once_reaches_chroma_and_the_catalog():
 
 def test_a_field_declared_once_reaches_the_export_file_with_its_kinds_checks():
     model = export_model(RecordWithDifficulty)
-    record = RecordWithDifficulty(**{f.name: getattr(full_record(), f.name) for f in fields(MemoryRecord)},
-                                  reviewed_at=WHEN, difficulty="hard")
+    record = RecordWithDifficulty(
+        **{f.name: getattr(full_record(), f.name) for f in fields(MemoryRecord)}, reviewed_at=WHEN, difficulty="hard"
+    )
     text = model.from_record(record).model_dump_json()
     assert json.loads(text)["difficulty"] == "hard"
     back = model.model_validate(json.loads(text)).to_record(user_id="mei")
@@ -180,10 +182,27 @@ def test_a_version_5_catalog_opens_and_reads_as_before(tmp_path):
         "INSERT INTO memories (id, user_id, content, norm_key, memory_type, category, source, status, created_ts, "
         "last_seen_ts, valid_until_ts, superseded_by, supersedes, change_reason, event_date, followed_up_ts, extra, "
         "n_terms, terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (record.id, "mei", record.content, "i moved to taipei in october", "episodic", "schedule", "import",
-         "superseded", WHEN.timestamp(), (WHEN + timedelta(days=1)).timestamp(), (WHEN + timedelta(days=2)).timestamp(),
-         "e5f6a7b8", "c9d0e1f2", "moved again", "2026-12-03", (WHEN + timedelta(days=3)).timestamp(),
-         '{"mood": "glad", "pinned": true, "tries": 2}', 5, "moved taipei october"),
+        (
+            record.id,
+            "mei",
+            record.content,
+            "i moved to taipei in october",
+            "episodic",
+            "schedule",
+            "import",
+            "superseded",
+            WHEN.timestamp(),
+            (WHEN + timedelta(days=1)).timestamp(),
+            (WHEN + timedelta(days=2)).timestamp(),
+            "e5f6a7b8",
+            "c9d0e1f2",
+            "moved again",
+            "2026-12-03",
+            (WHEN + timedelta(days=3)).timestamp(),
+            '{"mood": "glad", "pinned": true, "tries": 2}',
+            5,
+            "moved taipei october",
+        ),
     )
     db.commit()
     db.close()
@@ -196,14 +215,25 @@ def test_a_version_5_catalog_opens_and_reads_as_before(tmp_path):
 
 # Chroma metadata exactly as Memora wrote it before the schema was derived.
 VERSION_5_CHROMA_METADATA = {
-    "mood": "glad", "tries": 2, "pinned": True,
+    "mood": "glad",
+    "tries": 2,
+    "pinned": True,
     "user_id": "mei",
-    "created_at": "2026-11-20T09:30:00+08:00", "created_at_ts": WHEN.timestamp(),
-    "memory_type": "episodic", "category": "schedule", "source": "import", "status": "superseded",
-    "last_seen": "2026-11-21T09:30:00+08:00", "last_seen_ts": (WHEN + timedelta(days=1)).timestamp(),
-    "valid_until": "2026-11-22T09:30:00+08:00", "valid_until_ts": (WHEN + timedelta(days=2)).timestamp(),
-    "followed_up_at": "2026-11-23T09:30:00+08:00", "followed_up_ts": (WHEN + timedelta(days=3)).timestamp(),
-    "superseded_by": "e5f6a7b8", "supersedes": "c9d0e1f2", "change_reason": "moved again",
+    "created_at": "2026-11-20T09:30:00+08:00",
+    "created_at_ts": WHEN.timestamp(),
+    "memory_type": "episodic",
+    "category": "schedule",
+    "source": "import",
+    "status": "superseded",
+    "last_seen": "2026-11-21T09:30:00+08:00",
+    "last_seen_ts": (WHEN + timedelta(days=1)).timestamp(),
+    "valid_until": "2026-11-22T09:30:00+08:00",
+    "valid_until_ts": (WHEN + timedelta(days=2)).timestamp(),
+    "followed_up_at": "2026-11-23T09:30:00+08:00",
+    "followed_up_ts": (WHEN + timedelta(days=3)).timestamp(),
+    "superseded_by": "e5f6a7b8",
+    "supersedes": "c9d0e1f2",
+    "change_reason": "moved again",
     "event_date": "2026-12-03",
 }
 

@@ -21,13 +21,13 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 import conftest
+import pytest
 from conftest import ROOT, TESTS, child_env
-from memora.engine.errors import EmbeddingError, ModelCallError
 from helpers.crash_writer import payload
 from helpers.fake_openai import Error
+
+from memora.engine.errors import EmbeddingError, ModelCallError
 
 HELPERS = TESTS / "helpers"
 
@@ -256,7 +256,15 @@ def run_two_writers(mode: str, home: Path) -> None:
     env = child_env(MEMORA_MAX_PROFILE_ITEMS=500)
     writers = [
         subprocess.Popen(
-            [sys.executable, str(HELPERS / "concurrent_writer.py"), mode, str(home), tag, str(CONCURRENT_ITEMS), str(go)],
+            [
+                sys.executable,
+                str(HELPERS / "concurrent_writer.py"),
+                mode,
+                str(home),
+                tag,
+                str(CONCURRENT_ITEMS),
+                str(go),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -282,6 +290,7 @@ def run_two_writers(mode: str, home: Path) -> None:
 @pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_two_processes_adding_learning_goals_lose_none(tmp_path):
     from helpers.concurrent_writer import goal_text
+
     from user_profile import UserProfileStore
 
     home = tmp_path / "home"
@@ -297,8 +306,9 @@ def test_two_processes_adding_learning_goals_lose_none(tmp_path):
 @pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_two_processes_adding_memories_lose_none(tmp_path):
     from helpers.concurrent_writer import memory_text
-    from memora.engine.embeddings import HashEmbedder
+
     from long_term_memory import LongTermMemoryStore
+    from memora.engine.embeddings import HashEmbedder
 
     home = tmp_path / "home"
     run_two_writers("memories", home)
@@ -396,7 +406,9 @@ def test_a_version_1_session_is_migrated_and_resumed(tmp_path):
 @pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_a_corrupt_catalog_is_rebuilt_from_chroma(tmp_path):
     home = tmp_path / "home"
-    first = run_chatbot(home, ["remember My sister lives in Lisbon", "remember I practise English every morning", "exit"])
+    first = run_chatbot(
+        home, ["remember My sister lives in Lisbon", "remember I practise English every morning", "exit"]
+    )
     assert first.returncode == 0, first.stderr
     catalog = home / "memora_db" / "catalog-default.sqlite3"
     assert catalog.exists()
@@ -704,7 +716,13 @@ def test_data_files_are_private_and_export_warns(tmp_path, server):
         "extraction",
         {
             "facts": [
-                {"text": "The learner passed a B2 exam.", "memory_type": "episodic", "category": "learning", "event_phrase": None, "event_date": None}
+                {
+                    "text": "The learner passed a B2 exam.",
+                    "memory_type": "episodic",
+                    "category": "learning",
+                    "event_phrase": None,
+                    "event_date": None,
+                }
             ],
             "profile_changes": [
                 {"field": "english_level", "action": "set", "value": "B2", "evidence": "I passed my B2 exam"}

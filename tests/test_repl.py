@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT, child_env, run_chatbot
 from helpers.fake_openai import Error
 
@@ -45,7 +44,10 @@ def test_transcript_commands_chat_and_exit(make_app, server, run_repl):
 
 def test_malformed_commands_print_usage_and_bad_levels_list_the_valid_ones(make_app, server, run_repl):
     app = make_app()
-    t = run_repl(app, ["profile level B7", "profile goal", "profile remove hobby x", "forget", "memories --type dream", "history"])
+    t = run_repl(
+        app,
+        ["profile level B7", "profile goal", "profile remove hobby x", "forget", "memories --type dream", "history"],
+    )
     lines = t.text.splitlines()
     assert "You: profile level B7" in lines
     assert "Error: Unknown level 'B7'. Valid levels: A1, A2, B1, B2, C1, C2." in lines
@@ -105,12 +107,14 @@ def test_backslash_sends_a_command_word_as_chat(make_app, server, run_repl):
     assert app.store.count() == 0
 
 
-
-
 @pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_a_new_process_remembers_the_profile_and_memories(tmp_path):
     home = tmp_path / "home"
-    first = run_chatbot(["profile level b1", "remember I am preparing for IELTS", "exit"], MEMORA_HOME=home, MEMORA_EMBEDDING_MODEL="hash")
+    first = run_chatbot(
+        ["profile level b1", "remember I am preparing for IELTS", "exit"],
+        MEMORA_HOME=home,
+        MEMORA_EMBEDDING_MODEL="hash",
+    )
     assert first.returncode == 0, first.stderr
     assert "Profile updated." in first.stdout
     assert json.loads((home / "user_profile.json").read_text())["english_level"] == "B1"
@@ -174,8 +178,15 @@ def test_bad_settings_are_one_line_and_exit_2(tmp_path, env, message):
 def test_questions_that_start_with_a_command_word_are_chat(make_app, server, run_repl):
     app = make_app()
     app.store.add("keep me")
-    lines = ["why is the present perfect so hard?", "help me write an email", "reset my brain please",
-             "status of my exam?", "forget it", "history is my favourite subject", "profile of a good student"]
+    lines = [
+        "why is the present perfect so hard?",
+        "help me write an email",
+        "reset my brain please",
+        "status of my exam?",
+        "forget it",
+        "history is my favourite subject",
+        "profile of a good student",
+    ]
     t = run_repl(app, lines)
     assert [r.last_user for r in server.chats] == lines
     assert app.store.count() == 1 and len(app.memory.messages) == 2 * len(lines)

@@ -79,7 +79,9 @@ def test_scores_are_calibrated_in_zero_one_and_search_marks_the_threshold(store)
 
 def test_recency_reorders_near_ties_but_never_buries_a_strong_old_memory(tmp_path, local_embedder, clock):
     store = LongTermMemoryStore(tmp_path / "db", embedding_function=local_embedder, clock=clock)
-    old_exact = store.add("The learner's IELTS speaking exam is on 3 December.", created_at=clock() - timedelta(days=400))
+    old_exact = store.add(
+        "The learner's IELTS speaking exam is on 3 December.", created_at=clock() - timedelta(days=400)
+    )
     store.add("The learner watched a movie.", created_at=clock() - timedelta(days=1))
     store.add("The learner had a speaking class today.", created_at=clock())
     results, _ = retrieve_relevant_memories(store, "When is my IELTS speaking exam?", min_score=0)
@@ -95,9 +97,17 @@ def test_chinese_text_is_found_through_the_lexical_path(tmp_path, local_embedder
     store = LongTermMemoryStore(tmp_path / "db", embedding_function=local_embedder)
     for text in ["我每天早上都喝咖啡", "我下週二有英文考試", "我的貓叫麻糬", "我想加強旅遊英文", "我住在台中"]:
         store.add(text)
-    for query, expected in [("咖啡", "我每天早上都喝咖啡"), ("英文考試是什麼時候", "我下週二有英文考試"), ("我的貓", "我的貓叫麻糬"), ("旅遊英文", "我想加強旅遊英文")]:
+    for query, expected in [
+        ("咖啡", "我每天早上都喝咖啡"),
+        ("英文考試是什麼時候", "我下週二有英文考試"),
+        ("我的貓", "我的貓叫麻糬"),
+        ("旅遊英文", "我想加強旅遊英文"),
+    ]:
         results, _ = retrieve_relevant_memories(store, query)
-        assert results and results[0].content == expected, (query, [(r.content, r.score, r.lexical_score) for r in results])
+        assert results and results[0].content == expected, (
+            query,
+            [(r.content, r.score, r.lexical_score) for r in results],
+        )
         assert results[0].lexical_score > 0
 
 
@@ -131,12 +141,38 @@ def dated_store(tmp_path_factory, local_embedder):
     store = LongTermMemoryStore(tmp_path_factory.mktemp("dated"), embedding_function=local_embedder, clock=lambda: now)
     store.add_many(
         [
-            {"content": "The learner practised ordering coffee at a café.", "created_at": datetime(2026, 6, 3, 15).astimezone(), "memory_type": "episodic"},
-            {"content": "The learner practised ordering dinner at a restaurant.", "created_at": datetime(2026, 6, 10, 15).astimezone(), "memory_type": "episodic"},
-            {"content": "The learner practised booking a hotel room.", "created_at": datetime(2026, 11, 20, 15).astimezone(), "memory_type": "episodic"},
-            {"content": "The learner's cat knocked over a plant.", "created_at": datetime(2026, 6, 3, 16).astimezone(), "memory_type": "episodic"},
-            {"content": "The learner has an IELTS speaking exam.", "created_at": datetime(2026, 11, 1, 9).astimezone(), "event_date": date(2026, 12, 3), "category": "schedule"},
-            {"content": "The learner has a dentist appointment.", "created_at": datetime(2026, 11, 25, 9).astimezone(), "event_date": date(2026, 12, 9), "category": "schedule"},
+            {
+                "content": "The learner practised ordering coffee at a café.",
+                "created_at": datetime(2026, 6, 3, 15).astimezone(),
+                "memory_type": "episodic",
+            },
+            {
+                "content": "The learner practised ordering dinner at a restaurant.",
+                "created_at": datetime(2026, 6, 10, 15).astimezone(),
+                "memory_type": "episodic",
+            },
+            {
+                "content": "The learner practised booking a hotel room.",
+                "created_at": datetime(2026, 11, 20, 15).astimezone(),
+                "memory_type": "episodic",
+            },
+            {
+                "content": "The learner's cat knocked over a plant.",
+                "created_at": datetime(2026, 6, 3, 16).astimezone(),
+                "memory_type": "episodic",
+            },
+            {
+                "content": "The learner has an IELTS speaking exam.",
+                "created_at": datetime(2026, 11, 1, 9).astimezone(),
+                "event_date": date(2026, 12, 3),
+                "category": "schedule",
+            },
+            {
+                "content": "The learner has a dentist appointment.",
+                "created_at": datetime(2026, 11, 25, 9).astimezone(),
+                "event_date": date(2026, 12, 9),
+                "category": "schedule",
+            },
         ]
     )
     return store
@@ -148,15 +184,29 @@ def _contents(store, query, **kwargs):
 
 def test_a_named_date_puts_what_was_said_or_planned_then_first(dated_store):
     # Without the date, three practice memories are near ties; with it, that day's wins.
-    assert _contents(dated_store, "What did I practise on 3 June?", min_score=0)[0] == "The learner practised ordering coffee at a café."
-    assert _contents(dated_store, "What did I practise on 10 June?", min_score=0)[0] == "The learner practised ordering dinner at a restaurant."
+    assert (
+        _contents(dated_store, "What did I practise on 3 June?", min_score=0)[0]
+        == "The learner practised ordering coffee at a café."
+    )
+    assert (
+        _contents(dated_store, "What did I practise on 10 June?", min_score=0)[0]
+        == "The learner practised ordering dinner at a restaurant."
+    )
     # A plan's own date counts, not only the day it was said.
-    assert _contents(dated_store, "What is happening on Dec 3?", min_score=0)[0] == "The learner has an IELTS speaking exam."
-    assert _contents(dated_store, "What is happening on December 9?", min_score=0)[0] == "The learner has a dentist appointment."
+    assert (
+        _contents(dated_store, "What is happening on Dec 3?", min_score=0)[0]
+        == "The learner has an IELTS speaking exam."
+    )
+    assert (
+        _contents(dated_store, "What is happening on December 9?", min_score=0)[0]
+        == "The learner has a dentist appointment."
+    )
 
 
 def test_a_named_date_reorders_but_never_lets_a_memory_past_the_threshold(dated_store):
-    results, _ = retrieve_relevant_memories(dated_store, "What did I practise on 3 June?", n_results=6, include_below_threshold=True)
+    results, _ = retrieve_relevant_memories(
+        dated_store, "What did I practise on 3 June?", n_results=6, include_below_threshold=True
+    )
     cat = next(r for r in results if "cat" in r.content)
     assert not cat.passed and cat.score < RETRIEVAL_MIN_SCORE
     for query in ("What did I practise on 3 June?", "What is happening on Dec 3?", "What did I practise?"):
@@ -193,16 +243,27 @@ def test_a_named_period_adds_its_memories_as_candidates_only_while_it_holds_few(
     store = LongTermMemoryStore(tmp_path / "db", embedding_function=HashEmbedder(), clock=lambda: now)
     june_3 = datetime(2026, 6, 3, 12).astimezone()
     store.add_many(
-        [{"content": f"The learner practised dialogue {n}.", "created_at": june_3, "memory_type": "episodic"} for n in range(3)]
+        [
+            {"content": f"The learner practised dialogue {n}.", "created_at": june_3, "memory_type": "episodic"}
+            for n in range(3)
+        ]
         + [
-            {"content": "The learner has a speaking test.", "created_at": datetime(2026, 5, 1).astimezone(), "event_date": date(2026, 6, 3)},
+            {
+                "content": "The learner has a speaking test.",
+                "created_at": datetime(2026, 5, 1).astimezone(),
+                "event_date": date(2026, 6, 3),
+            },
             {"content": "The learner practised another dialogue.", "created_at": datetime(2026, 6, 4, 12).astimezone()},
         ]
     )
     windows = window_bounds(date_windows("What happened on 3 June?", now), now)
     found, _ = store.catalog.candidates([], 30, [], windows=windows, window_limit=4)
     contents = {store.get(i).content for i in found}
-    assert contents == {"The learner practised dialogue 0.", "The learner practised dialogue 1.",
-                        "The learner practised dialogue 2.", "The learner has a speaking test."}
+    assert contents == {
+        "The learner practised dialogue 0.",
+        "The learner practised dialogue 1.",
+        "The learner practised dialogue 2.",
+        "The learner has a speaking test.",
+    }
     assert all(dated for _, _, dated in found.values())
     assert store.catalog.candidates([], 30, [], windows=windows, window_limit=3)[0] == {}

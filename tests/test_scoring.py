@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -89,7 +89,7 @@ def test_a_half_life_of_zero_or_less_means_no_decay_not_a_crash(half_life):
 
 
 def test_rank_discounts_each_candidate_by_its_recency_factor():
-    now = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 1, tzinfo=UTC)
     ages = {"new": 0, "half": 180, "old": 720}
     candidates = {name: ((now - timedelta(days=days)).timestamp(), 1.0, False) for name, days in ages.items()}
     dense = [(name, 0.2) for name in ages]  # the same cosine (0.8) and BM25 for all three

@@ -2,32 +2,41 @@
 
 from __future__ import annotations
 
-import pytest
-
 import json
 
+import pytest
 from conftest import run_chatbot
 
-FACT = {"facts": [{"text": "The learner moved to Taipei last year.", "memory_type": "semantic", "category": "identity",
-                   "event_phrase": None, "event_date": None}],
-        "profile_changes": [], "corrections": []}
+FACT = {
+    "facts": [
+        {
+            "text": "The learner moved to Taipei last year.",
+            "memory_type": "semantic",
+            "category": "identity",
+            "event_phrase": None,
+            "event_date": None,
+        }
+    ],
+    "profile_changes": [],
+    "corrections": [],
+}
 
 
 def test_export_to_a_missing_folder_is_refused_and_creates_nothing(make_app, run_repl, tmp_path):
     app = make_app()
     target = tmp_path / "no" / "such" / "dir" / "x.json"
     t = run_repl(app, [f"export {target}"])
-    assert f"Error: Cannot export to {target}: the folder {target.parent} does not exist. Nothing was exported.\n" in t.text
+    assert (
+        f"Error: Cannot export to {target}: the folder {target.parent} does not exist. Nothing was exported.\n"
+        in t.text
+    )
     assert not (tmp_path / "no").exists()
     # an existing folder still works
     t = run_repl(app, [f"export {tmp_path / 'x.json'}"])
     assert (tmp_path / "x.json").is_file() and f"Exported to {tmp_path / 'x.json'}." in t.text
 
 
-import pytest  # noqa: E402
-
-
-@pytest.mark.parametrize("typed", ["{tmp}/nope/", "{tmp}/nope//", "'{tmp}/nope/'", "{tmp}/a/b/", "\"{tmp}/with space/\""])
+@pytest.mark.parametrize("typed", ["{tmp}/nope/", "{tmp}/nope//", "'{tmp}/nope/'", "{tmp}/a/b/", '"{tmp}/with space/"'])
 def test_export_to_a_missing_folder_typed_with_a_trailing_slash_is_refused(make_app, run_repl, tmp_path, typed):
     app = make_app()
     out = tmp_path / "out"
@@ -50,7 +59,10 @@ def test_a_memory_cap_below_the_count_is_refused_and_says_what_to_do(make_app, r
     for text in ("I live in Taipei", "I work in a bank", "I play the violin"):
         app.store.add(text)
     t = run_repl(app, ["memory cap 2", "memory cap", "memory cap 3", "remember I have a cat"])
-    assert "Error: You have 3 memories, more than a cap of 2; the cap was not changed. Forget 1 first ('forget <id>'), or choose 3 or more.\n" in t.text
+    assert (
+        "Error: You have 3 memories, more than a cap of 2; the cap was not changed. Forget 1 first ('forget <id>'), or choose 3 or more.\n"
+        in t.text
+    )
     assert f"Memory cap: {app.settings.memory_cap} (3 current memories)." in t.text  # unchanged
     assert "Memory cap set to 3. Memory is now full: new memories are not saved until you forget some.\n" in t.text
     assert "Memory is full (3 memories)" in t.text  # what the warning said would happen
@@ -145,9 +157,14 @@ def test_history_says_the_first_version_was_made_by_remember_and_the_next_by_the
 
 def test_quoted_memories_end_with_one_full_stop(make_app, run_repl):
     app = make_app()
-    t = run_repl(app, ["remember I like green tea.", "remember I like green tea.", "remember I like jazz", "remember I like jazz"])
+    t = run_repl(
+        app,
+        ["remember I like green tea.", "remember I like green tea.", "remember I like jazz", "remember I like jazz"],
+    )
     assert "Already remembered as" in t.text
-    assert "\u201cI like green tea.\u201d\n" in t.text and "\u201d." not in t.text.replace("\u201cI like jazz\u201d.", "")
+    assert "\u201cI like green tea.\u201d\n" in t.text and "\u201d." not in t.text.replace(
+        "\u201cI like jazz\u201d.", ""
+    )
     assert "\u201cI like jazz\u201d.\n" in t.text
 
 
@@ -191,11 +208,16 @@ from helpers.fake_openai import Error  # noqa: E402
         (Error(500, "scripted failure."), "Memory extraction failed with HTTP 500: scripted failure)"),
         ("this is not json {", "Memory extraction failed: the model's answer was not in the expected format)"),
         ('{"facts": "not a list"}', "Memory extraction failed: the model's answer was not in the expected format)"),
-        ('{"facts": [], "profile_changes": []', "Memory extraction failed: the model's answer was not in the expected format)"),
+        (
+            '{"facts": [], "profile_changes": []',
+            "Memory extraction failed: the model's answer was not in the expected format)",
+        ),
     ],
     ids=["http-500", "not-json", "wrong-shape", "cut-off-json"],
 )
-def test_an_extraction_failure_is_told_with_a_short_reason_and_one_full_stop(make_app, server, run_repl, answer, reason):
+def test_an_extraction_failure_is_told_with_a_short_reason_and_one_full_stop(
+    make_app, server, run_repl, answer, reason
+):
     server.script("extraction", answer)
     app = make_app()
     t = run_repl(app, ["I moved to Taipei last year.", "status"])
@@ -216,7 +238,9 @@ def test_undo_closes_the_quoted_memory_with_one_full_stop(make_app, server, run_
     assert line.endswith(f"removed {line.split('removed ')[1][:6]} \u201c{text}\u201d" + ("" if closed else "."))
 
 
-@pytest.mark.parametrize("evidence", ["I don't like short answers any more.", "I don't like short answers any more", "Short answers? No!"])
+@pytest.mark.parametrize(
+    "evidence", ["I don't like short answers any more.", "I don't like short answers any more", "Short answers? No!"]
+)
 def test_a_profile_question_quotes_the_learner_once_closed(evidence):
     from memora.app.proposals import ProfileProposal
 

@@ -4,8 +4,6 @@ learner sees."""
 
 from __future__ import annotations
 
-import pytest
-
 import fcntl
 import os
 import pty
@@ -16,7 +14,7 @@ import termios
 import time
 
 import pyte
-
+import pytest
 from conftest import ROOT, child_env
 
 COLUMNS, ROWS = 40, 30
@@ -87,8 +85,16 @@ class Terminal:
 def test_ctrl_c_during_a_reply_shows_each_line_once(server, tmp_path):
     held = server.hold("chat", REPLY, after_chars=80)  # two full lines, then the reply waits
     term = Terminal(
-        MEMORA_HOME=tmp_path / "home", MEMORA_EMBEDDING_MODEL="hash", OPENAI_BASE_URL=server.base_url,
-        OPENAI_API_KEY="sk-test-not-real", TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1",
+        MEMORA_HOME=tmp_path / "home",
+        MEMORA_EMBEDDING_MODEL="hash",
+        OPENAI_BASE_URL=server.base_url,
+        OPENAI_API_KEY="sk-test-not-real",
+        TERM="xterm",
+        PROMPT_TOOLKIT_NO_CPR="1",
+        # The pty's own size: a COLUMNS or LINES left in the test process's environment
+        # (pytest-xdist workers have them) would make rich wrap for another width.
+        COLUMNS=str(COLUMNS),
+        LINES=str(ROWS),
     )
     assert term.wait_for(b"You:")
     term.send(b"Explain the present perfect\r")

@@ -39,7 +39,19 @@ HOSTILE = {
     "stray esc": ("a\x1b", "a"),
     "plain unicode": ("我想加強旅遊英文 👨\u200d👩\u200d👧 café", "我想加強旅遊英文 👨\u200d👩\u200d👧 café"),
 }
-DATA_SEQUENCES = ("\x1b[2J", "\x1b]", "\x1b[H", "\x1bP", "\x1bc", "\x07", "\x9b", "\x9d", "evil title", "\u202e", "\x00")
+DATA_SEQUENCES = (
+    "\x1b[2J",
+    "\x1b]",
+    "\x1b[H",
+    "\x1bP",
+    "\x1bc",
+    "\x07",
+    "\x9b",
+    "\x9d",
+    "evil title",
+    "\u202e",
+    "\x00",
+)
 _RICH_OWN = re.compile(r"\x1b\[[0-9;]*m|\x1b\[\?25[lh]|\x1b\[\d*A|\x1b\[2K|\r")  # what rich itself writes
 
 

@@ -157,7 +157,12 @@ EVENT_DATES = [
     ("2026-11-27", "Friday", "The learner had a speaking test Friday.", date(2026, 11, 27)),
     ("2026-12-03", "next week", "The learner has an exam next week.", date(2026, 12, 3)),
     (None, "next Tuesday", "The learner has an exam next Tuesday.", date(2026, 12, 1)),
-    ("2026-13-45", "next Tuesday", "The learner has an exam next Tuesday.", date(2026, 12, 1)),  # unreadable: the phrase
+    (
+        "2026-13-45",
+        "next Tuesday",
+        "The learner has an exam next Tuesday.",
+        date(2026, 12, 1),
+    ),  # unreadable: the phrase
     ("9999-12-31", "someday", "The learner will retire someday.", None),  # absurd: no date
     (None, "in 100000000 days", "The learner will travel in 100000000 days.", None),
     (None, "in 3000000 months", "The learner will travel in 3000000 months.", None),
@@ -168,6 +173,8 @@ EVENT_DATES = [
 ]
 
 
-@pytest.mark.parametrize(("stated", "phrase", "text", "expected"), EVENT_DATES, ids=[f"{e[0]}|{e[1]}" for e in EVENT_DATES])
+@pytest.mark.parametrize(
+    ("stated", "phrase", "text", "expected"), EVENT_DATES, ids=[f"{e[0]}|{e[1]}" for e in EVENT_DATES]
+)
 def test_the_models_date_wins_and_a_bad_date_is_dropped_not_raised(stated, phrase, text, expected):
     assert resolve_event_date(stated, phrase, SUNDAY, sentence=text) == expected

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from helpers.scripts import extraction, fact
 from helpers.stores import chroma_collection
 
@@ -38,7 +37,9 @@ def stored_then_superseded(app, server, existing, category, facts, *, by_word):
     app.store.add(existing, category=category)
     [old] = app.store.list()
     server.script("extraction", extraction(*facts))
-    server.script("reconcile", *[decide(**{by_word: {"action": "SUPERSEDE", "target_id": old.id, "text": None}})] * len(facts))
+    server.script(
+        "reconcile", *[decide(**{by_word: {"action": "SUPERSEDE", "target_id": old.id, "text": None}})] * len(facts)
+    )
     return old
 
 
@@ -113,9 +114,18 @@ def test_undo_reverts_an_update_and_a_correction(make_app, server, run_repl):
     app.store.add("The learner wants to work abroad.", category="learning")
     jazz = app.store.list(text="jazz")[0]
     abroad = app.store.list(text="abroad")[0]
-    server.script("extraction", extraction(fact("The learner likes 1960s jazz.", "preference"),
-                                           corrections=[{"statement": "The learner wants to work abroad.", "evidence": "I never said that"}]))
-    server.script("reconcile", *[decide(jazz={"action": "UPDATE", "target_id": jazz.id, "text": "The learner likes jazz from the 1960s."})] * 2)
+    server.script(
+        "extraction",
+        extraction(
+            fact("The learner likes 1960s jazz.", "preference"),
+            corrections=[{"statement": "The learner wants to work abroad.", "evidence": "I never said that"}],
+        ),
+    )
+    server.script(
+        "reconcile",
+        *[decide(jazz={"action": "UPDATE", "target_id": jazz.id, "text": "The learner likes jazz from the 1960s."})]
+        * 2,
+    )
     server.script("correction", {"ids": [abroad.id]})
     say(app, "I like 1960s jazz. And I never said I want to work abroad.")
     assert contents(app) == ["The learner likes jazz from the 1960s."]
@@ -128,7 +138,10 @@ def test_undo_reverts_an_update_and_a_correction(make_app, server, run_repl):
 def test_undo_after_remember_and_memory_edit_and_never_after_forget(make_app, server, run_repl):
     app = make_app()
     first = app.store.add("The learner has one sister.")
-    t = run_repl(app, ["remember I drink green tea every morning", f"memory edit {first.id} The learner has two sisters.", "undo"])
+    t = run_repl(
+        app,
+        ["remember I drink green tea every morning", f"memory edit {first.id} The learner has two sisters.", "undo"],
+    )
     assert contents(app) == ["I drink green tea every morning", "The learner has one sister."]
     assert "Undone (the memory changes of 'memory edit'" in t.text
     t = run_repl(app, ["undo"])
@@ -146,7 +159,9 @@ def test_undo_leaves_a_memory_that_changed_again_since(make_app, server, run_rep
     taipei = stored_then_superseded(app, server, "The learner lives in Taipei.", "identity", facts, by_word="Tokyo")
     say(app, "I live in Tokyo now.")
     [tokyo] = app.store.list()
-    edited = app.store.edit(tokyo.id, "The learner lives in Tokyo, in Shibuya.")  # not through 'memory edit': not undoable
+    edited = app.store.edit(
+        tokyo.id, "The learner lives in Tokyo, in Shibuya."
+    )  # not through 'memory edit': not undoable
     t = run_repl(app, ["undo"])
     assert f"Left {tokyo.id[:6]} as it is: it was changed again since" in t.text
     assert contents(app) == ["The learner lives in Tokyo, in Shibuya."]
@@ -192,13 +207,15 @@ def test_revert_is_exact_in_chroma_too_embedded_and_server(connection, tmp_path,
     import uuid
     from pathlib import Path
 
-    from memora.engine.embeddings import HashEmbedder
     from long_term_memory import LongTermMemoryStore, catalog_path
+    from memora.engine.embeddings import HashEmbedder
 
     user = f"undo{uuid.uuid4().hex[:6]}"  # the server outlives one test
 
     def open_store():
-        return LongTermMemoryStore(tmp_path / "memora_db", user_id=user, connection=connection, clock=clock, embedding_function=HashEmbedder())
+        return LongTermMemoryStore(
+            tmp_path / "memora_db", user_id=user, connection=connection, clock=clock, embedding_function=HashEmbedder()
+        )
 
     store = open_store()
     first = store.add("The learner is learning Spanish.").record
@@ -268,7 +285,10 @@ def test_forget_all_and_forget_user_clear_the_undo_stack(make_app, server, run_r
 
 def test_forget_one_id_drops_it_from_the_undo_sets_and_keeps_the_rest(make_app, server, run_repl):
     app = make_app()
-    server.script("extraction", extraction(fact("The learner plays the oboe.", "habit"), fact("The learner has a cat.", "identity")))
+    server.script(
+        "extraction",
+        extraction(fact("The learner plays the oboe.", "habit"), fact("The learner has a cat.", "identity")),
+    )
     server.script("reconcile", *[{"action": "ADD", "target_id": None, "text": None}] * 2)
     run_repl(app, ["I play the oboe and I have a cat.", "remember I drink green tea"])
     [oboe] = app.store.list(text="oboe")

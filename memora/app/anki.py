@@ -33,11 +33,13 @@ def _model():
         MODEL_ID,
         "Memora mistake",
         fields=[{"name": name} for name in FIELDS],
-        templates=[{
-            "name": "Fix the sentence",
-            "qfmt": "{{Question}}",
-            "afmt": "{{FrontSide}}<hr id=answer>{{Answer}}<br><i>{{Rule}}</i>",
-        }],
+        templates=[
+            {
+                "name": "Fix the sentence",
+                "qfmt": "{{Question}}",
+                "afmt": "{{FrontSide}}<hr id=answer>{{Answer}}<br><i>{{Rule}}</i>",
+            }
+        ],
     )
 
 
@@ -61,7 +63,14 @@ def write_deck(mistakes: list[Mistake], path: Path, *, user: str, now: datetime)
         if example is None or question is None:
             continue
         fields = [html.escape(text) for text in (question, example.corrected, mistake.rule, mistake.kind, mistake.id)]
-        deck.add_note(genanki.Note(model=model, fields=fields, guid=genanki.guid_for(user, mistake.id), tags=[mistake.kind.replace(" ", "_")]))
+        deck.add_note(
+            genanki.Note(
+                model=model,
+                fields=fields,
+                guid=genanki.guid_for(user, mistake.id),
+                tags=[mistake.kind.replace(" ", "_")],
+            )
+        )
         count += 1
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     os.close(fd)

@@ -25,17 +25,12 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable
 
-from memora.engine.chroma_backend import ChromaConnection
-from memora.engine.config import Settings
 from context_builder import DIGEST_SECTIONS, MistakeNote, build_background_messages, build_user_digest
-from memora.engine.activity import ActivityLog
-from memora.engine.ledger import LedgerStore, relevant
-from memora.engine.embeddings import Embedder, make_embedder
-from memora.engine.errors import ConfigError, EmbeddingError, LimitError, MemoraError, ModelNotConfigured
+from long_term_memory import LongTermMemoryStore
 from memora.app.extraction import (
     ExtractionJob,
     ExtractionOutcome,
@@ -48,19 +43,24 @@ from memora.app.extraction import (
     skips_extraction,
 )
 from memora.app.knowledge import KnowledgeBase
-from memora.engine.llm import ModelClient, ReplyResult
-from long_term_memory import LongTermMemoryStore
-from memory import ContextBudget, ConversationMemory, PreparedContext
 from memora.app.proactive import pick_follow_up
-from memora.engine.prompts import SYSTEM_PROMPT
 from memora.app.proposals import ProfileProposal, ProposalStore
+from memora.app.session import ChangeSet, PendingExtraction, SessionState, SessionStore, UndoneMemory
+from memora.engine.activity import ActivityLog
+from memora.engine.chroma_backend import ChromaConnection
+from memora.engine.config import Settings
+from memora.engine.embeddings import Embedder, make_embedder
+from memora.engine.errors import ConfigError, EmbeddingError, LimitError, MemoraError, ModelNotConfigured
+from memora.engine.ledger import LedgerStore, relevant
+from memora.engine.llm import ModelClient, ReplyResult
+from memora.engine.prompts import SYSTEM_PROMPT
 from memora.engine.records import MemorySearchResult
 from memora.engine.retrieval import retrieve_relevant_memories
-from memora.app.session import ChangeSet, PendingExtraction, SessionState, SessionStore, UndoneMemory
 from memora.engine.storage import ensure_private_dir
 from memora.engine.text_utils import quoted
 from memora.engine.timeutil import Clock, system_clock
 from memora.engine.tokens import TokenCounter
+from memory import ContextBudget, ConversationMemory, PreparedContext
 from user_profile import UserProfileStore
 
 log = logging.getLogger("memora")
@@ -141,7 +141,7 @@ class Memora:
         connection: ChromaConnection | None = None,
         notify: Callable[[str], None] = print,
         new_session: bool = False,
-    ) -> "Memora":
+    ) -> Memora:
         """The application as configured: the model client, the embedder and the
         Chroma connection the settings name, unless given (tests give them)."""
         notifier = Notifier(notify)
@@ -153,7 +153,9 @@ class Memora:
             counter=counter.count,
         )
         if connection is None:
-            connection = ChromaConnection(url=settings.chroma_url) if settings.chroma_url else ChromaConnection(settings.db_dir)
+            connection = (
+                ChromaConnection(url=settings.chroma_url) if settings.chroma_url else ChromaConnection(settings.db_dir)
+            )
         return cls(
             settings,
             model=model,
@@ -189,7 +191,9 @@ class Memora:
         self.connection = connection
         ensure_private_dir(settings.data_dir)
         ensure_private_dir(self.paths.folder)
-        self.profiles = UserProfileStore(self.paths.profile, max_items=settings.max_profile_items, notify=self.notify, clock=clock)
+        self.profiles = UserProfileStore(
+            self.paths.profile, max_items=settings.max_profile_items, notify=self.notify, clock=clock
+        )
         self.ledger = LedgerStore(self.paths.mistakes, clock=clock, notify=self.notify)
         self.activity = ActivityLog(self.paths.activity, clock=clock, notify=self.notify)
         self.proposals = ProposalStore(self.paths.proposals, notify=self.notify)
@@ -255,7 +259,9 @@ class Memora:
                 summarizer=self.model.summarize,
             )
         except ValueError as error:  # checked up front, before any work
-            raise ConfigError(f"Token budget settings do not fit together: {error} (see README, 'Configuration').") from None
+            raise ConfigError(
+                f"Token budget settings do not fit together: {error} (see README, 'Configuration')."
+            ) from None
 
     def _resume_session(self, new_session: bool) -> None:
         """The saved conversation, or a fresh one that keeps usage, unread messages and undo."""
@@ -338,7 +344,9 @@ class Memora:
         job = self._commit_turn(text, now, reply, prepared)
         self._after_reply(job, early, prepared, now, notes)
         if reply.incomplete:
-            notes.append(f"(reply cut off: {reply.incomplete}) The reply was kept as far as it got; raise MEMORA_MAX_OUTPUT_TOKENS for longer answers.")
+            notes.append(
+                f"(reply cut off: {reply.incomplete}) The reply was kept as far as it got; raise MEMORA_MAX_OUTPUT_TOKENS for longer answers."
+            )
         return TurnResult(reply=reply, prepared=prepared, memories=list(prepared.background.memories), notes=notes)
 
     def _background(self, text: str, now: datetime, early: PreparedExtraction | None, notes: list[str]):
@@ -353,7 +361,9 @@ class Memora:
             memories,
             digest=digest,
             hint=pick_follow_up(
-                self.store.catalog.follow_up_candidates(now, self.settings.proactive_days), now, self.settings.proactive_days
+                self.store.catalog.follow_up_candidates(now, self.settings.proactive_days),
+                now,
+                self.settings.proactive_days,
             ),
             knowledge=knowledge_items,
             now=now,
@@ -366,7 +376,9 @@ class Memora:
             self.memory.rollback_last_user_message()
             self.turn.turn_active = False
 
-    def _commit_turn(self, text: str, now: datetime, reply: ReplyResult, prepared: PreparedContext) -> PendingExtraction:
+    def _commit_turn(
+        self, text: str, now: datetime, reply: ReplyResult, prepared: PreparedContext
+    ) -> PendingExtraction:
         """Keep the turn: the conversation, the request's breakdown and the message to read for memories."""
         with self._lock:
             self.turn.turn_active = False
@@ -390,7 +402,12 @@ class Memora:
         return job
 
     def _after_reply(
-        self, job: PendingExtraction, early: PreparedExtraction | None, prepared: PreparedContext, now: datetime, notes: list[str]
+        self,
+        job: PendingExtraction,
+        early: PreparedExtraction | None,
+        prepared: PreparedContext,
+        now: datetime,
+        notes: list[str],
     ) -> None:
         """Once the reply is out: apply an early-read correction, mark the follow-up asked, queue extraction."""
         if early and early.retractions:
@@ -422,7 +439,9 @@ class Memora:
         if not text:
             raise LimitError("Empty message: nothing was sent.")
         if len(text) > MAX_MESSAGE_CHARS:
-            raise LimitError(f"Your message is {len(text)} characters; the limit is {MAX_MESSAGE_CHARS}. Nothing was sent.")
+            raise LimitError(
+                f"Your message is {len(text)} characters; the limit is {MAX_MESSAGE_CHARS}. Nothing was sent."
+            )
         if not self.model.configured:
             raise ModelNotConfigured(
                 "No model is configured: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server "
@@ -456,7 +475,7 @@ class Memora:
         return notes
 
     def review_due_line(self) -> str | None:
-        """"3 mistakes to review today (type review)", at most once a day."""
+        """ "3 mistakes to review today (type review)", at most once a day."""
         due = len(self.ledger.due(self.clock()))
         if not due or not self.activity.claim_due_notice(self.clock().date()):
             return None
@@ -499,7 +518,9 @@ class Memora:
         )
         self.record_changes("turn", steps, job_id=job.job_id)
         if outcome.retry is not None:  # some items' own calls failed: keep just those
-            self._extraction_failed(job, outcome.retry_reason or "a model call failed", remaining=outcome.retry.model_dump(mode="json"))
+            self._extraction_failed(
+                job, outcome.retry_reason or "a model call failed", remaining=outcome.retry.model_dump(mode="json")
+            )
         else:
             self._job_finished(job)
         for notice in outcome.notices:
@@ -554,7 +575,11 @@ class Memora:
                         del self.turn.pending_jobs[index]
                         gave_up = True
                     else:
-                        update = {"attempts": attempts} if remaining is None else {"attempts": attempts, "remaining": remaining}
+                        update = (
+                            {"attempts": attempts}
+                            if remaining is None
+                            else {"attempts": attempts, "remaining": remaining}
+                        )
                         self.turn.pending_jobs[index] = pending.model_copy(update=update)
                     break
         self.save_session()
@@ -650,7 +675,9 @@ class Memora:
         with self._lock:
             change = self._changes[-1] if self._changes else None
         if change is None:
-            return ["Nothing to undo: no recorded memory change is left to take back ('forget' is a real deletion and cannot be undone)."]
+            return [
+                "Nothing to undo: no recorded memory change is left to take back ('forget' is a real deletion and cannot be undone)."
+            ]
         result = self.store.revert(change.steps, when=self.clock())  # if this fails, the change stays undoable
         if result.removed:  # taken back is deleted, as with 'forget': no copy of its text is left
             from memora.app.erasure import forget_everywhere
@@ -668,8 +695,14 @@ class Memora:
         lines = []
         if done:
             # the last quote ends the sentence: quoted() adds the full stop only if the memory has none
-            parts = [f"{verb} {r.id[:6]} {quoted(r.content, 48, end='.' if i == len(done) - 1 else '')}" for i, (verb, r) in enumerate(done)]
-            lines.append(f"Undone (the memory changes of {what} at {change.at.astimezone(now.tzinfo).strftime('%H:%M')}): " + "; ".join(parts))
+            parts = [
+                f"{verb} {r.id[:6]} {quoted(r.content, 48, end='.' if i == len(done) - 1 else '')}"
+                for i, (verb, r) in enumerate(done)
+            ]
+            lines.append(
+                f"Undone (the memory changes of {what} at {change.at.astimezone(now.tzinfo).strftime('%H:%M')}): "
+                + "; ".join(parts)
+            )
         for memory_id, why in result.skipped:
             lines.append(f"Left {memory_id[:6]} as it is: it was {why} (see 'history {memory_id[:6]}').")
         if self._changes:

@@ -16,13 +16,14 @@ import inspect
 import os
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
+from memora.app.terminal import Console, render_table
 from memora.engine.errors import CommandError, MemoraError
 from memora.engine.records import CATEGORIES, MEMORY_TYPES
-from memora.app.terminal import Console, render_table
 from memora.engine.text_utils import quoted, shorten
 from memora.engine.timeutil import time_ago
 from user_profile import CEFR_LEVELS, CORRECTION_STYLES
@@ -61,22 +62,97 @@ SUBCOMMANDS = {
 _MEMORY_ID = re.compile(r"[0-9a-f]{4,64}|[0-9A-Za-z_-]*[0-9][0-9A-Za-z_-]*")
 # After any command word, these turn the line into a sentence ("search is broken").
 SENTENCE_WORDS = {
-    "is", "are", "was", "were", "isn't", "aren't", "wasn't", "be", "been", "am", "can", "could", "should",
-    "would", "will", "won't", "does", "do", "did", "doesn't", "don't", "has", "have", "had", "of", "and",
-    "or", "but", "so", "means", "mean", "meaning",
+    "is",
+    "are",
+    "was",
+    "were",
+    "isn't",
+    "aren't",
+    "wasn't",
+    "be",
+    "been",
+    "am",
+    "can",
+    "could",
+    "should",
+    "would",
+    "will",
+    "won't",
+    "does",
+    "do",
+    "did",
+    "doesn't",
+    "don't",
+    "has",
+    "have",
+    "had",
+    "of",
+    "and",
+    "or",
+    "but",
+    "so",
+    "means",
+    "mean",
+    "meaning",
 }
 # Per command, openings that read as talking to the tutor rather than as arguments.
 CHAT_OPENINGS = {
     "remember": {
-        "when", "how", "what", "if", "whether", "why", "who", "where", "which", "me", "us", "you",
-        "it", "this", "those", "yesterday", "everything", "anything", "the time", "the day", "the first time",
-        "the last time", "last time", "our last", "our first",
+        "when",
+        "how",
+        "what",
+        "if",
+        "whether",
+        "why",
+        "who",
+        "where",
+        "which",
+        "me",
+        "us",
+        "you",
+        "it",
+        "this",
+        "those",
+        "yesterday",
+        "everything",
+        "anything",
+        "the time",
+        "the day",
+        "the first time",
+        "the last time",
+        "last time",
+        "our last",
+        "our first",
     },
     "search": {"for", "about", "me", "up", "online", "through", "the web", "the internet", "google"},
     "forget": {
-        "it", "that", "this", "them", "those", "me", "him", "her", "us", "you", "about", "everything",
-        "anything", "something", "nothing", "what", "how", "when", "yesterday", "today", "my", "the",
-        "all of", "all about", "i", "we", "to",
+        "it",
+        "that",
+        "this",
+        "them",
+        "those",
+        "me",
+        "him",
+        "her",
+        "us",
+        "you",
+        "about",
+        "everything",
+        "anything",
+        "something",
+        "nothing",
+        "what",
+        "how",
+        "when",
+        "yesterday",
+        "today",
+        "my",
+        "the",
+        "all of",
+        "all about",
+        "i",
+        "we",
+        "to",
     },
     "memories": {"about", "from", "with", "that", "i", "we", "you", "my"},
     "history": set(),
@@ -85,7 +161,9 @@ _SENTENCE_END = ".!…。！"
 _MISTAKE_ID = re.compile(r"m[0-9a-f]{1,5}")
 STATUS_ORDER = {"active": 0, "improving": 1, "mastered": 2}
 # Around a word, these never change which word it is: "when," "'when'" "“when”" "that!".
-_AROUND_WORDS = "\"'`\u2018\u2019\u201c\u201d\u00ab\u00bb\u300c\u300d.,;:!?()[]{}\u2026\u3002\uff0c\uff01\uff1f-\u2014\u2013"
+_AROUND_WORDS = (
+    "\"'`\u2018\u2019\u201c\u201d\u00ab\u00bb\u300c\u300d.,;:!?()[]{}\u2026\u3002\uff0c\uff01\uff1f-\u2014\u2013"
+)
 # The learner as the subject: "remember I ..." is always a statement to store.
 FIRST_PERSON = {"i", "i'm", "i've", "i'd", "i'll", "im", "ive", "myself", "we", "we're", "we've", "we'd", "we'll"}
 # The learner as the owner: "remember my sister lives in Leeds" is a statement,
@@ -97,8 +175,25 @@ _BASE_VERBS = set(
 )
 # A word after the first that makes "remember ..." a statement about someone else.
 STATEMENT_VERBS = SENTENCE_WORDS - {"of", "and", "or", "but", "so", "means", "mean", "meaning"} | {
-    "must", "may", "might", "shall", "isn't", "weren't", "can't", "couldn't", "won't", "hasn't", "haven't",
-    "didn't", "lives", "works", "likes", "loves", "hates", "wants", "needs",
+    "must",
+    "may",
+    "might",
+    "shall",
+    "isn't",
+    "weren't",
+    "can't",
+    "couldn't",
+    "won't",
+    "hasn't",
+    "haven't",
+    "didn't",
+    "lives",
+    "works",
+    "likes",
+    "loves",
+    "hates",
+    "wants",
+    "needs",
 }
 DETERMINERS = {"the", "a", "an", "this", "these", "those", "your", "his", "her", "their", "its", "last", "every"}
 _IRREGULAR_PAST = set(
@@ -129,7 +224,11 @@ def remembered_text(rest: str) -> str | None:
         return rest.strip()
     if words[0] == "that":
         clause = rest.strip().split(maxsplit=1)[1] if len(words) > 1 else ""
-        return clause if len(words) > 1 and (words[1] in FIRST_PERSON or words[1] in POSSESSIVE) and remembered_text(clause) else None
+        return (
+            clause
+            if len(words) > 1 and (words[1] in FIRST_PERSON or words[1] in POSSESSIVE) and remembered_text(clause)
+            else None
+        )
     if words[0] in DETERMINERS or words[0] in POSSESSIVE or words[0].endswith("'s"):
         # "the lesson", "our trip to Kyoto", "Anna's party": a noun phrase unless a
         # verb follows ("our teacher is strict", "my sister lives in Leeds"); a
@@ -143,7 +242,11 @@ def remembered_text(rest: str) -> str | None:
 
 def _verb_like(word: str) -> bool:
     """A word that makes "my sister ___ ..." a clause: "lives", "moved", "teach", "said"."""
-    return word in _BASE_VERBS or word in _IRREGULAR_PAST or (word.endswith(("s", "ed")) and not word.endswith(("'s", "ss")))
+    return (
+        word in _BASE_VERBS
+        or word in _IRREGULAR_PAST
+        or (word.endswith(("s", "ed")) and not word.endswith(("'s", "ss")))
+    )
 
 
 def looks_like_path(rest: str) -> bool:
@@ -273,7 +376,10 @@ class CommandRouter:
         """Every form of a command, one per line of its handler's docstring (what help lists)."""
         method = self.specs[name].handler
         doc = inspect.getdoc(method) or name
-        return [CommandSpec(name, ln.partition(" -- ")[0].strip(), ln.partition(" -- ")[2].strip(), method) for ln in doc.splitlines()]
+        return [
+            CommandSpec(name, ln.partition(" -- ")[0].strip(), ln.partition(" -- ")[2].strip(), method)
+            for ln in doc.splitlines()
+        ]
 
     # -- general --------------------------------------------------------------------------
     def cmd_help(self, args: str) -> None:
@@ -293,7 +399,13 @@ class CommandRouter:
         for name in sorted(set(self.specs) - {"quit"}, key=_help_order):
             for spec in self.forms(name):
                 rows.append([spec.usage, spec.help])
-        self.console.say(render_table("Commands (anything else is a chat message; 'help <command>' for examples)", ["command", "what it does"], rows))
+        self.console.say(
+            render_table(
+                "Commands (anything else is a chat message; 'help <command>' for examples)",
+                ["command", "what it does"],
+                rows,
+            )
+        )
 
     def cmd_exit(self, args: str) -> None:
         """exit -- Leave Memora (also quit, or Ctrl-D)."""
@@ -343,7 +455,9 @@ class CommandRouter:
             if value.lower() not in CORRECTION_STYLES:
                 raise self.usage("profile")
             changed = profiles.set_correction_style(value)
-            self.console.say(f"Corrections: {value.lower()}." if changed else f"Corrections were already {value.lower()}.")
+            self.console.say(
+                f"Corrections: {value.lower()}." if changed else f"Corrections were already {value.lower()}."
+            )
             return
         if field == "clear" and not value:
             changed = profiles.clear()
@@ -433,7 +547,12 @@ class CommandRouter:
         for r in records:
             row = [r.id, r.created_at.astimezone().strftime("%Y-%m-%d"), r.memory_type, r.category, r.content]
             if filters["include_superseded"]:
-                row.insert(4, r.status if r.is_current else f"superseded {time_ago(r.valid_until, now) if r.valid_until else ''}".strip())
+                row.insert(
+                    4,
+                    r.status
+                    if r.is_current
+                    else f"superseded {time_ago(r.valid_until, now) if r.valid_until else ''}".strip(),
+                )
             rows.append(row)
         columns = ["id", "date", "type", "category", "text"]
         if filters["include_superseded"]:
@@ -473,7 +592,9 @@ class CommandRouter:
                 )
             self.app.set_memory_cap(cap)
             if cap == current:
-                self.console.say(f"Memory cap set to {cap}. Memory is now full: new memories are not saved until you forget some.")
+                self.console.say(
+                    f"Memory cap set to {cap}. Memory is now full: new memories are not saved until you forget some."
+                )
             else:
                 self.console.say(f"Memory cap set to {cap} ({current} in use).")
             return
@@ -483,7 +604,13 @@ class CommandRouter:
         """forget <id> -- Delete one memory (and its earlier versions).
         forget all -- Delete all your memories, mistakes and activity log (asks you to type DELETE).
         forget user <name> -- Delete everything of one learner (asks you to type the name)."""
-        from memora.app.erasure import ask_about_exports, erase_notice, exports_holding, forget_everywhere, learner_exports
+        from memora.app.erasure import (
+            ask_about_exports,
+            erase_notice,
+            exports_holding,
+            forget_everywhere,
+            learner_exports,
+        )
 
         if not args:
             raise self.usage("forget")
@@ -495,7 +622,10 @@ class CommandRouter:
                 self.console.say("There are no memories to delete.")
                 return
             also = f" and {mistakes} mistake{'s' if mistakes != 1 else ''}" if mistakes else ""
-            if self._confirm(f"This deletes all {count} memories{also} of {self.app.settings.user}. Type {CONFIRM_WORD} to confirm: ", CONFIRM_WORD):
+            if self._confirm(
+                f"This deletes all {count} memories{also} of {self.app.settings.user}. Type {CONFIRM_WORD} to confirm: ",
+                CONFIRM_WORD,
+            ):
                 texts = [r.content for r in store.all_records()]
                 exports = ask_about_exports(self.console, learner_exports(self.app, self.app.settings.user))
                 deleted = store.delete_all()
@@ -505,7 +635,9 @@ class CommandRouter:
                 forget_everywhere(self.app, texts, self.console)
                 for path in exports:
                     path.unlink(missing_ok=True)
-                parts = [f"{deleted} memories"] + ([f"{forgotten} mistake{'s' if forgotten != 1 else ''}"] if forgotten else [])
+                parts = [f"{deleted} memories"] + (
+                    [f"{forgotten} mistake{'s' if forgotten != 1 else ''}"] if forgotten else []
+                )
                 if exports:
                     parts.append(f"{len(exports)} export file{'s' if len(exports) != 1 else ''}")
                 listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
@@ -516,15 +648,18 @@ class CommandRouter:
         if words[0].lower() == "user":
             if len(words) != 2:
                 raise self.usage("forget")
-            from memora.engine.config import validate_user_name
             from memora.app.users import delete_user
+            from memora.engine.config import validate_user_name
 
             name = validate_user_name(words[1])
             from memora.app.users import has_data
 
             if not has_data(self.app, name):
                 raise CommandError(f"There is no learner named '{name}' here (see 'users'); nothing was deleted.")
-            if self._confirm(f"This deletes the profile, session, memories, mistakes and activity log of '{name}'. Type the name to confirm: ", name):
+            if self._confirm(
+                f"This deletes the profile, session, memories, mistakes and activity log of '{name}'. Type the name to confirm: ",
+                name,
+            ):
                 exports = learner_exports(self.app, name)
                 remove = ask_about_exports(self.console, exports)
                 if name == self.app.settings.user:
@@ -543,7 +678,9 @@ class CommandRouter:
         self.app.drop_changes(deleted)
         texts = [r.content for r in chain if r.id in deleted]
         forget_everywhere(self.app, texts, self.console)
-        extra = f" (and {len(deleted) - 1} earlier version{'s' if len(deleted) > 2 else ''})" if len(deleted) > 1 else ""
+        extra = (
+            f" (and {len(deleted) - 1} earlier version{'s' if len(deleted) > 2 else ''})" if len(deleted) > 1 else ""
+        )
         self.console.say(f"Forgot {deleted[-1] if len(deleted) == 1 else words[0]}{extra}.")
         erase_notice(self.console, store)
         holding = exports_holding(learner_exports(self.app, self.app.settings.user), texts)
@@ -594,7 +731,9 @@ class CommandRouter:
                 ended += f" (you said: {shorten(r.metadata['note'], 50)})"
             if r.metadata.get("undone"):
                 made += f"; current again by undo {r.metadata['undone']}"
-            rows.append([r.id, r.created_at.astimezone().strftime("%Y-%m-%d %H:%M"), until, r.status, made, ended, r.content])
+            rows.append(
+                [r.id, r.created_at.astimezone().strftime("%Y-%m-%d %H:%M"), until, r.status, made, ended, r.content]
+            )
         self.console.table(f"History of {args}", ["id", "from", "until", "status", "made by", "ended by", "text"], rows)
 
     def cmd_undo(self, args: str) -> None:
@@ -614,7 +753,15 @@ class CommandRouter:
         )
         self.app.add_usage("embeddings", tokens)
         rows = [
-            ["*" if r.passed else "", f"{r.score:.3f}", f"{r.dense_score:.2f}", f"{r.lexical_score:.2f}", r.id, r.created_at.astimezone().strftime("%Y-%m-%d"), r.content]
+            [
+                "*" if r.passed else "",
+                f"{r.score:.3f}",
+                f"{r.dense_score:.2f}",
+                f"{r.lexical_score:.2f}",
+                r.id,
+                r.created_at.astimezone().strftime("%Y-%m-%d"),
+                r.content,
+            ]
             for r in results
         ]
         self.console.table(
@@ -646,18 +793,37 @@ class CommandRouter:
                 found = "No mistake has" if not matches else f"{len(matches)} mistakes have"
                 raise CommandError(f"{found} the id '{shorten(words[1], 20)}' (see 'mistakes'); nothing was deleted.")
             forgotten = ledger.forget(matches[0].id)
-            self.console.say(f"Forgot mistake {forgotten.id}: {shorten(forgotten.rule, 80)}." if forgotten else "It was already gone.")
+            self.console.say(
+                f"Forgot mistake {forgotten.id}: {shorten(forgotten.rule, 80)}."
+                if forgotten
+                else "It was already gone."
+            )
             return
         now = self.app.now()
         entries = sorted(ledger.all(), key=lambda m: (STATUS_ORDER[m.status], -m.count, -m.last_seen.timestamp()))
         rows = []
         for m in entries:
             example = m.latest
-            shown = f"{shorten(example.original, 50)} -> {shorten(example.corrected, 50)}" if example else "(no example)"
-            rows.append([m.id, m.kind, shorten(m.rule, 50), str(m.count), m.first_seen.astimezone().strftime("%Y-%m-%d"),
-                         time_ago(m.last_seen, now), m.status, shown])
-        self.console.table("Your mistakes (review drills them; 'mistakes forget <id>' deletes one)",
-                           ["id", "kind", "rule", "count", "first seen", "last seen", "status", "example"], rows)
+            shown = (
+                f"{shorten(example.original, 50)} -> {shorten(example.corrected, 50)}" if example else "(no example)"
+            )
+            rows.append(
+                [
+                    m.id,
+                    m.kind,
+                    shorten(m.rule, 50),
+                    str(m.count),
+                    m.first_seen.astimezone().strftime("%Y-%m-%d"),
+                    time_ago(m.last_seen, now),
+                    m.status,
+                    shown,
+                ]
+            )
+        self.console.table(
+            "Your mistakes (review drills them; 'mistakes forget <id>' deletes one)",
+            ["id", "kind", "rule", "count", "first seen", "last seen", "status", "example"],
+            rows,
+        )
 
     def cmd_review(self, args: str) -> None:
         """review -- Drill the mistakes due today (up to 10); an empty line or 'stop' ends it.
@@ -670,7 +836,9 @@ class CommandRouter:
 
             path = self._path_argument("review", words[1])
             count = write_deck(self.app.ledger.all(), path, user=self.app.settings.user, now=self.app.now())
-            self.console.say(f"Wrote {count} card{'s' if count != 1 else ''} to {path}; import it in Anki (File > Import).")
+            self.console.say(
+                f"Wrote {count} card{'s' if count != 1 else ''} to {path}; import it in Anki (File > Import)."
+            )
             self.console.notice("That file holds your own sentences. Keep it private.")
             return
         from memora.app.drill import Drill
@@ -726,7 +894,9 @@ class CommandRouter:
 
     def _path_argument(self, name: str, args: str) -> Path:
         if not looks_like_path(args):
-            raise CommandError(f"{name.capitalize()} takes one path; put quotes around a path with spaces. {self.usage(name)}")
+            raise CommandError(
+                f"{name.capitalize()} takes one path; put quotes around a path with spaces. {self.usage(name)}"
+            )
         text = args.strip()
         if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":
             text = text[1:-1]
@@ -736,7 +906,10 @@ class CommandRouter:
         """users -- List the learners with data here."""
         from memora.app.users import list_users
 
-        rows = [[u.name + (" (you)" if u.name == self.app.settings.user else ""), str(u.memories), u.folder] for u in list_users(self.app)]
+        rows = [
+            [u.name + (" (you)" if u.name == self.app.settings.user else ""), str(u.memories), u.folder]
+            for u in list_users(self.app)
+        ]
         self.console.table("Learners", ["name", "memories", "folder"], rows)
 
 
@@ -750,7 +923,9 @@ def _require_existing_folder(path: Path, *, folder_typed: bool = False) -> None:
     except (OSError, ValueError):
         return  # an unusable path: export_data reports it in one line
     if missing:
-        raise CommandError(f"Cannot export to {shorten(str(path), 160)}: the folder {shorten(str(folder), 160)} does not exist. Nothing was exported.")
+        raise CommandError(
+            f"Cannot export to {shorten(str(path), 160)}: the folder {shorten(str(folder), 160)} does not exist. Nothing was exported."
+        )
 
 
 # What the first version of a memory was made by, as 'history' shows it.
@@ -760,7 +935,12 @@ ORIGINS = {"command": "remember", "extracted": "from chat", "import": "import"}
 # each through the router, so an example can never drift into being chat).
 EXAMPLES = {
     "help": ["help forget"],
-    "profile": ["profile level B1", "profile goal pass IELTS with 7.0", "profile remove preference short answers", "profile corrections off"],
+    "profile": [
+        "profile level B1",
+        "profile goal pass IELTS with 7.0",
+        "profile remove preference short answers",
+        "profile corrections off",
+    ],
     "remember": ["remember I have a job interview on Friday"],
     "memories": ["memories --type episodic", "memories --all coffee"],
     "memory": ["memory edit 3fa9c2d1 I moved to Taipei in 2024", "memory cap 200"],
@@ -781,8 +961,28 @@ EXAMPLES = {
     "exit": ["exit"],
 }
 
-_ORDER = ["help", "profile", "remember", "memories", "memory", "search", "forget", "history", "undo", "mistakes", "review",
-          "progress", "why", "status", "reset", "export", "import", "reindex", "users", "exit"]
+_ORDER = [
+    "help",
+    "profile",
+    "remember",
+    "memories",
+    "memory",
+    "search",
+    "forget",
+    "history",
+    "undo",
+    "mistakes",
+    "review",
+    "progress",
+    "why",
+    "status",
+    "reset",
+    "export",
+    "import",
+    "reindex",
+    "users",
+    "exit",
+]
 
 
 def _help_order(name: str) -> int:

@@ -39,11 +39,12 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
+from long_term_memory import PartialWriteError
+from memora.app.proposals import MAX_PENDING, ProfileProposal
+from memora.app.session import ChatMessage
 from memora.engine.activity import DayActivity
 from memora.engine.errors import ImportFileError, MemoraError
 from memora.engine.ledger import MAX_MISTAKES, Mistake, clean_mistake_text
-from long_term_memory import PartialWriteError
-from memora.app.proposals import MAX_PENDING, ProfileProposal
 from memora.engine.records import (
     MAX_MEMORY_CHARS,
     MemoryRecord,
@@ -52,7 +53,6 @@ from memora.engine.records import (
     reserved_metadata_keys,
     stored_fields,
 )
-from memora.app.session import ChatMessage
 from memora.engine.storage import atomic_write_text
 from memora.engine.text_utils import clean_text, normalized_key
 from user_profile import MAX_PROFILE_ITEMS, UserProfile, clean_profile_value, normalize_level
@@ -80,6 +80,8 @@ _FIRST_YEAR, _LAST_YEAR = 1970, 2999
 # a hex id, or one holding a digit, in lower case.
 _ID = re.compile(r"[0-9a-f]{4,64}|(?=[0-9a-z_-]*[0-9])[0-9a-z_-]{4,64}")
 _METADATA_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+
+
 def _clean_block(text: str, limit: int, what: str) -> str:
     """Conversation text keeps its line breaks; control and escape characters go."""
     lines = [clean_text(line) for line in str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")]
@@ -191,7 +193,9 @@ class _ExportedMemoryChecks(BaseModel):
             # a retraction keeps its end date; without either, nothing says when or by what it ended
             raise ValueError(f"memory {self.id} is superseded but has neither a successor nor an end date")
         if self.valid_until is not None and self.valid_until < self.created_at:
-            raise ValueError(f"memory {self.id} ends ({self.valid_until:%Y-%m-%d}) before it was made ({self.created_at:%Y-%m-%d})")
+            raise ValueError(
+                f"memory {self.id} ends ({self.valid_until:%Y-%m-%d}) before it was made ({self.created_at:%Y-%m-%d})"
+            )
         return self
 
     def to_record(self, user_id: str):
@@ -260,7 +264,7 @@ class ImportedProposal(ProfileProposal):
     """A pending profile change, held to the limits of the profile it would change."""
 
     @model_validator(mode="after")
-    def _clean(self) -> "ImportedProposal":
+    def _clean(self) -> ImportedProposal:
         if self.field == "english_level":  # read as 'profile level' reads what is typed
             self.value = _checked(normalize_level, self.value)
             if self.old_value is not None:
@@ -305,7 +309,7 @@ class ImportedMistake(Mistake):
     """A ledger entry of an export, held to the ledger's own limits."""
 
     @model_validator(mode="after")
-    def _limits(self) -> "ImportedMistake":
+    def _limits(self) -> ImportedMistake:
         from fsrs import Card
 
         self.rule = _checked(clean_mistake_text, self.rule)
@@ -315,7 +319,9 @@ class ImportedMistake(Mistake):
         try:
             Card.from_dict(self.card)
         except (KeyError, TypeError, ValueError) as error:
-            raise ValueError(f"mistake {self.id} has an unreadable review card ({clean_text(str(error))[:60]})") from None
+            raise ValueError(
+                f"mistake {self.id} has an unreadable review card ({clean_text(str(error))[:60]})"
+            ) from None
         return self
 
     def as_mistake(self) -> Mistake:
@@ -343,7 +349,7 @@ class ExportFile(BaseModel):
         return _iso_text(value)
 
     @model_validator(mode="after")
-    def _links_hold(self) -> "ExportFile":
+    def _links_hold(self) -> ExportFile:
         """Ids are unique and every version link points to its partner in the file."""
         by_id: dict[str, ExportedMemory] = {}
         for index, memory in enumerate(self.memories):
@@ -353,10 +359,14 @@ class ExportFile(BaseModel):
         for memory in self.memories:
             nxt = by_id.get(memory.superseded_by) if memory.superseded_by else None
             if memory.superseded_by and (nxt is None or nxt.supersedes != memory.id):
-                raise ValueError(f"memory {memory.id} names a successor {memory.superseded_by} that does not name it back")
+                raise ValueError(
+                    f"memory {memory.id} names a successor {memory.superseded_by} that does not name it back"
+                )
             prev = by_id.get(memory.supersedes) if memory.supersedes else None
             if memory.supersedes and (prev is None or prev.superseded_by != memory.id):
-                raise ValueError(f"memory {memory.id} names an earlier version {memory.supersedes} that does not name it back")
+                raise ValueError(
+                    f"memory {memory.id} names an earlier version {memory.supersedes} that does not name it back"
+                )
         for memory in self.memories:  # with links mutual, a chain that never ends is a loop
             seen, step = {memory.id}, memory
             while step.superseded_by:
@@ -455,7 +465,9 @@ def _parse(path: Path, raw: bytes):
     try:
         data = json.loads(text, object_pairs_hook=_object_without_duplicates, parse_constant=_no_constant)
     except _DuplicateKey as error:
-        raise _refuse(path, f"is not a valid Memora export (the key {clean_text(str(error))[:40]!r} appears twice in one object)") from None
+        raise _refuse(
+            path, f"is not a valid Memora export (the key {clean_text(str(error))[:40]!r} appears twice in one object)"
+        ) from None
     except json.JSONDecodeError as error:
         raise _refuse(path, f"is not a JSON file (line {error.lineno}, column {error.colno}: {error.msg})") from None
     except RecursionError:
@@ -520,7 +532,10 @@ def _plan_profile(app: Memora, path: Path, export: ExportFile) -> UserProfile:
                 merged.append(value)
         limit = app.profiles.max_items
         if len(merged) > limit:
-            raise _refuse(path, f"would give you {len(merged)} {label} (the limit is {limit}); remove some with 'profile remove' first")
+            raise _refuse(
+                path,
+                f"would give you {len(merged)} {label} (the limit is {limit}); remove some with 'profile remove' first",
+            )
         return merged
 
     history = {(c.at, c.level): c for c in [*export.profile.level_history, *current.level_history]}
@@ -561,7 +576,8 @@ def import_data(app: Memora, path: Path) -> str:
     new_mistakes = list({m.id: m.as_mistake() for m in export.mistakes if m.id not in here}.values())
     pending = [p.as_proposal() for p in export.pending_profile_changes]
     restore_session = (
-        app.memory.to_state()["messages"] == [] and not app.memory.summary
+        app.memory.to_state()["messages"] == []
+        and not app.memory.summary
         and bool(export.session.messages or export.session.summary)
     )
 
@@ -635,8 +651,13 @@ def import_data(app: Memora, path: Path) -> str:
 
 def _import_files(app: Memora) -> dict[str, Path]:
     paths = app.paths
-    return {"profile": paths.profile, "proposals": paths.proposals, "session": paths.session,
-            "mistakes": paths.mistakes, "activity": paths.activity}
+    return {
+        "profile": paths.profile,
+        "proposals": paths.proposals,
+        "session": paths.session,
+        "mistakes": paths.mistakes,
+        "activity": paths.activity,
+    }
 
 
 def _snapshot_files(app: Memora) -> dict[str, str | None]:

@@ -88,7 +88,9 @@ class Drill:
         if not cards:
             return "Nothing to review today. New mistakes from your messages become cards."
         how = "I'll check each answer" if self.model else "You'll see the answer and rate yourself"
-        self.console.say(f"Review: {len(cards)} card{'s' if len(cards) != 1 else ''}. {how}; an empty line or 'stop' ends it.")
+        self.console.say(
+            f"Review: {len(cards)} card{'s' if len(cards) != 1 else ''}. {how}; an empty line or 'stop' ends it."
+        )
         summary = DrillSummary()
         for index, card in enumerate(cards, 1):
             try:
@@ -105,7 +107,11 @@ class Drill:
         current = self.ledger.get(card.id)  # another terminal may have changed or forgotten it
         question = exercise(current) if current is not None else None
         if question is None:
-            why = "it was forgotten" if current is None else f"its example was edited away ('mistakes forget {card.id}' removes it)"
+            why = (
+                "it was forgotten"
+                if current is None
+                else f"its example was edited away ('mistakes forget {card.id}' removes it)"
+            )
             self.console.say(f"Skipped card {card.id}: {why}.")
             summary.skipped += 1
             return True

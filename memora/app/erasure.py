@@ -24,8 +24,9 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from memora.engine.storage import atomic_write_text
 
@@ -210,7 +211,9 @@ def ask_about_exports(console, exports: list[Path]) -> list[Path]:
 def erase_notice(console, store) -> None:
     """Say what a forget could not wipe (yet), if anything."""
     if store.connection.url is not None:
-        console.notice("Your memories live on a Chroma server; it may keep copies in its own files until it compacts them.")
+        console.notice(
+            "Your memories live on a Chroma server; it may keep copies in its own files until it compacts them."
+        )
     elif not store.erased:
         console.notice(
             "Another Memora is using the memory files, so the deleted text could not be wiped from them yet; "
@@ -228,6 +231,12 @@ def forget_everywhere(app: Memora, texts: Iterable[str], console=None) -> None:
 
 
 __all__ = [
-    "FORGOTTEN", "TextFinder", "ask_about_exports", "erase_notice", "exports_holding", "forget_everywhere",
-    "learner_exports", "scrub_input_history",
+    "FORGOTTEN",
+    "TextFinder",
+    "ask_about_exports",
+    "erase_notice",
+    "exports_holding",
+    "forget_everywhere",
+    "learner_exports",
+    "scrub_input_history",
 ]

@@ -47,18 +47,32 @@ import logging
 import queue
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Callable, Literal
+from typing import Literal
 
 from pydantic import BaseModel, PrivateAttr, ValidationError, model_validator
 
-from memora.engine import lexical
-from memora.engine.errors import EmbeddingError, EmbeddingModelMismatch, LimitError, MemoraError, MemoryFullError, ModelCallError
 from long_term_memory import LongTermMemoryStore, is_near_duplicate
-from memora.engine.ledger import LedgerStore, NewMistake, clean_mistake_text
-from memora.engine.prompts import CORRECTION_PROMPT, EXTRACTION_INPUT, EXTRACTION_PROMPT, MISTAKE_STYLE, RECONCILE_PROMPT
 from memora.app.proposals import ProfileProposal, ProposalStore
+from memora.engine import lexical
+from memora.engine.errors import (
+    EmbeddingError,
+    EmbeddingModelMismatch,
+    LimitError,
+    MemoraError,
+    MemoryFullError,
+    ModelCallError,
+)
+from memora.engine.ledger import LedgerStore, NewMistake, clean_mistake_text
+from memora.engine.prompts import (
+    CORRECTION_PROMPT,
+    EXTRACTION_INPUT,
+    EXTRACTION_PROMPT,
+    MISTAKE_STYLE,
+    RECONCILE_PROMPT,
+)
 from memora.engine.records import MAX_MEMORY_CHARS, MemoryRecord
 from memora.engine.retrieval import rank
 from memora.engine.text_utils import CJK_RANGES, clean_text, normalized_key, quoted, shorten
@@ -103,12 +117,18 @@ class AskedWord(BaseModel):
 
 
 _ITEM_MODELS = {
-    "facts": ExtractedFact, "profile_changes": ProfileChange, "corrections": Correction,
-    "mistakes": ExtractedMistake, "asked_words": AskedWord,
+    "facts": ExtractedFact,
+    "profile_changes": ProfileChange,
+    "corrections": Correction,
+    "mistakes": ExtractedMistake,
+    "asked_words": AskedWord,
 }
 _ITEM_NAMES = {
-    "facts": "fact", "profile_changes": "profile change", "corrections": "correction",
-    "mistakes": "mistake", "asked_words": "word",
+    "facts": "fact",
+    "profile_changes": "profile change",
+    "corrections": "correction",
+    "mistakes": "mistake",
+    "asked_words": "word",
 }
 
 
@@ -155,7 +175,14 @@ class ExtractionResult(BaseModel):
 
 def _item_label(item) -> str:
     if isinstance(item, dict):
-        item = item.get("text") or item.get("statement") or item.get("value") or item.get("original") or item.get("word") or item
+        item = (
+            item.get("text")
+            or item.get("statement")
+            or item.get("value")
+            or item.get("original")
+            or item.get("word")
+            or item
+        )
     return shorten(str(item), 60)
 
 
@@ -188,7 +215,7 @@ class Retraction:
 class PreparedExtraction:
     """The model's reading of a message, with corrections already matched to memories."""
 
-    result: "ExtractionResult"
+    result: ExtractionResult
     retractions: tuple[Retraction, ...] = ()
 
 
@@ -289,7 +316,9 @@ def looks_like_correction(text: str) -> bool:
 # "thanks you" (a learner's mistake) is two listed words but no listed phrase,
 # so it is read. Yes and no are left out on purpose: they answer the tutor's
 # question ("Do you still live in Taipei?" "No.") and can carry a fact.
-_ACK_PHRASES = frozenset(p for line in """
+_ACK_PHRASES = frozenset(
+    p
+    for line in """
 ok|okay|okey|alright|all right|fine|sure|cool|nice|great|good|awesome|perfect
 thanks|thank you|thanks a lot|thanks so much|thank you so much|thank you very much|many thanks|cheers
 you're welcome|youre welcome|no problem|got it|i see|understood|noted
@@ -299,7 +328,9 @@ lol|haha|hahaha|hmm|wow|oh|ah
 好|好的|好啊|好吧|嗯|嗯嗯|哦|噢|喔|行|可以|沒問題|没问题|明白|明白了|知道了|了解|收到|懂了
 謝謝|谢谢|謝謝你|谢谢你|謝謝老師|谢谢老师|多謝|多谢|感謝|感谢|不客氣|不客气
 你好|您好|嗨|哈囉|哈喽|早|早安|午安|晚安|再見|再见|拜拜|回頭見|回头见|哈哈|哈哈哈
-""".strip().splitlines() for p in line.split("|"))
+""".strip().splitlines()
+    for p in line.split("|")
+)
 # A unit is an English word (apostrophes kept: "you're") or one CJK character.
 _UNIT = re.compile(rf"[a-z0-9']+|[{CJK_RANGES}]")
 
@@ -319,7 +350,7 @@ def skips_extraction(text: str) -> bool:
     if re.fullmatch(r"\s*/\w+\s*", text):
         return True
     units = _units(text)
-    if re.search(rf"[^\W_]", _UNIT.sub("", text.lower().replace("\u2019", "'"))):
+    if re.search(r"[^\W_]", _UNIT.sub("", text.lower().replace("\u2019", "'"))):
         return False  # letters of another script (Japanese kana, Korean, accented Latin): read it
     # The whole line must split into listed phrases; one unit left over is content.
     reachable = [True] + [False] * len(units)
@@ -363,7 +394,9 @@ class Extractor:
         profile = self.profiles.get()
         shown = profile.model_dump(include={"english_level", "learning_goals", "preferences"})
         instructions = EXTRACTION_PROMPT.format(mistake_style=MISTAKE_STYLE[profile.corrections])
-        payload = EXTRACTION_INPUT.format(now=now_anchor(job.said_at), profile=json.dumps(shown, ensure_ascii=False), message=job.text)
+        payload = EXTRACTION_INPUT.format(
+            now=now_anchor(job.said_at), profile=json.dumps(shown, ensure_ascii=False), message=job.text
+        )
         return self._parse(instructions, payload, ExtractionResult, "Memory extraction")
 
     def prepare(self, job: ExtractionJob) -> PreparedExtraction:
@@ -393,7 +426,12 @@ class Extractor:
         outcome = outcome if outcome is not None else ExtractionOutcome()
         done: list[str] = []
         for retraction in retractions:
-            self._isolated(outcome, "correction", retraction.record.content, lambda r=retraction: self._retract_one(r, outcome, done))
+            self._isolated(
+                outcome,
+                "correction",
+                retraction.record.content,
+                lambda r=retraction: self._retract_one(r, outcome, done),
+            )
         return done
 
     def _retract_one(self, retraction: Retraction, outcome: ExtractionOutcome, done: list[str]) -> None:
@@ -410,14 +448,26 @@ class Extractor:
         outcome = ExtractionOutcome()
         result = job.prepared.result if job.prepared is not None else self.read(job)
         outcome.skipped.extend(Skipped(*rejected) for rejected in result._rejected)
-        again: dict[str, list] = {"facts": [], "profile_changes": [], "corrections": [], "mistakes": [], "asked_words": []}
+        again: dict[str, list] = {
+            "facts": [],
+            "profile_changes": [],
+            "corrections": [],
+            "mistakes": [],
+            "asked_words": [],
+        }
         for correction in result.corrections:
             if self.cancelled:
                 return outcome
             self._isolated(
-                outcome, "correction", correction.statement,
-                lambda c=correction: self.retract(tuple(Retraction(r, shorten(c.evidence or job.text, 300)) for r in self._match_correction(c)), outcome),
-                again=again["corrections"], item=correction,
+                outcome,
+                "correction",
+                correction.statement,
+                lambda c=correction: self.retract(
+                    tuple(Retraction(r, shorten(c.evidence or job.text, 300)) for r in self._match_correction(c)),
+                    outcome,
+                ),
+                again=again["corrections"],
+                item=correction,
             )
         for fact in result.facts:
             if self.cancelled:
@@ -425,11 +475,23 @@ class Extractor:
             if outcome.full:  # nothing more can be added; the learner was told
                 outcome.skipped.append(Skipped("fact", shorten(fact.text, 60), "memory is full"))
                 continue
-            self._isolated(outcome, "fact", fact.text, lambda f=fact: self._apply_fact(f, job, outcome), again=again["facts"], item=fact)
+            self._isolated(
+                outcome,
+                "fact",
+                fact.text,
+                lambda f=fact: self._apply_fact(f, job, outcome),
+                again=again["facts"],
+                item=fact,
+            )
         for change in result.profile_changes:
             if self.cancelled:
                 return outcome
-            self._isolated(outcome, "profile change", f"{change.field} {change.action} {change.value}", lambda c=change: self._apply_profile_change(c, job, outcome))
+            self._isolated(
+                outcome,
+                "profile change",
+                f"{change.field} {change.action} {change.value}",
+                lambda c=change: self._apply_profile_change(c, job, outcome),
+            )
         for mistake in result.mistakes if self.ledger is not None else ():
             if self.cancelled:
                 return outcome
@@ -442,7 +504,16 @@ class Extractor:
             outcome.retry = ExtractionResult(**again)
         return outcome
 
-    def _isolated(self, outcome: ExtractionOutcome, kind: str, label: str, apply: Callable[[], object], *, again: list | None = None, item=None) -> None:
+    def _isolated(
+        self,
+        outcome: ExtractionOutcome,
+        kind: str,
+        label: str,
+        apply: Callable[[], object],
+        *,
+        again: list | None = None,
+        item=None,
+    ) -> None:
         """Apply one item; whatever goes wrong stays with that item."""
         try:
             apply()
@@ -481,8 +552,11 @@ class Extractor:
         vector = store.embed([text])[0]  # once, for the candidates and for storing
         candidates = self.candidates(text, vector, category)
         repeat = next(
-            (c for c in sorted(candidates, key=lambda c: c.distance)
-             if is_near_duplicate(store.embedder.name, text, c.record.content, c.distance)),
+            (
+                c
+                for c in sorted(candidates, key=lambda c: c.distance)
+                if is_near_duplicate(store.embedder.name, text, c.record.content, c.distance)
+            ),
             None,
         )
         if repeat is not None:
@@ -496,13 +570,20 @@ class Extractor:
             merged = clean_text(decision.text or "")
             if not merged or len(merged) > MAX_MEMORY_CHARS:
                 merged = text  # an unusable merged text: keep the learner's fact as said
-            new = store.supersede(target.id, merged, reason="update", memory_type=memory_type, category=category, event_date=event_date)
+            new = store.supersede(
+                target.id, merged, reason="update", memory_type=memory_type, category=category, event_date=event_date
+            )
             outcome.updated.append((target.id, new.id))
             return
         if decision.action == "SUPERSEDE" and target is not None:
             new = store.supersede(
-                target.id, text, reason="contradiction", memory_type=memory_type, category=category,
-                event_date=event_date, vector=vector,
+                target.id,
+                text,
+                reason="contradiction",
+                memory_type=memory_type,
+                category=category,
+                event_date=event_date,
+                vector=vector,
             )
             outcome.superseded.append((target.id, new.id))
             return
@@ -529,7 +610,9 @@ class Extractor:
         current memory it names (None when it names none that is still current)."""
         if not candidates:
             return MemoryDecision(action="ADD", target_id=None, text=None), None
-        payload = json.dumps({"new_fact": text, "existing_memories": [self._shown(c.record) for c in candidates]}, ensure_ascii=False)
+        payload = json.dumps(
+            {"new_fact": text, "existing_memories": [self._shown(c.record) for c in candidates]}, ensure_ascii=False
+        )
         decision = self._parse(RECONCILE_PROMPT, payload, MemoryDecision, "Memory reconciliation")
         target = {c.record.id: c.record for c in candidates}.get((decision.target_id or "").strip())
         if target is not None:
@@ -539,7 +622,12 @@ class Extractor:
 
     @staticmethod
     def _shown(record: MemoryRecord) -> dict:
-        return {"id": record.id, "text": record.content, "category": record.category, "saved": record.created_at.date().isoformat()}
+        return {
+            "id": record.id,
+            "text": record.content,
+            "category": record.category,
+            "saved": record.created_at.date().isoformat(),
+        }
 
     def candidates(self, text: str, vector: list[float], category: str | None = None) -> list[Candidate]:
         """The current memories a decision about ``text`` must see (see DECISION_CANDIDATE_TOKENS)."""
@@ -552,7 +640,9 @@ class Extractor:
         )
         remembered = [r.id for r in store.catalog.list(source="command", limit=DECISION_SAME_CATEGORY)]
         words = [t for t in lexical.query_terms(text) if t not in _SUBJECT_TERMS]
-        scored, vectors = store.catalog.candidates(words, DECISION_LEXICAL, [i for i, _ in dense] + same_category + remembered)
+        scored, vectors = store.catalog.candidates(
+            words, DECISION_LEXICAL, [i for i, _ in dense] + same_category + remembered
+        )
         if not scored:
             return []
         dense_ids = {i for i, _ in dense}
@@ -575,7 +665,9 @@ class Extractor:
         queues = [iter(source) for source in sources]
         while queues and budget > 0:
             for queue in list(queues):
-                item = next((r for r in queue if r.id not in seen and r.id in records and records[r.id].is_current), None)
+                item = next(
+                    (r for r in queue if r.id not in seen and r.id in records and records[r.id].is_current), None
+                )
                 if item is None:
                     queues.remove(queue)
                     continue
@@ -631,13 +723,20 @@ class Extractor:
             level = normalize_level(change.value)  # raises for anything outside A1-C2: a skipped item
             if change.action == "remove":
                 if profile.english_level:
-                    self._propose(ProfileProposal.new("english_level", "remove", profile.english_level, profile.english_level, evidence), outcome)
+                    self._propose(
+                        ProfileProposal.new(
+                            "english_level", "remove", profile.english_level, profile.english_level, evidence
+                        ),
+                        outcome,
+                    )
                 return
             if profile.english_level == level:
                 return
             if profile.english_level is None:
                 self.profiles.set_english_level(level)
-                outcome.notices.append(f"Profile: English level set to {level} (from what you said). Change it with 'profile level <level>'.")
+                outcome.notices.append(
+                    f"Profile: English level set to {level} (from what you said). Change it with 'profile level <level>'."
+                )
                 return
             self._propose(ProfileProposal.new("english_level", "set", level, profile.english_level, evidence), outcome)
             return
@@ -676,7 +775,7 @@ class ExtractionWorker:
         self.extractor = extractor
         self.on_outcome = on_outcome
         self.on_failure = on_failure
-        self._queue: "queue.Queue[ExtractionJob | Callable[[], None] | None]" = queue.Queue()
+        self._queue: queue.Queue[ExtractionJob | Callable[[], None] | None] = queue.Queue()
         self._idle = threading.Event()
         self._idle.set()
         self._pending = 0

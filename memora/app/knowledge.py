@@ -18,8 +18,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from memora.engine.chroma_backend import ChromaConnection
 from context_builder import KnowledgeItem
+from memora.engine.chroma_backend import ChromaConnection
 from memora.engine.embeddings import Embedder
 
 COLLECTION = "memora-knowledge"
@@ -105,7 +105,10 @@ class KnowledgeBase:
 
     def _collection(self):
         if self._handle is None or self._handle[0] != self.connection.epoch:
-            self._handle = (self.connection.epoch, self.connection.collection(COLLECTION, metadata={"embedding_model": self.embedder.name}))
+            self._handle = (
+                self.connection.epoch,
+                self.connection.collection(COLLECTION, metadata={"embedding_model": self.embedder.name}),
+            )
         return self._handle[1]
 
     def sync(self) -> int:
@@ -158,7 +161,9 @@ class KnowledgeBase:
             )
         return len(todo)
 
-    def search(self, vector: list[float], n_results: int = KNOWLEDGE_RESULTS, *, min_similarity: float | None = None) -> list[KnowledgeItem]:
+    def search(
+        self, vector: list[float], n_results: int = KNOWLEDGE_RESULTS, *, min_similarity: float | None = None
+    ) -> list[KnowledgeItem]:
         threshold = KNOWLEDGE_MIN_SIMILARITY if min_similarity is None else min_similarity
         if not self.synced or self.signature() != self._signature:
             self.sync()
@@ -174,5 +179,7 @@ class KnowledgeBase:
             similarity = 1.0 - float(distance)
             if similarity >= threshold:
                 meta = meta or {}
-                items.append(KnowledgeItem(meta.get("source", "?"), meta.get("title", ""), document, round(similarity, 4)))
+                items.append(
+                    KnowledgeItem(meta.get("source", "?"), meta.get("title", ""), document, round(similarity, 4))
+                )
         return items

@@ -15,8 +15,8 @@ candidate is returned: one question, not a to-do list.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Iterable
 
 from context_builder import FollowUpHint
 from memora.engine.records import MemoryRecord
@@ -43,5 +43,10 @@ def pick_follow_up(candidates: Iterable[MemoryRecord], now: datetime, proactive_
     if not eligible:
         return None
     oldest = min(eligible, key=lambda r: to_aware(r.created_at))
-    return FollowUpHint(memory_id=oldest.id, text=oldest.content, said_at=oldest.created_at,
-                        event_date=oldest.event_date, source=oldest.source)
+    return FollowUpHint(
+        memory_id=oldest.id,
+        text=oldest.content,
+        said_at=oldest.created_at,
+        event_date=oldest.event_date,
+        source=oldest.source,
+    )

@@ -100,10 +100,14 @@ def report(data: ProgressData, *, charts: bool) -> list[str]:
     lines = [f"Progress, {start.isoformat()} to {today.isoformat()} ({data.days} day{'s' if data.days != 1 else ''})"]
 
     days_practised = len([d for d in practised if start <= d <= today])
-    lines.append(f"Days practised: {days_practised} of {data.days}; streak: {_streak(practised, today)} day{'s' if _streak(practised, today) != 1 else ''}")
+    lines.append(
+        f"Days practised: {days_practised} of {data.days}; streak: {_streak(practised, today)} day{'s' if _streak(practised, today) != 1 else ''}"
+    )
     if charts:
         calendar_days = min(data.days, DEFAULT_PERIOD_DAYS)
-        row = "".join(PRACTISED if today - timedelta(days=i) in practised else IDLE for i in range(calendar_days - 1, -1, -1))
+        row = "".join(
+            PRACTISED if today - timedelta(days=i) in practised else IDLE for i in range(calendar_days - 1, -1, -1)
+        )
         lines.append(f"  {row}  (one mark a day, today last)")
 
     week_label = lambda span: span[0].strftime("%m-%d")  # noqa: E731 - the week's first day
@@ -124,7 +128,9 @@ def report(data: ProgressData, *, charts: bool) -> list[str]:
         lines.append("  (none)")
 
     new_per_week = [sum(1 for m in mistakes if s <= _local_day(m.first_seen) <= e) for s, e in weeks]
-    mastered_per_week = [sum(1 for m in mistakes if m.mastered_at and s <= _local_day(m.mastered_at) <= e) for s, e in weeks]
+    mastered_per_week = [
+        sum(1 for m in mistakes if m.mastered_at and s <= _local_day(m.mastered_at) <= e) for s, e in weeks
+    ]
     lines.append("New mistakes per week: " + ", ".join(str(n) for n in new_per_week))
     lines.append("Mastered per week: " + ", ".join(str(n) for n in mastered_per_week))
     if charts:

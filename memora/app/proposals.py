@@ -10,9 +10,10 @@ restart) and asked about at the end of the reply; ``yes``/``no`` or
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,7 +40,7 @@ class ProfileProposal(BaseModel):
     created_at: datetime
 
     @classmethod
-    def new(cls, field: str, action: str, value: str, old_value: str | None, evidence: str) -> "ProfileProposal":
+    def new(cls, field: str, action: str, value: str, old_value: str | None, evidence: str) -> ProfileProposal:
         return cls(
             id=uuid.uuid4().hex[:6],
             field=field,
@@ -79,7 +80,11 @@ class ProfileProposal(BaseModel):
         """Apply to the profile (a review card: to the ledger); returns the confirmation line."""
         if self.field == "review_card":
             card, added = ledger.add_word(self.value, self.evidence)
-            return f"Added {quoted(self.value, 60, end='')} to your review cards ({card.id})." if added else "That word is already a review card."
+            return (
+                f"Added {quoted(self.value, 60, end='')} to your review cards ({card.id})."
+                if added
+                else "That word is already a review card."
+            )
         if self.field == "english_level":
             if self.action == "set":
                 profiles.set_english_level(self.value)
@@ -106,7 +111,10 @@ class ProposalStore:
         self._notify = notify
 
     def _load(self) -> _ProposalFile:
-        return load_model_file(self.path, _ProposalFile, notify=self._notify, label="pending profile changes") or _ProposalFile()
+        return (
+            load_model_file(self.path, _ProposalFile, notify=self._notify, label="pending profile changes")
+            or _ProposalFile()
+        )
 
     def pending(self) -> list[ProfileProposal]:
         return list(self._load().pending)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from context_builder import SECTION_TAGS, digest_item_text, hint_plan_text, retrieved_text
-from memora.engine.timeutil import time_ago
 from memora.engine.text_utils import quoted, shorten
+from memora.engine.timeutil import time_ago
 
 if TYPE_CHECKING:
     from memora.app.assistant import Memora
@@ -18,12 +18,19 @@ def status_rows(app: Memora) -> list[Table]:
     settings = app.settings
     store = app.store
     cap = store.memory_cap
-    model_state = settings.model if app.model.configured else f"{settings.model} (not configured: set OPENAI_API_KEY or OPENAI_BASE_URL)"
+    model_state = (
+        settings.model
+        if app.model.configured
+        else f"{settings.model} (not configured: set OPENAI_API_KEY or OPENAI_BASE_URL)"
+    )
     general = [
         ["learner", settings.user],
         ["model", model_state],
         ["model endpoint", settings.base_url or ("api.openai.com" if settings.api_key else "-")],
-        ["embedding model", app.embedder.name + (f" (store built with {store.mismatch}: type 'reindex')" if store.mismatch else "")],
+        [
+            "embedding model",
+            app.embedder.name + (f" (store built with {store.mismatch}: type 'reindex')" if store.mismatch else ""),
+        ],
         ["token counting", app.counter.encoding_name],
         ["data folder", str(settings.data_dir)],
         ["profile", str(app.paths.profile)],
@@ -31,21 +38,37 @@ def status_rows(app: Memora) -> list[Table]:
         ["mistake ledger", str(app.paths.mistakes)],
         ["activity log", str(app.paths.activity)],
         ["memory store", app.connection.location],
-        ["memories", f"{store.count()} current, {store.count(include_superseded=True)} with history" + (f", cap {cap}" if cap else "")],
+        [
+            "memories",
+            f"{store.count()} current, {store.count(include_superseded=True)} with history"
+            + (f", cap {cap}" if cap else ""),
+        ],
     ]
     memory = app.memory
     budget = memory.budget
     last = memory.last_request or {}
     sections = last.get("sections") or {}
-    caps = {"instructions": "-", "background": budget.background, "summary": budget.summary, "recent": budget.recent, "current": "-"}
-    budget_rows = [[name, str(sections.get(name, "-")), str(caps[name])] for name in ("instructions", "background", "summary", "recent", "current")]
+    caps = {
+        "instructions": "-",
+        "background": budget.background,
+        "summary": budget.summary,
+        "recent": budget.recent,
+        "current": "-",
+    }
+    budget_rows = [
+        [name, str(sections.get(name, "-")), str(caps[name])]
+        for name in ("instructions", "background", "summary", "recent", "current")
+    ]
     budget_rows.append(["total", str(last.get("total", "-")), str(budget.total)])
     usage = memory.usage
     pending = app.worker.pending
     extraction_state = f"{usage.extraction}"
     usage_rows = [
         ["chat", str(usage.chat)],
-        ["embeddings" + (" (local model, no API cost)" if app.embedder.name.startswith("local:") else ""), str(usage.embeddings)],
+        [
+            "embeddings" + (" (local model, no API cost)" if app.embedder.name.startswith("local:") else ""),
+            str(usage.embeddings),
+        ],
         ["summaries", str(usage.summaries)],
         ["extraction", extraction_state],
         ["review grading", str(usage.grading)],
@@ -87,14 +110,38 @@ def why_report(app: Memora) -> list[Table]:
         tables.append(("Profile", ["line"], profile_rows))
     if background.digest:
         # as the model read it: dates, resolved time phrases and "Learner said" included
-        tables.append(("About you (digest)", ["category", "memory"], [[d.category, digest_item_text(d, now)] for d in background.digest]))
+        tables.append(
+            (
+                "About you (digest)",
+                ["category", "memory"],
+                [[d.category, digest_item_text(d, now)] for d in background.digest],
+            )
+        )
     if background.mistakes:
-        tables.append(("Mistakes to watch", ["line"], [[line.removeprefix("- ")] for line in background.mistake_lines()]))
+        tables.append(
+            ("Mistakes to watch", ["line"], [[line.removeprefix("- ")] for line in background.mistake_lines()])
+        )
     if background.hint is not None:
-        tables.append(("Follow-up hint", ["memory", "said", "text"], [[background.hint.memory_id, time_ago(background.hint.said_at, now), hint_plan_text(background.hint, now)]]))
+        tables.append(
+            (
+                "Follow-up hint",
+                ["memory", "said", "text"],
+                [
+                    [
+                        background.hint.memory_id,
+                        time_ago(background.hint.said_at, now),
+                        hint_plan_text(background.hint, now),
+                    ]
+                ],
+            )
+        )
     if background.knowledge:
         tables.append(
-            ("Knowledge notes", ["score", "note", "text"], [[f"{k.score:.3f}", f"{k.source} › {k.title}", shorten(k.text, 80)] for k in background.knowledge])
+            (
+                "Knowledge notes",
+                ["score", "note", "text"],
+                [[f"{k.score:.3f}", f"{k.source} › {k.title}", shorten(k.text, 80)] for k in background.knowledge],
+            )
         )
     if background.memories:
         tables.append(
@@ -102,7 +149,15 @@ def why_report(app: Memora) -> list[Table]:
                 "Memories",
                 ["score", "dense", "lexical", "recency", "id", "when", "text"],
                 [
-                    [f"{m.score:.3f}", f"{m.dense_score:.2f}", f"{m.lexical_score:.2f}", f"{m.recency:.2f}", m.id, time_ago(m.created_at, now), retrieved_text(m, now)]
+                    [
+                        f"{m.score:.3f}",
+                        f"{m.dense_score:.2f}",
+                        f"{m.lexical_score:.2f}",
+                        f"{m.recency:.2f}",
+                        m.id,
+                        time_ago(m.created_at, now),
+                        retrieved_text(m, now),
+                    ]
                     for m in background.memories
                 ],
             )

@@ -12,14 +12,15 @@ fresh conversation without touching the profile or memories.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory import TokenUsage
 from memora.engine.storage import atomic_write_model, file_lock, load_model_file
+from memory import TokenUsage
 
 SESSION_VERSION = 2
 
@@ -105,7 +106,9 @@ class SessionStore:
 
     def load(self) -> SessionState:
         return (
-            load_model_file(self.path, SessionState, migrate=migrate_session, notify=self._notify, label="saved session")
+            load_model_file(
+                self.path, SessionState, migrate=migrate_session, notify=self._notify, label="saved session"
+            )
             or SessionState()
         )
 

@@ -18,11 +18,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import re
 import sys
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 from memora.engine.errors import OutputClosed
 from memora.engine.text_utils import TerminalFilter, for_terminal, shorten  # noqa: F401 (re-exported for the consoles' callers)
@@ -59,7 +58,9 @@ class Console:
 
 def render_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], max_width: int = 160) -> str:
     """A plain-text table: aligned columns, long cells shortened."""
-    cells = [[for_terminal(c) for c in columns]] + [[shorten(v, max_width, for_display=True) for v in row] for row in rows]
+    cells = [[for_terminal(c) for c in columns]] + [
+        [shorten(v, max_width, for_display=True) for v in row] for row in rows
+    ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     lines = [title] if title else []
     for index, row in enumerate(cells):
@@ -113,7 +114,9 @@ def _stdin_reader(prompt: str) -> str:
     if _output.closed:
         raise OutputClosed  # a notice from another thread found the reader gone: stop reading too
     _stdout_writer(prompt)
-    raw = sys.stdin.buffer.readline() if hasattr(sys.stdin, "buffer") else sys.stdin.readline().encode("utf-8", "replace")
+    raw = (
+        sys.stdin.buffer.readline() if hasattr(sys.stdin, "buffer") else sys.stdin.readline().encode("utf-8", "replace")
+    )
     if not raw:
         raise EOFError
     return raw.decode("utf-8", "replace").rstrip("\r\n")  # invalid bytes become U+FFFD, never an exception
@@ -159,7 +162,12 @@ class RichConsole(Console):
     charts = True
 
     def __init__(
-        self, history_path: Path | None = None, *, out=None, reader: Callable[[str], str] | None = None, no_color: bool = False
+        self,
+        history_path: Path | None = None,
+        *,
+        out=None,
+        reader: Callable[[str], str] | None = None,
+        no_color: bool = False,
     ):
         from rich.console import Console as RichOutput
 

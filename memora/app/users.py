@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memora.engine.config import DEFAULT_USER, validate_user_name
 from long_term_memory import catalog_path, collection_name
+from memora.engine.config import DEFAULT_USER, validate_user_name
 
 if TYPE_CHECKING:
     from memora.app.assistant import Memora
@@ -86,8 +86,8 @@ def has_data(app: Memora, name: str) -> bool:
 def delete_user(app: Memora, name: str, *, remove_exports: bool = True) -> str:
     """Delete the profile, session, proposals, input history, mistake ledger, activity
     log and memories of ``name``, and their exports in the data folder unless ``remove_exports`` is False."""
-    from memora.app.erasure import learner_exports
     from long_term_memory import LongTermMemoryStore
+    from memora.app.erasure import learner_exports
 
     name = validate_user_name(name)
     paths = app.settings.paths_for(name)

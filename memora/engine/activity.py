@@ -80,7 +80,9 @@ class ActivityLog:
             state = self._load()
             for day, counts in days.items():
                 mine = state.days.get(day, DayActivity())
-                state.days[day] = DayActivity(**{k: max(getattr(mine, k), getattr(counts, k)) for k in DayActivity.model_fields})
+                state.days[day] = DayActivity(
+                    **{k: max(getattr(mine, k), getattr(counts, k)) for k in DayActivity.model_fields}
+                )
             atomic_write_model(self.path, state)
 
     def clear(self) -> None:

@@ -23,9 +23,10 @@ import sqlite3
 import threading
 from array import array
 from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Iterator, NamedTuple, Sequence
+from typing import NamedTuple
 
 from memora.engine import lexical
 from memora.engine.records import STATUS_CURRENT, MemoryRecord, catalog_columns, from_catalog_row
@@ -97,7 +98,10 @@ _WRITE_COLUMNS = ", ".join([*_RECORD_COLUMNS, *_DERIVED_COLUMNS])
 _EXPECTED_COLUMNS = {"rid", *_RECORD_COLUMNS, *_DERIVED_COLUMNS}
 _WRITE_PLACEHOLDERS = ", ".join("?" * (len(_RECORD_COLUMNS) + len(_DERIVED_COLUMNS)))
 # A candidate row carries its whole record, so the results need no second read.
-_CANDIDATE_COLUMNS = ", ".join(f"m.{c} AS {c}" for c in _COLUMNS.split(", ")) + ", m.terms AS terms, m.n_terms AS n_terms, v.vector AS vector"
+_CANDIDATE_COLUMNS = (
+    ", ".join(f"m.{c} AS {c}" for c in _COLUMNS.split(", "))
+    + ", m.terms AS terms, m.n_terms AS n_terms, v.vector AS vector"
+)
 
 
 def bm25_weights(query_terms: Sequence[str], frequencies: dict[str, int], total: int) -> dict[str, float]:
@@ -190,7 +194,10 @@ class MemoryCatalog:
             try:
                 self._open()
             except sqlite3.DatabaseError as error:
-                if (getattr(error, "sqlite_errorcode", 0) & 0xFF) not in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
+                if (getattr(error, "sqlite_errorcode", 0) & 0xFF) not in (
+                    sqlite3.SQLITE_NOTADB,
+                    sqlite3.SQLITE_CORRUPT,
+                ):
                     raise
                 # Derived data: a corrupt catalog is moved aside and rebuilt from Chroma.
                 self._db.close()
@@ -219,7 +226,9 @@ class MemoryCatalog:
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(memories)")}
             # An older layout (another version, or none recorded beside an existing
             # table), or a new record field (other columns, same version number).
-            if (version is not None and version != str(SCHEMA_VERSION)) or (columns and (version is None or columns != _EXPECTED_COLUMNS)):
+            if (version is not None and version != str(SCHEMA_VERSION)) or (
+                columns and (version is None or columns != _EXPECTED_COLUMNS)
+            ):
                 # A derived index: drop it; the store rebuilds it from Chroma.
                 self._db.executescript(_DROP)
                 version = None
@@ -361,7 +370,9 @@ class MemoryCatalog:
         rows: list[sqlite3.Row] = []
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
-            rows += self._query(f"{select} WHERE +m.user_id = ? AND m.id IN ({', '.join('?' * len(chunk))})", (self.user_id, *chunk))
+            rows += self._query(
+                f"{select} WHERE +m.user_id = ? AND m.id IN ({', '.join('?' * len(chunk))})", (self.user_id, *chunk)
+            )
         return rows
 
     def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]:
@@ -468,7 +479,7 @@ class MemoryCatalog:
         *,
         windows: Sequence[tuple[float, float, str, str]] = (),
         window_limit: int = 50,
-    ) -> "LexicalSearch":
+    ) -> LexicalSearch:
         """What ``candidates`` finds without the dense side: FTS5's top rows and
         the memories of the named periods."""
         unique = list(dict.fromkeys(t for t in query_terms if t))
@@ -495,7 +506,7 @@ class MemoryCatalog:
         return LexicalSearch(list(query_terms), unique, total, average, frequencies, tuple(windows), rows)
 
     def score(
-        self, found: "LexicalSearch", dense_ids: Iterable[str] = (), *, records: dict | None = None
+        self, found: LexicalSearch, dense_ids: Iterable[str] = (), *, records: dict | None = None
     ) -> tuple[dict[str, tuple[float, float, bool]], dict[str, bytes]]:
         """``candidates``' result from a ``search`` and the dense side's ids.
         ``records``, when given, receives each candidate's row for ``record``."""
@@ -532,8 +543,11 @@ class MemoryCatalog:
 
     def vectors(self, ids: Iterable[str]) -> dict[str, bytes]:
         """The stored float32 vectors of these memories (for scoring them against a query)."""
-        rows = self._rows_by_id("SELECT m.id AS id, v.vector AS vector FROM memories AS m JOIN memory_vectors AS v ON v.rid = m.rid", ids)
+        rows = self._rows_by_id(
+            "SELECT m.id AS id, v.vector AS vector FROM memories AS m JOIN memory_vectors AS v ON v.rid = m.rid", ids
+        )
         return {row["id"]: row["vector"] for row in rows}
+
     @staticmethod
     def record(row: sqlite3.Row) -> MemoryRecord:
         """The record of a candidate row (see ``score``)."""
@@ -589,7 +603,10 @@ class MemoryCatalog:
         missing = [t for t in terms if t not in cache]
         if missing:
             found = dict(
-                self._query(f"SELECT term, doc FROM memories_vocab WHERE term IN ({', '.join('?' * len(missing))})", tuple(missing))
+                self._query(
+                    f"SELECT term, doc FROM memories_vocab WHERE term IN ({', '.join('?' * len(missing))})",
+                    tuple(missing),
+                )
             )
             if len(cache) > 50_000:
                 cache.clear()
@@ -614,8 +631,14 @@ class MemoryCatalog:
             "AND followed_up_ts IS NULL AND created_ts <= ? "
             "AND ((event_date IS NOT NULL AND event_date < ?) OR (event_date IS NULL AND created_ts <= ?)) "
             "ORDER BY created_ts LIMIT ?",
-            (STATUS_CURRENT, self.user_id, now_ts - 86400, now.astimezone().date().isoformat(),
-             now_ts - proactive_days * 86400, limit),
+            (
+                STATUS_CURRENT,
+                self.user_id,
+                now_ts - 86400,
+                now.astimezone().date().isoformat(),
+                now_ts - proactive_days * 86400,
+                limit,
+            ),
         )
         return [_record(row) for row in rows]
 

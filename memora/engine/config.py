@@ -13,9 +13,9 @@ from __future__ import annotations
 import errno
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Mapping
 from urllib.parse import urlsplit
 
 from memora.engine.errors import ConfigError
@@ -39,6 +39,7 @@ def default_data_dir(code_dir: Path = BASE_DIR, env: Mapping[str, str] | None = 
     env = os.environ if env is None else env
     base = Path(env["XDG_DATA_HOME"]).expanduser() if env.get("XDG_DATA_HOME") else Path.home() / ".local" / "share"
     return base / "memora"
+
 
 DEFAULT_USER = "default"
 DEFAULT_MODEL = "gpt-4.1-mini"
@@ -126,7 +127,7 @@ class Settings:
     no_color: bool = False  # NO_COLOR (no-color.org) or --plain
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> "Settings":
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> Settings:
         """Build settings from environment variables; ``overrides`` (flags) win."""
         env = os.environ if env is None else env
         values: dict = {}
@@ -169,7 +170,7 @@ class Settings:
         settings = cls(**values)
         return settings.validated()
 
-    def validated(self) -> "Settings":
+    def validated(self) -> Settings:
         user = validate_user_name(self.user)
         positive = {
             "token budget (MEMORA_TOKEN_BUDGET)": self.token_budget,
@@ -196,8 +197,14 @@ class Settings:
             if data_dir.exists() and not data_dir.is_dir():
                 raise ConfigError(f"The data folder {data_dir} is a file, not a folder (--data-dir / MEMORA_HOME).")
         except (RuntimeError, OSError) as error:  # a symlink loop (RuntimeError or ELOOP), a name too long
-            reason = "its path goes through a symbolic link that loops back on itself" if _is_loop(error) else (getattr(error, "strerror", None) or str(error))
-            raise ConfigError(f"The data folder {self.data_dir} cannot be used: {reason} (--data-dir / MEMORA_HOME).") from None
+            reason = (
+                "its path goes through a symbolic link that loops back on itself"
+                if _is_loop(error)
+                else (getattr(error, "strerror", None) or str(error))
+            )
+            raise ConfigError(
+                f"The data folder {self.data_dir} cannot be used: {reason} (--data-dir / MEMORA_HOME)."
+            ) from None
         if self.chroma_url is not None:
             validate_chroma_url(self.chroma_url)
         return replace(self, user=user, data_dir=data_dir)

@@ -20,9 +20,10 @@ import hashlib
 import math
 import re
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Protocol, Sequence
+from typing import Protocol
 
 from memora.engine.errors import EmbeddingError, MemoraError
 from memora.engine.text_utils import CJK_RANGES

@@ -166,9 +166,7 @@ def correction_edits(original: str, corrected: str) -> tuple[tuple[str, str], ..
 def _diff(left: list[str], right: list[str]) -> tuple[tuple[str, str], ...]:
     matcher = difflib.SequenceMatcher(a=left, b=right, autojunk=False)
     return tuple(
-        (" ".join(left[i1:i2]), " ".join(right[j1:j2]))
-        for op, i1, i2, j1, j2 in matcher.get_opcodes()
-        if op != "equal"
+        (" ".join(left[i1:i2]), " ".join(right[j1:j2])) for op, i1, i2, j1, j2 in matcher.get_opcodes() if op != "equal"
     )
 
 
@@ -282,19 +280,26 @@ class LedgerStore:
         def change(state: _LedgerFile) -> tuple[Mistake, bool]:
             for index, entry in enumerate(state.mistakes):
                 if entry.is_mistake and same_mistake(entry, new):
-                    if any(e.original.casefold() == new.original.casefold() and e.seen_at == when for e in entry.examples):
+                    if any(
+                        e.original.casefold() == new.original.casefold() and e.seen_at == when for e in entry.examples
+                    ):
                         return entry, True  # the same message read again (a retried job): counted once
                     card = entry.card
                     if entry.reviews:
                         # Made again after reviewing: the card comes back now, and mastery must be earned again.
                         card = spaced.make_due(card, when)
-                    updated = entry.model_copy(update={
-                        "count": entry.count + 1,
-                        "last_seen": max(entry.last_seen, when),
-                        "examples": [e for e in entry.examples if e.original.casefold() != new.original.casefold()][-(MAX_EXAMPLES - 1):] + [example],
-                        "card": card,
-                        "mastered_at": None,
-                    })
+                    updated = entry.model_copy(
+                        update={
+                            "count": entry.count + 1,
+                            "last_seen": max(entry.last_seen, when),
+                            "examples": [e for e in entry.examples if e.original.casefold() != new.original.casefold()][
+                                -(MAX_EXAMPLES - 1) :
+                            ]
+                            + [example],
+                            "card": card,
+                            "mastered_at": None,
+                        }
+                    )
                     state.mistakes[index] = updated
                     return updated, True
             entry = Mistake(
@@ -328,9 +333,14 @@ class LedgerStore:
                 if not entry.is_mistake and entry.examples and entry.examples[0].original.casefold() == word.casefold():
                     return entry, False
             entry = Mistake(
-                id=self._new_id(state), kind="vocabulary", rule=f"{word}: {meaning}",
+                id=self._new_id(state),
+                kind="vocabulary",
+                rule=f"{word}: {meaning}",
                 examples=[Example(original=word, corrected=meaning, seen_at=when)],
-                first_seen=when, last_seen=when, card=spaced.new_card(when), card_type="word",
+                first_seen=when,
+                last_seen=when,
+                card=spaced.new_card(when),
+                card_type="word",
             )
             state.mistakes.append(entry)
             if len(state.mistakes) > MAX_MISTAKES:

@@ -80,7 +80,12 @@ def _cvc(word: str) -> bool:
     if len(word) < 3:
         return False
     n = len(word) - 1
-    return _is_consonant(word, n) and not _is_consonant(word, n - 1) and _is_consonant(word, n - 2) and word[-1] not in "wxy"
+    return (
+        _is_consonant(word, n)
+        and not _is_consonant(word, n - 1)
+        and _is_consonant(word, n - 2)
+        and word[-1] not in "wxy"
+    )
 
 
 def _replace(word: str, suffix: str, replacement: str, min_measure: int) -> str | None:
@@ -93,15 +98,48 @@ def _replace(word: str, suffix: str, replacement: str, min_measure: int) -> str 
 
 
 _STEP2 = (
-    ("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"), ("izer", "ize"),
-    ("abli", "able"), ("alli", "al"), ("entli", "ent"), ("eli", "e"), ("ousli", "ous"),
-    ("ization", "ize"), ("ation", "ate"), ("ator", "ate"), ("alism", "al"), ("iveness", "ive"),
-    ("fulness", "ful"), ("ousness", "ous"), ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"),
+    ("ational", "ate"),
+    ("tional", "tion"),
+    ("enci", "ence"),
+    ("anci", "ance"),
+    ("izer", "ize"),
+    ("abli", "able"),
+    ("alli", "al"),
+    ("entli", "ent"),
+    ("eli", "e"),
+    ("ousli", "ous"),
+    ("ization", "ize"),
+    ("ation", "ate"),
+    ("ator", "ate"),
+    ("alism", "al"),
+    ("iveness", "ive"),
+    ("fulness", "ful"),
+    ("ousness", "ous"),
+    ("aliti", "al"),
+    ("iviti", "ive"),
+    ("biliti", "ble"),
 )
 _STEP3 = (("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"), ("ful", ""), ("ness", ""))
 _STEP4 = (
-    "al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion", "ou", "ism",
-    "ate", "iti", "ous", "ive", "ize",
+    "al",
+    "ance",
+    "ence",
+    "er",
+    "ic",
+    "able",
+    "ible",
+    "ant",
+    "ement",
+    "ment",
+    "ent",
+    "ion",
+    "ou",
+    "ism",
+    "ate",
+    "iti",
+    "ous",
+    "ive",
+    "ize",
 )
 
 
@@ -208,8 +246,16 @@ SAME_MEANING_FILLER = frozenset("the that and also".split())
 # a count of each form, with its tense: the same words in order, and the same
 # be-forms, or no merge.
 _COPULA_FORMS = {
-    "am": "be", "is": "be", "are": "be", "be": "be", "was": "be+ed", "were": "be+ed",
-    "been": "be+en", "being": "be+ing", "do": "do", "does": "do",
+    "am": "be",
+    "is": "be",
+    "are": "be",
+    "be": "be",
+    "was": "be+ed",
+    "were": "be+ed",
+    "been": "be+en",
+    "being": "be+ing",
+    "do": "do",
+    "does": "do",
 }
 _CJK_COPULA = {"是": "是"}
 # A minus sign before a number is part of the number: "-10 degrees" is not "10
@@ -278,7 +324,9 @@ def _all_units(text: str) -> list[str]:
         if match.start() and text[match.start() - 1] == "\u2212" and token[0].isdigit():
             out.append(_MINUS)
         if _IS_CJK.match(token):
-            out.extend(_COPULA_MARK + _CJK_COPULA[ch] if ch in _CJK_COPULA else ch for ch in token if ch not in _CJK_FILLER)
+            out.extend(
+                _COPULA_MARK + _CJK_COPULA[ch] if ch in _CJK_COPULA else ch for ch in token if ch not in _CJK_FILLER
+            )
         else:
             out.extend(_word_units(token))
     return out
@@ -297,7 +345,7 @@ def same_meaning_units(text: str) -> list[str]:
 
 def copula_forms(text: str) -> list[str]:
     """The be-forms (and 是, and the present of "do") of ``text``, sorted, with tense."""
-    return sorted(u[len(_COPULA_MARK):] for u in _all_units(text) if u.startswith(_COPULA_MARK))
+    return sorted(u[len(_COPULA_MARK) :] for u in _all_units(text) if u.startswith(_COPULA_MARK))
 
 
 def say_the_same(a: str, b: str) -> bool:

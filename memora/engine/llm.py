@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence, TypeVar
+from typing import TypeVar
 
 from memora.engine.config import Settings
 from memora.engine.errors import ModelCallError, ModelNotConfigured
@@ -182,7 +183,7 @@ class ModelClient:
             incomplete=received.incomplete,
         )
 
-    def _read_event(self, event, received: "_Received", on_delta: Callable[[str], None]) -> None:
+    def _read_event(self, event, received: _Received, on_delta: Callable[[str], None]) -> None:
         """One streamed event: text is shown and kept, the end is noted, a failure raises."""
         kind = getattr(event, "type", "")
         if kind == "response.output_text.delta":
@@ -217,7 +218,14 @@ class ModelClient:
                 model=self.settings.model,
                 instructions=instructions,
                 input=[{"role": "user", "content": input_text}],
-                text={"format": {"type": "json_schema", "name": text_format.__name__, "schema": compact_schema(text_format), "strict": True}},
+                text={
+                    "format": {
+                        "type": "json_schema",
+                        "name": text_format.__name__,
+                        "schema": compact_schema(text_format),
+                        "strict": True,
+                    }
+                },
                 store=False,
             )
             answer = (response.output_text or "").strip()
@@ -279,7 +287,11 @@ def _without_noise(node, *, naming: bool = False):
 def _error_detail(error) -> str:
     body = getattr(error, "body", None)
     if isinstance(body, dict):
-        message = body.get("message") or (body.get("error") or {}).get("message") if isinstance(body.get("error"), dict) else body.get("message")
+        message = (
+            body.get("message") or (body.get("error") or {}).get("message")
+            if isinstance(body.get("error"), dict)
+            else body.get("message")
+        )
         if message:
             return shorten(str(message), 160)
     return ""
@@ -290,4 +302,3 @@ def _is_malformed_answer(error: BaseException) -> bool:
     from pydantic import ValidationError
 
     return isinstance(error, (ValidationError, json.JSONDecodeError))
-

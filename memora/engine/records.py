@@ -5,9 +5,10 @@ Kept free of heavy imports so the REPL can start before Chroma is loaded.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import date, datetime
-from typing import Any, Callable
+from typing import Any
 
 from memora.engine.errors import LimitError
 from memora.engine.text_utils import clean_text
@@ -86,7 +87,7 @@ class MemoryRecord:
     def is_current(self) -> bool:
         return self.status == STATUS_CURRENT
 
-    def evolve(self, **changes) -> "MemoryRecord":
+    def evolve(self, **changes) -> MemoryRecord:
         return replace(self, **changes)
 
 
@@ -109,7 +110,7 @@ class MemorySearchResult:
     event_date: date | None = None  # a plan's day, shown absolute and relative to now
 
     @classmethod
-    def from_record(cls, record: MemoryRecord, score: float, **parts) -> "MemorySearchResult":
+    def from_record(cls, record: MemoryRecord, score: float, **parts) -> MemorySearchResult:
         return cls(
             id=record.id,
             content=record.content,

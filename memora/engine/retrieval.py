@@ -49,7 +49,6 @@ from memora.engine.timeutil import month_number as _month_number
 from memora.engine.timeutil import system_clock, to_aware
 from memora.engine.timeutil import zh_number as _zh_number
 
-
 # Minimum calibrated final score for a memory to enter the
 # context. It trades recall against prompt noise: a wrong memory costs tokens
 # every turn and can mislead the tutor ("you said you love coffee" in a chat
@@ -133,7 +132,9 @@ _MONTH_DAY = re.compile(rf"\b{_MONTH_WORD}\.?\s+{_DAY}\b")
 # A month alone only after a preposition: "in May", never "may I ask".
 _MONTH_ALONE = re.compile(rf"\b(?:in|during|of|since|last|this|next)\s+{_MONTH_WORD}\b")
 _ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
-_ZH_FULL = re.compile(r"(\d{4})\s*年\s*([0-9一二三四五六七八九十]{1,3})\s*月(?:\s*([0-9一二三四五六七八九十]{1,3})\s*[日號号])?")
+_ZH_FULL = re.compile(
+    r"(\d{4})\s*年\s*([0-9一二三四五六七八九十]{1,3})\s*月(?:\s*([0-9一二三四五六七八九十]{1,3})\s*[日號号])?"
+)
 _ZH_MONTH_DAY = re.compile(r"([0-9一二三四五六七八九十]{1,3})\s*月\s*([0-9一二三四五六七八九十]{1,3})\s*[日號号]")
 
 
@@ -267,11 +268,14 @@ def rank(
     ids = list(candidates)
     known = np.array([memory_id in row for memory_id in ids], dtype=bool)
     rows = np.array([row.get(memory_id, 0) for memory_id in ids], dtype=np.intp)
-    created, raw, dated = (np.array(column, dtype=float) for column in zip(*candidates.values())) if ids else (np.zeros(0),) * 3
+    created, raw, dated = (
+        (np.array(column, dtype=float) for column in zip(*candidates.values())) if ids else (np.zeros(0),) * 3
+    )
     similarity = {memory_id: 1.0 - distance for memory_id, distance in dense}
     stored_cosine = matrix @ q if len(row) else np.zeros(0, dtype=np.float32)
     cosine = np.array(
-        [similarity[i] if i in similarity else (float(stored_cosine[row[i]]) if i in row else 0.0) for i in ids], dtype=float
+        [similarity[i] if i in similarity else (float(stored_cosine[row[i]]) if i in row else 0.0) for i in ids],
+        dtype=float,
     )
     lexical_score = np.where(raw > 0, raw / (raw + params.lexical_saturation), 0.0)
     factor = recency_factor((to_aware(now).timestamp() - created) / 86400, params)

@@ -71,7 +71,11 @@ def stability(card: dict) -> float:
 
 
 def is_mastered(card: dict, ratings: list[int]) -> bool:
-    return stability(card) >= MASTERED_STABILITY_DAYS and len(ratings) >= 2 and all(r >= CORRECT_RATING for r in ratings[-2:])
+    return (
+        stability(card) >= MASTERED_STABILITY_DAYS
+        and len(ratings) >= 2
+        and all(r >= CORRECT_RATING for r in ratings[-2:])
+    )
 
 
 def end_of_day(now: datetime) -> datetime:

@@ -20,9 +20,10 @@ import fcntl
 import json
 import os
 import tempfile
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -148,5 +149,7 @@ def load_model_file(
 def _quarantined(path: Path, reason: str, notify, label: str):
     moved = quarantine(path)
     if notify is not None:
-        notify(f"Your {label} {path.name} was unreadable ({reason}); it was moved to {moved.name} and a fresh one started.")
+        notify(
+            f"Your {label} {path.name} was unreadable ({reason}); it was moved to {moved.name} and a fresh one started."
+        )
     return None

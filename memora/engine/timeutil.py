@@ -9,12 +9,11 @@ stored timestamps.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
-from typing import Callable
+from datetime import UTC, date, datetime, timedelta
 
 Clock = Callable[[], datetime]
-
 
 
 def system_clock() -> datetime:
@@ -23,7 +22,7 @@ def system_clock() -> datetime:
 
 
 def to_aware(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def parse_iso(value: str | None) -> datetime | None:
@@ -88,17 +87,74 @@ def _plural(n: int, unit: str) -> str:
 # disagree about which day it names.
 
 WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-_WEEKDAY_ABBR = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "weds": 2, "thu": 3, "thur": 3, "thurs": 3,
-                 "fri": 4, "sat": 5, "sun": 6}
+_WEEKDAY_ABBR = {
+    "mon": 0,
+    "tue": 1,
+    "tues": 1,
+    "wed": 2,
+    "weds": 2,
+    "thu": 3,
+    "thur": 3,
+    "thurs": 3,
+    "fri": 4,
+    "sat": 5,
+    "sun": 6,
+}
 _WORD_ABBR = ("sun", "sat", "wed")
 _ZH_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
-_NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-                 "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a few": 3,
-                 "several": 3}
-_MONTH_NUMBERS = {name: i + 1 for i, name in enumerate(
-    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"]
-)}
-_ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "兩": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+_NUMBER_WORDS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "a couple of": 2,
+    "a few": 3,
+    "several": 3,
+}
+_MONTH_NUMBERS = {
+    name: i + 1
+    for i, name in enumerate(
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ]
+    )
+}
+_ZH_DIGITS = {
+    "零": 0,
+    "一": 1,
+    "二": 2,
+    "兩": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+    "十": 10,
+}
 # A month and day said without a year that lies this many days or fewer in the
 # past is the one just gone ("my test on Nov 20 went well"); further back, the
 # speaker means next year's ("my exam is on Jan 5", said in December). In a
@@ -130,8 +186,12 @@ _GRAMMAR = re.compile(
     "|".join(
         [
             r"(?:\bon\s+)?\b(?P<iso>\d{4}-\d{1,2}-\d{1,2})\b",
-            r"(?:\bon\s+)?\b(?P<md_m>" + _MONTH + r")\.?\s+(?:the\s+)?(?P<md_d>\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(?P<md_y>\d{4})\b)?",
-            r"(?:\bon\s+)?(?:\bthe\s+)?\b(?P<dm_d>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<dm_m>" + _MONTH + r")\b(?:,?\s+(?P<dm_y>\d{4})\b)?",
+            r"(?:\bon\s+)?\b(?P<md_m>"
+            + _MONTH
+            + r")\.?\s+(?:the\s+)?(?P<md_d>\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(?P<md_y>\d{4})\b)?",
+            r"(?:\bon\s+)?(?:\bthe\s+)?\b(?P<dm_d>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<dm_m>"
+            + _MONTH
+            + r")\b(?:,?\s+(?P<dm_y>\d{4})\b)?",
             r"(?:(?P<zd_y>\d{4})年)?(?P<zd_m>[0-9一二三四五六七八九十]{1,3})月(?P<zd_d>[0-9一二三四五六七八九十]{1,3})[日號号]",
             r"\b(?P<dat>(?:the\s+)?day\s+after\s+" + _TOMORROW + r")\b",
             r"\b(?P<dby>(?:the\s+)?day\s+before\s+yesterday)\b",
@@ -141,13 +201,29 @@ _GRAMMAR = re.compile(
             r"\b(?P<today>(?:later )?today|tonight|tonite|this (?:morning|afternoon|evening))\b",
             r"(?:\bon\s+)?(?:\bthe\s+)?\b(?P<wan>" + _WD + r")\s+after\s+next\b",
             r"(?:\bon\s+)?\b(?P<wiw>" + _WD + r")\s+(?P<wiw_rel>next|this|last)\s+week\b",
-            r"(?:\bon\s+)?\b(?<!the )(?<!The )(?P<wd_rel>" + _REL + r")\s+(?P<wd>" + _WD + r")" + _PART.format("wpart") + r"(?!\w)",
+            r"(?:\bon\s+)?\b(?<!the )(?<!The )(?P<wd_rel>"
+            + _REL
+            + r")\s+(?P<wd>"
+            + _WD
+            + r")"
+            + _PART.format("wpart")
+            + r"(?!\w)",
             r"(?:\bon\s+)?\b(?P<wdom>" + _WD + r"),?\s+(?:the\s+)?(?P<wdom_d>\d{1,2})(?:st|nd|rd|th)\b(?!\s+of\b)",
             r"(?:\bon\s+)?\bthe\s+(?P<domm>\d{1,2})(?:st|nd|rd|th)\s+of\s+(?P<domm_rel>next|this|last)\s+month\b",
             # "on the 3rd", not "the 3rd floor": a bare ordinal is a day only before a pause or "at 5"
             r"(?P<dom_on>\bon\s+)?\bthe\s+(?P<dom>\d{1,2})(?:st|nd|rd|th)\b(?!\s+of\b)(?!\s+(?!(?:at|and|or|to|until|till|before|after|in|for)\b)[a-z])",
-            r"\b(?P<in_word>in|within)\s+(?P<in_n>" + _NUM + r")\s+(?P<in_unit>" + _UNIT + r")s?\b(?:['\u2019]s?(?:\s+time\b)?|\s+time\b)?",
-            r"\b(?P<fn_n>" + _NUM + r")\s+(?P<fn_unit>" + _UNIT + r")s?\s+from\s+(?P<fn_from>now|today|" + _TOMORROW + r")\b",
+            r"\b(?P<in_word>in|within)\s+(?P<in_n>"
+            + _NUM
+            + r")\s+(?P<in_unit>"
+            + _UNIT
+            + r")s?\b(?:['\u2019]s?(?:\s+time\b)?|\s+time\b)?",
+            r"\b(?P<fn_n>"
+            + _NUM
+            + r")\s+(?P<fn_unit>"
+            + _UNIT
+            + r")s?\s+from\s+(?P<fn_from>now|today|"
+            + _TOMORROW
+            + r")\b",
             r"\b(?P<ago_n>" + _NUM + r")\s+(?P<ago_unit>" + _UNIT + r")s?\s+ago\b",
             r"\b(?:the\s+)?(?P<an_span>week|weekend|month|year)\s+after\s+next\b",
             r"\b(?:on\s+|at\s+|over\s+)?(?P<we_rel>" + _REL + r")\s+weekend\b",
@@ -160,7 +236,9 @@ _GRAMMAR = re.compile(
             r"(?<!每)(?P<zh_we_rel>下下|下|這|这|本|上上|上)?(?:個|个)?(?P<zh_we>週末|周末)",
             r"(?P<zh_span_rel>" + _ZH_STEP + r")(?P<zh_span>週|周|星期|禮拜|礼拜|月)",
             r"(?P<zh_year>明年|今年|去年|前年|後年|后年)",
-            r"(?P<zh_n>" + _ZH_N + r")(?:個|个)?(?P<zh_unit>天|週|周|星期|禮拜|礼拜|月|年)(?:以|之)?(?P<zh_dir>後|后|前)",
+            r"(?P<zh_n>"
+            + _ZH_N
+            + r")(?:個|个)?(?P<zh_unit>天|週|周|星期|禮拜|礼拜|月|年)(?:以|之)?(?P<zh_dir>後|后|前)",
             # Only a plan or an event names a day with a bare weekday ("on Friday"):
             # in a habit it recurs; see ``_Mention.bare``.
             r"(?P<bare_on>\bon\s+)?\b(?P<bare_wd>" + _WD + r")" + _PART.format("bpart") + r"(?!\w)",
@@ -173,17 +251,54 @@ _GRAMMAR = re.compile(
 # Tense decides a bare day ("had a test on Friday" is the Friday gone, "has a
 # test on Friday" the coming one). A clause reads as past when it has a past
 # verb and nothing present or future beside it.
-_CLAUSE_BREAK = re.compile(r"[.!?;\u3002\uff01\uff1f\uff1b\uff0c](?:\s|$)|\b(?:and|but|while|whereas)\b|[\uff0c\u4f46]", re.IGNORECASE)
+_CLAUSE_BREAK = re.compile(
+    r"[.!?;\u3002\uff01\uff1f\uff1b\uff0c](?:\s|$)|\b(?:and|but|while|whereas)\b|[\uff0c\u4f46]", re.IGNORECASE
+)
 _PAST_VERB = re.compile(
     r"\b(?:was|were|had|did|went|came|got|took|made|met|saw|gave|left|began|wrote|ate|drank|flew|spoke|told|felt|"
     r"found|lost|won|thought|bought|brought|caught|taught|ran|swam|sang|forgot|sent|spent|paid|sat|wore|rode|drove|"
     r"broke|chose|fell|heard|kept|slept|stood|understood|woke|became|knew|\w{3,}ed)\b|[了過过]|剛|刚|已經|已经",
     re.IGNORECASE,
 )
-_NOT_PAST_ED = {"need", "speed", "proceed", "exceed", "succeed", "indeed", "breed", "embed", "interested", "excited",
-                "tired", "scared", "worried", "bored", "pleased", "supposed", "used", "married", "retired", "qualified",
-                "experienced", "advanced", "based", "related", "named", "called", "scheduled", "planned", "booked",
-                "expected", "required", "allowed", "prepared", "determined", "concerned", "stressed", "nervous"}
+_NOT_PAST_ED = {
+    "need",
+    "speed",
+    "proceed",
+    "exceed",
+    "succeed",
+    "indeed",
+    "breed",
+    "embed",
+    "interested",
+    "excited",
+    "tired",
+    "scared",
+    "worried",
+    "bored",
+    "pleased",
+    "supposed",
+    "used",
+    "married",
+    "retired",
+    "qualified",
+    "experienced",
+    "advanced",
+    "based",
+    "related",
+    "named",
+    "called",
+    "scheduled",
+    "planned",
+    "booked",
+    "expected",
+    "required",
+    "allowed",
+    "prepared",
+    "determined",
+    "concerned",
+    "stressed",
+    "nervous",
+}
 _NOT_PAST = re.compile(
     r"\b(?:is|are|am|will|shall|has|have|can|must|should|going to|gonna|plans?|planning|wants?|hopes?|hoping|"
     r"intends?|expects?|needs?|next|upcoming|coming|tomorrow)\b|['\u2019]ll\b|[要會会將将想]|打算|準備|准备|計劃|计划",
@@ -256,7 +371,7 @@ def _month_day(month: int, day: int, base: date, year: int | None, past: bool) -
     """The date of ``month``/``day`` nearest to what a speaker means (see ``_RECENT_PAST_DAYS``)."""
     if year is not None:
         return date(year, month, day)
-    for candidate_year in ((base.year, base.year - 1) if past else (base.year, base.year + 1)):
+    for candidate_year in (base.year, base.year - 1) if past else (base.year, base.year + 1):
         candidate = date(candidate_year, month, day)
         if (past and candidate <= base) or (not past and (base - candidate).days <= _RECENT_PAST_DAYS):
             return candidate
@@ -264,7 +379,7 @@ def _month_day(month: int, day: int, base: date, year: int | None, past: bool) -
 
 
 def _day_of_month(number: int, base: date, past: bool, weekday: int | None) -> date:
-    """"the 3rd" ("Monday the 7th"): the nearest such day ahead, or just gone in a
+    """ "the 3rd" ("Monday the 7th"): the nearest such day ahead, or just gone in a
     sentence about the past; with a weekday, the nearest month where the two agree."""
     step = -1 if past else 1
     for months in range(0, 12 * step, step):
@@ -330,7 +445,12 @@ def _season(name: str, relation: str, base: date) -> tuple[str, date, str]:
     elif relation == "last":
         start = [s for s, e in spans if e < base][-1]
     else:
-        start = min(spans, key=lambda span: 0 if span[0] <= base <= span[1] else min(abs((span[0] - base).days), abs((span[1] - base).days)))[0]
+        start = min(
+            spans,
+            key=lambda span: (
+                0 if span[0] <= base <= span[1] else min(abs((span[0] - base).days), abs((span[1] - base).days))
+            ),
+        )[0]
     return "season", start, ""
 
 
@@ -356,7 +476,9 @@ def _resolve(match: re.Match, base: date, past: bool) -> tuple[str, date, str] |
         year, month, day = (int(part) for part in g["iso"].split("-"))
         return "day", date(year, month, day), ""
     if "md_m" in g or "dm_m" in g:
-        month, day, year = (g["md_m"], g["md_d"], g.get("md_y")) if "md_m" in g else (g["dm_m"], g["dm_d"], g.get("dm_y"))
+        month, day, year = (
+            (g["md_m"], g["md_d"], g.get("md_y")) if "md_m" in g else (g["dm_m"], g["dm_d"], g.get("dm_y"))
+        )
         return "day", _month_day(_month_number(month), int(day), base, int(year) if year else None, past), ""
     if "zd_m" in g:
         month, day = _zh_number(g["zd_m"]), _zh_number(g["zd_d"])
@@ -390,8 +512,13 @@ def _resolve(match: re.Match, base: date, past: bool) -> tuple[str, date, str] |
         _, first, _ = _span("month", {"next": 1, "last": -1}.get(g["domm_rel"].lower(), 0), base)
         return "day", first.replace(day=int(g["domm"])), ""
     if "wdom" in g or "dom" in g:
-        return "day", _day_of_month(int(g.get("wdom_d") or g["dom"]), base, past,
-                                    _weekday_index(g["wdom"]) if "wdom" in g else None), ""
+        return (
+            "day",
+            _day_of_month(
+                int(g.get("wdom_d") or g["dom"]), base, past, _weekday_index(g["wdom"]) if "wdom" in g else None
+            ),
+            "",
+        )
     for key, sign in (("in", 1), ("fn", 1), ("ago", -1)):
         if f"{key}_n" in g:
             start = base + timedelta(days=1) if g.get("fn_from", "now").lower() not in ("now", "today") else base
@@ -407,8 +534,19 @@ def _resolve(match: re.Match, base: date, past: bool) -> tuple[str, date, str] |
     if "season" in g:
         return _season(g["season"].lower().replace("fall", "autumn"), _relation(g["se_rel"], default="this"), base)
     if "zh_fixed" in g:
-        shift = {"大後天": 3, "大后天": 3, "後天": 2, "后天": 2, "明天": 1, "明晚": 1, "明早": 1,
-                 "昨天": -1, "昨晚": -1, "前天": -2, "大前天": -3}.get(text, 0)
+        shift = {
+            "大後天": 3,
+            "大后天": 3,
+            "後天": 2,
+            "后天": 2,
+            "明天": 1,
+            "明晚": 1,
+            "明早": 1,
+            "昨天": -1,
+            "昨晚": -1,
+            "前天": -2,
+            "大前天": -3,
+        }.get(text, 0)
         part = "night" if text.endswith("晚") else "morning" if text.endswith("早") else ""
         return "day", base + timedelta(days=shift), part
     if "zse" in g:
@@ -442,7 +580,11 @@ def _resolve(match: re.Match, base: date, past: bool) -> tuple[str, date, str] |
         unit = {"天": "day", "月": "month", "年": "year"}.get(g["zh_unit"], "week")
         return _offset(unit, -n if g["zh_dir"] == "前" else n, base)
     if "bare_wd" in g:
-        return "day", _weekday_on(_weekday_index(g["bare_wd"]), base, "last" if past else "on"), g.get("bpart", "").lower()
+        return (
+            "day",
+            _weekday_on(_weekday_index(g["bare_wd"]), base, "last" if past else "on"),
+            g.get("bpart", "").lower(),
+        )
     return None  # pragma: no cover - every alternative is handled above
 
 
@@ -501,11 +643,27 @@ def _mentions(text: str, base: date, *, phrase: bool = False, past: bool | None 
         if resolved is None:
             continue
         granularity, day, part = resolved
-        bare = bool(g.get("bare_wd") or g.get("we_the") or g.get("we_bare")
-                    or (g.get("zh_wd") and not g.get("zh_rel")) or (g.get("zh_we") and not g.get("zh_we_rel")))
+        bare = bool(
+            g.get("bare_wd")
+            or g.get("we_the")
+            or g.get("we_bare")
+            or (g.get("zh_wd") and not g.get("zh_rel"))
+            or (g.get("zh_we") and not g.get("zh_we_rel"))
+        )
         absolute = bool(g.get("iso") or g.get("md_m") or g.get("dm_m") or g.get("zd_m"))
-        found.append(_Mention(match.start(), match.end(), granularity, day, part, bare, absolute,
-                              bool(_PAST_POINTING.search(match.group(0))), (g.get("in_word") or "").lower() == "within"))
+        found.append(
+            _Mention(
+                match.start(),
+                match.end(),
+                granularity,
+                day,
+                part,
+                bare,
+                absolute,
+                bool(_PAST_POINTING.search(match.group(0))),
+                (g.get("in_word") or "").lower() == "within",
+            )
+        )
     return found
 
 
@@ -544,7 +702,9 @@ def _first_day(text: str, base: date, *, phrase: bool, past: bool | None = None)
     return None
 
 
-def resolve_event_date(stated: str | None, phrase: str | None, said_at: datetime, *, sentence: str | None = None) -> date | None:
+def resolve_event_date(
+    stated: str | None, phrase: str | None, said_at: datetime, *, sentence: str | None = None
+) -> date | None:
     """A plan's day from what extraction returned: the model's ``stated`` date
     (it read the whole sentence, tense included) when it is a real, plausible
     day, else the day ``phrase`` (or, lacking one, ``sentence``) names. A bad
@@ -683,7 +843,8 @@ def resolve_time_phrases(
     today = local_date(now, now)
     base = local_date(said_at, now)
     mentions = [
-        m for m in _mentions(text, base)
+        m
+        for m in _mentions(text, base)
         if (bare_weekdays or not m.bare) and not (m.absolute and _RECURRING.search(_clause(text, m.start, m.end)))
     ]
     target = _event_mention(mentions, event_date) if event_date is not None else None

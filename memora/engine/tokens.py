@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 FALLBACK_ENCODING = "o200k_base"
 # Per-message framing the chat formats add around each message's content, and

@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 
-
 def goal_text(tag: str, number: int) -> str:
     return f"goal {tag}-{number}: practise topic {tag}{number}"
 
@@ -41,8 +40,8 @@ def wait_for(go_file: Path) -> None:
 
 
 def open_store(data_dir: Path):
-    from memora.engine.embeddings import HashEmbedder
     from long_term_memory import LongTermMemoryStore
+    from memora.engine.embeddings import HashEmbedder
 
     return LongTermMemoryStore(data_dir / "memora_db", embedding_function=HashEmbedder(), user_id="default")
 
@@ -51,7 +50,9 @@ def main() -> None:
     mode, data_dir = sys.argv[1], Path(sys.argv[2])
     if mode == "probe":
         store = open_store(data_dir)
-        found = {query: [r.content for r, _ in store.nearest_by_vector(store.embed([query])[0], 1)] for query in sys.argv[3:]}
+        found = {
+            query: [r.content for r, _ in store.nearest_by_vector(store.embed([query])[0], 1)] for query in sys.argv[3:]
+        }
         from stores import chroma_collection  # beside this script
 
         print(json.dumps({"chroma_count": chroma_collection(store).count(), "nearest": found}))

@@ -16,9 +16,10 @@ import json
 import math
 import threading
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 HOLD_LIMIT = 60.0
 SCHEMA_KINDS = {
@@ -60,7 +61,7 @@ class Hold:
     def release(self) -> None:
         self.released.set()
 
-    def wait_arrived(self, timeout: float = HOLD_LIMIT) -> "Hold":
+    def wait_arrived(self, timeout: float = HOLD_LIMIT) -> Hold:
         if not self.arrived.wait(timeout):
             raise AssertionError("the held request never reached the server")
         return self
@@ -155,7 +156,7 @@ class FakeOpenAI:
         self.script(kind, held)
         return held
 
-    def script(self, kind: str, *items: Any) -> "FakeOpenAI":
+    def script(self, kind: str, *items: Any) -> FakeOpenAI:
         with self.lock:
             self.scripts[kind].extend(items)
             self.holds.extend(item for item in items if isinstance(item, Hold))
@@ -245,7 +246,9 @@ def sse_events(text: str, *, end: str = "completed") -> list[tuple[str, dict]]:
     item = {"type": "message", "id": "msg_fake", "role": "assistant", "status": "in_progress", "content": []}
     events.append(("response.output_item.added", {"output_index": 0, "item": item}))
     part = {"type": "output_text", "text": "", "annotations": []}
-    events.append(("response.content_part.added", {"output_index": 0, "content_index": 0, "item_id": "msg_fake", "part": part}))
+    events.append(
+        ("response.content_part.added", {"output_index": 0, "content_index": 0, "item_id": "msg_fake", "part": part})
+    )
     chunks = [text[i : i + 24] for i in range(0, len(text), 24)] or [""]
     for chunk in chunks:
         events.append(
@@ -268,8 +271,18 @@ def sse_events(text: str, *, end: str = "completed") -> list[tuple[str, dict]]:
             final["incomplete_details"] = {"reason": "max_output_tokens"}
         events.append((f"response.{end}", {"response": final}))
         return events
-    events.append(("response.output_text.done", {"output_index": 0, "content_index": 0, "item_id": "msg_fake", "text": text, "logprobs": []}))
-    events.append(("response.content_part.done", {"output_index": 0, "content_index": 0, "item_id": "msg_fake", "part": {**part, "text": text}}))
+    events.append(
+        (
+            "response.output_text.done",
+            {"output_index": 0, "content_index": 0, "item_id": "msg_fake", "text": text, "logprobs": []},
+        )
+    )
+    events.append(
+        (
+            "response.content_part.done",
+            {"output_index": 0, "content_index": 0, "item_id": "msg_fake", "part": {**part, "text": text}},
+        )
+    )
     done_item = {**item, "status": "completed", "content": [{**part, "text": text}]}
     events.append(("response.output_item.done", {"output_index": 0, "item": done_item}))
     events.append(("response.completed", {"response": response_json(text)}))
@@ -321,7 +334,9 @@ class _Handler(BaseHTTPRequestHandler):
             elif held.wait_released():
                 self._answer(then, body)
             else:
-                self._json(500, {"error": {"message": "a held reply was never released", "type": "server_error", "code": None}})
+                self._json(
+                    500, {"error": {"message": "a held reply was never released", "type": "server_error", "code": None}}
+                )
         finally:
             held.answered.set()
 
@@ -347,7 +362,15 @@ class _Handler(BaseHTTPRequestHandler):
         inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
         data = [{"object": "embedding", "index": i, "embedding": hash_embedding(str(t))} for i, t in enumerate(inputs)]
         tokens = sum(len(str(t).split()) for t in inputs)
-        self._json(200, {"object": "list", "data": data, "model": body.get("model"), "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+        self._json(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
 
     def _json(self, status: int, payload: dict) -> None:
         data = json.dumps(payload).encode()
@@ -398,7 +421,7 @@ class FakeOpenAIServer:
         host, port = self.httpd.server_address[:2]
         return f"http://{host}:{port}/v1"
 
-    def start(self) -> "FakeOpenAIServer":
+    def start(self) -> FakeOpenAIServer:
         self.thread.start()
         return self
 
@@ -408,7 +431,7 @@ class FakeOpenAIServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def __enter__(self) -> "FakeOpenAIServer":
+    def __enter__(self) -> FakeOpenAIServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

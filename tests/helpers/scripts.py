@@ -4,7 +4,13 @@ from __future__ import annotations
 
 
 def fact(text, category="habit", memory_type="semantic", event_phrase=None, event_date=None):
-    return {"text": text, "memory_type": memory_type, "category": category, "event_phrase": event_phrase, "event_date": event_date}
+    return {
+        "text": text,
+        "memory_type": memory_type,
+        "category": category,
+        "event_phrase": event_phrase,
+        "event_date": event_date,
+    }
 
 
 def extraction(*facts, profile_changes=(), corrections=()):
