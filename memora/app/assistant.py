@@ -69,8 +69,11 @@ MAX_MESSAGE_CHARS = 8000
 MAX_EXTRACTION_ATTEMPTS = 3  # a job that keeps failing (bad model, bad server) is dropped with a notice
 MEMORIES_PER_TURN = 5
 # A few mistakes in the background: enough to watch for the ones this message
-# may repeat, few enough that the section stays a handful of short lines.
-MISTAKES_PER_TURN = 3
+# may repeat, few enough that the section stays short. Two, not three: each
+# line quotes the learner's sentence twice (about 60 tokens), and the third cost
+# 0.45% of the full-history baseline on bench/tokens_per_turn.py for a mistake
+# that is, by construction, the least relevant to the message.
+MISTAKES_PER_TURN = 2
 # 'undo' goes back this many change sets; older ones are dropped from the session
 # (a learner takes back what they just saw, not last month's turn).
 MAX_UNDO = 20
