@@ -265,3 +265,17 @@ def test_a_supersede_of_a_memory_another_session_just_superseded_adds_the_new_fa
         "The learner's name is Ming.",
     ]
     assert app.extraction_skipped == [] and pending(app) == []
+
+
+def test_a_chat_after_the_repl_closed_twice_is_still_extracted(make_app, server, run_repl):
+    """Closing the worker twice (two REPL runs of commands only) must not leave a
+    stop marker that makes the next thread quit before the next message's job."""
+    from helpers.scripts import extraction, fact
+
+    app = make_app()
+    run_repl(app, ["status"])
+    run_repl(app, ["memories"])
+    server.script("extraction", extraction(fact("The learner plays the cello.", "hobby")))
+    run_repl(app, ["I play the cello every evening"])
+    assert app.wait_for_extraction(5)
+    assert [r.content for r in app.store.list()] == ["The learner plays the cello."]

@@ -795,9 +795,23 @@ class ExtractionWorker:
             if self._stopping or self._thread is None or not self._thread.is_alive():
                 if self._thread is not None:
                     self._thread.join(timeout=5)
+                self._drop_stop_markers()
                 self._stopping = False
                 self._start()  # closed earlier (the REPL ended) and used again
         self._queue.put(job)
+
+    def _drop_stop_markers(self) -> None:
+        """Remove stop markers meant for a thread that is gone, keeping queued jobs in order."""
+        kept = []
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                kept.append(item)
+        for item in kept:
+            self._queue.put(item)
 
     def submit_task(self, task: Callable[[], None]) -> None:
         """Run a small store write after the reply, in order with extraction."""
@@ -814,8 +828,11 @@ class ExtractionWorker:
         """Wait (bounded) for queued jobs, then stop the thread."""
         finished = self.wait_idle(timeout)
         with self._lock:
-            self._stopping = True
-            self._queue.put(None)
+            # One stop marker per running thread: a marker left for a thread that
+            # has already stopped would stop the next one before its first job.
+            if not self._stopping and self._thread is not None and self._thread.is_alive():
+                self._stopping = True
+                self._queue.put(None)
         if finished and self._thread is not None:
             self._thread.join(timeout=5)
         return finished
