@@ -508,3 +508,32 @@ def test_the_ledger_and_activity_files_are_git_ignored(make_app):
     app = make_app(base_url=None, api_key=None)
     for path in (app.paths.mistakes, app.paths.activity, Path("mine.apkg")):
         assert any(fnmatch.fnmatch(path.name, p) for p in patterns), f"{path.name} is not git-ignored"
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param(lambda m: m.update(count=-5), id="negative-count"),
+        pytest.param(lambda m: m.update(count=10**30), id="huge-count"),
+        pytest.param(lambda m: m.update(examples=[]), id="no-example"),
+        pytest.param(lambda m: m.update(id="../../x"), id="path-id"),
+        pytest.param(lambda m: m.update(last_seen="2020-01-01T00:00:00+00:00"), id="last-seen-before-first"),
+        pytest.param(None, id="duplicate-id"),
+    ],
+)
+def test_an_edited_ledger_entry_is_refused_in_one_line_and_nothing_is_imported(make_app, run_repl, tmp_path, edit):
+    app = make_app(base_url=None, api_key=None)
+    app.ledger.record(_new(goed()))
+    path = tmp_path / "backup.json"
+    run_repl(app, [f"export {path}"])
+    data = json.loads(path.read_text())
+    if edit is None:
+        data["mistakes"].append(dict(data["mistakes"][0]))
+    else:
+        edit(data["mistakes"][0])
+    path.write_text(json.dumps(data))
+    app.ledger.clear()
+    t = run_repl(app, [f"import {path}"])
+    errors = [line for line in t.text.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "backup.json" in errors[0] and errors[0].endswith("Nothing was imported."), t.text
+    assert app.ledger.count() == 0

@@ -312,6 +312,16 @@ class ImportedMistake(Mistake):
     def _limits(self) -> ImportedMistake:
         from fsrs import Card
 
+        # What Memora itself never writes: a hand-edited entry is refused whole.
+        if not re.fullmatch(r"[0-9a-z][0-9a-z_-]{1,31}", self.id):
+            raise ValueError(f"mistake id {self.id[:40]!r} is not an id Memora makes")
+        if not 1 <= self.count <= 1_000_000:
+            raise ValueError(f"mistake {self.id} has a count of {self.count}")
+        if not self.examples:
+            raise ValueError(f"mistake {self.id} has no example")
+        if self.last_seen < self.first_seen or (self.mastered_at is not None and self.mastered_at < self.first_seen):
+            raise ValueError(f"mistake {self.id} has its dates out of order")
+
         self.rule = _checked(clean_mistake_text, self.rule)
         for example in self.examples:
             example.original = _checked(clean_mistake_text, example.original)
@@ -356,6 +366,11 @@ class ExportFile(BaseModel):
             if memory.id in by_id:
                 raise ValueError(f"memories.{index}: the id {memory.id} appears twice")
             by_id[memory.id] = memory
+        mistake_ids: set[str] = set()
+        for index, mistake in enumerate(self.mistakes):
+            if mistake.id in mistake_ids:
+                raise ValueError(f"mistakes.{index}: the id {mistake.id} appears twice")
+            mistake_ids.add(mistake.id)
         for memory in self.memories:
             nxt = by_id.get(memory.superseded_by) if memory.superseded_by else None
             if memory.superseded_by and (nxt is None or nxt.supersedes != memory.id):

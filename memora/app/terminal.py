@@ -266,6 +266,16 @@ class RichConsole(Console):
                 live.stop()
 
 
+def _termios_error() -> type[BaseException]:
+    """``termios.error`` (raised for a stdin that is no terminal), or a stand-in where there is no termios."""
+    try:
+        import termios
+
+        return termios.error
+    except ImportError:
+        return OSError
+
+
 @contextlib.contextmanager
 def _no_echo() -> Iterator[None]:
     """Stop the terminal echoing keys (and "^C") while a reply streams.
@@ -280,7 +290,7 @@ def _no_echo() -> Iterator[None]:
 
         fd = sys.stdin.fileno()
         saved = termios.tcgetattr(fd)
-    except (ImportError, OSError, ValueError, AttributeError):
+    except (ImportError, OSError, ValueError, AttributeError, _termios_error()):  # not a terminal
         yield
         return
     quiet = list(saved)
