@@ -169,7 +169,8 @@ def _loop(app: Memora, console: Console, *, raise_unexpected: bool, startup_note
                 raise
             logging.getLogger("memora").exception("unexpected error")
             console.error(
-                f"Unexpected {type(error).__name__}: {' '.join(str(error).split())[:200]} (nothing was lost; set MEMORA_DEBUG=1 for details)"
+                f"Unexpected {type(error).__name__}: {' '.join(str(error).split())[:200]} "
+                "(nothing was lost; set MEMORA_DEBUG=1 for details)"
             )
 
 

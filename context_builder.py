@@ -1,7 +1,8 @@
 """Builds the single developer "background" message sent before each turn.
 
 One message with role ``developer`` (the model weighs it below the
-instructions and above the conversation, and it is replaced every turn) holds, in this order and each only when it has content:
+instructions and above the conversation, and it is replaced every turn) holds,
+in this order and each only when it has content:
 
 1. ``<user_profile>``: the structured profile (current state, read directly);
 2. ``<learner_digest>``: "about you", the learner's current semantic memories
@@ -236,12 +237,21 @@ class MistakeNote:
 # "important" is also what the system prompt asks when none is set).
 CORRECTION_STYLE_LINES = {
     "all": "Correction style: all. Correct every mistake in the learner's English, briefly.",
-    "important": "Correction style: important. Correct mistakes that obscure the meaning or keep coming back; let small slips pass.",
+    "important": (
+        "Correction style: important. Correct mistakes that obscure the meaning or keep coming back; "
+        "let small slips pass."
+    ),
     "off": "Correction style: off. Do not correct the learner's English in your reply unless they ask.",
 }
 MISTAKES_GUIDANCE = {
-    "off": "Mistakes the learner has made before (corrections are off: do not point them out; use the right forms yourself).",
-    "default": "Mistakes the learner has made before: watch for them; if the learner now gets one right, praise it in a few words.",
+    "off": (
+        "Mistakes the learner has made before (corrections are off: do not point them out; "
+        "use the right forms yourself)."
+    ),
+    "default": (
+        "Mistakes the learner has made before: watch for them; if the learner now gets one right, "
+        "praise it in a few words."
+    ),
 }
 
 

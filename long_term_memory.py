@@ -346,7 +346,8 @@ class LongTermMemoryStore:
         if self.mismatch:
             raise EmbeddingModelMismatch(
                 f"The memory store was built with {self.mismatch}, but Memora is set to {self.embedder.name}. "
-                f"Set MEMORA_EMBEDDING_MODEL back, or type 'reindex' to re-embed all {self.count(include_superseded=True)} memories."
+                "Set MEMORA_EMBEDDING_MODEL back, or type 'reindex' to re-embed all "
+                f"{self.count(include_superseded=True)} memories."
             )
 
     def _sync_catalog(self, remote_revision: str | None = None, *, force: bool = False) -> None:

@@ -145,7 +145,8 @@ def main() -> int:
     elapsed = time.perf_counter() - started
     questions_total = len(scores["memora"][10])
     print(
-        f"LoCoMo evidence recall: {len(files)} conversations, {questions_total} questions (categories 1-4; {skipped} without evidence skipped), {elapsed:.0f}s"
+        f"LoCoMo evidence recall: {len(files)} conversations, {questions_total} questions "
+        f"(categories 1-4; {skipped} without evidence skipped), {elapsed:.0f}s"
     )
     print(f"{'method':<34} {'R@5':>6} {'R@10':>6} {'R@20':>6}")
     labels = {
@@ -165,7 +166,8 @@ def main() -> int:
         ev = sum(s >= threshold for s in evidence_scores) / max(1, len(evidence_scores))
         ot = sum(s >= threshold for s in other_scores) / max(1, len(other_scores))
         print(
-            f"threshold {threshold:.2f}: {ev:.0%} of evidence hits in the top 10 pass, {ot:.0%} of other top-10 results pass"
+            f"threshold {threshold:.2f}: {ev:.0%} of evidence hits in the top 10 pass, "
+            f"{ot:.0%} of other top-10 results pass"
         )
     held_out = []
     for name, fold in folds.items():
@@ -173,7 +175,8 @@ def main() -> int:
         chosen = max(GRID, key=lambda g: (mean(train[g]), -sum(g)))
         held_out.append(mean(fold[chosen]))
         print(
-            f"leave-one-out fold {name}: date_boost {chosen[0]:g}, feedback_weight {chosen[1]:g} chosen on the other four "
+            f"leave-one-out fold {name}: date_boost {chosen[0]:g}, feedback_weight {chosen[1]:g} "
+            "chosen on the other four "
             f"(R@10 {mean(train[chosen]):.3f}), held-out R@10 {held_out[-1]:.3f}"
         )
     print(f"leave-one-conversation-out mean R@10: {mean(held_out):.3f} over {len(held_out)} folds")

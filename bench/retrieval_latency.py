@@ -84,7 +84,8 @@ def main() -> int:
     rng = random.Random(42)
     print("retrieve_relevant_memories vs bare Chroma query (n_results=10), hash embedding, times in ms")
     print(
-        f"{'memories':>9} {'build s':>8} {'memora p50':>11} {'memora p95':>11} {'bare p50':>9} {'bare p95':>9} {'p95 ratio':>10}"
+        f"{'memories':>9} {'build s':>8} {'memora p50':>11} {'memora p95':>11} "
+        f"{'bare p50':>9} {'bare p95':>9} {'p95 ratio':>10}"
     )
     results = []
     for size in (int(s) for s in args.sizes.split(",")):

@@ -12,7 +12,10 @@ import bisect
 import itertools
 import random
 
-SYLLABLES = "ba be bi bo bu da de di do du ka ke ki ko ku la le li lo lu ma me mi mo mu na ne ni no nu ra re ri ro ru sa se si so su ta te ti to tu".split()
+SYLLABLES = (
+    "ba be bi bo bu da de di do du ka ke ki ko ku la le li lo lu ma me mi mo mu "
+    "na ne ni no nu ra re ri ro ru sa se si so su ta te ti to tu"
+).split()
 FRAMES = (
     "The learner {verb} {words}.",
     "The learner said that {words} was hard.",

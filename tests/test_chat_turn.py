@@ -34,8 +34,8 @@ def test_turn_sends_one_developer_message_with_the_profile(make_app, server):
     developer = request.developer
     assert GUARD_TEXT in developer
     assert (
-        "<user_profile>\n- English level: B1\n- Learning goals: travel English for a trip to Japan\n- Preferences: short examples\n</user_profile>"
-        in developer
+        "<user_profile>\n- English level: B1\n- Learning goals: travel English for a trip to Japan\n"
+        "- Preferences: short examples\n</user_profile>" in developer
     )
     # nothing was retrieved: no memory section, no empty shell
     assert "<long_term_memories>" not in developer

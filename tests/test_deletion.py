@@ -16,7 +16,9 @@ FILLER_WORDS = "learner likes music hiking coffee tea exam tuesday city lives wo
 def fillers(n: int, tag: str = "") -> list[dict]:
     return [
         {
-            "content": f"The learner {' '.join(FILLER_WORDS[(i * 7 + k) % len(FILLER_WORDS)] for k in range(8))} {tag}note{i}"
+            "content": (
+                f"The learner {' '.join(FILLER_WORDS[(i * 7 + k) % len(FILLER_WORDS)] for k in range(8))} {tag}note{i}"
+            )
         }
         for i in range(n)
     ]
@@ -54,7 +56,8 @@ def test_forget_id_leaves_no_byte_of_any_version_in_any_file(
     # The reply quotes both versions word for word, as a tutor's recap would.
     server.script(
         "chat",
-        "I noted: the learner keeps a pet axolotl named Wyxtrell. (Before: The learner keeps a pet\naxolotl named Qzvorbix.)",
+        "I noted: the learner keeps a pet axolotl named Wyxtrell. "
+        "(Before: The learner keeps a pet\naxolotl named Qzvorbix.)",
     )
     t = run_repl(
         app,

@@ -194,7 +194,8 @@ def test_the_real_head_pipeline_prints_no_traceback(tmp_path):
         [
             "bash",
             "-c",
-            f"printf 'status\\nstatus\\nstatus\\nexit\\n' | {sys.executable} chatbot.py --plain --data-dir {home} | head -3",
+            f"printf 'status\\nstatus\\nstatus\\nexit\\n' | {sys.executable} chatbot.py --plain "
+            f"--data-dir {home} | head -3",
         ],
         capture_output=True,
         text=True,
@@ -246,7 +247,8 @@ def test_a_disk_that_fills_up_mid_session_is_one_line_and_the_repl_goes_on(make_
     monkeypatch.setattr(app.store.catalog, "insert", full_disk)
     t = run_repl(app, ["remember I like coffee", "memories"])
     assert (
-        f"Error: Memora cannot save its data in {app.settings.data_dir}: disk I/O error. Check that the disk is not full "
+        f"Error: Memora cannot save its data in {app.settings.data_dir}: disk I/O error. "
+        "Check that the disk is not full "
         "and the folder is writable (--data-dir / MEMORA_HOME). That change was not saved.\n"
     ) in t.text
     assert [r.content for r in app.store.list()] == ["I like tea"]
@@ -262,7 +264,7 @@ def test_the_reason_shown_is_the_failed_write_not_the_failed_rollback_after_it()
         try:
             raise sqlite3.OperationalError("disk I/O error")
         except sqlite3.Error:
-            raise sqlite3.OperationalError("cannot rollback - no transaction is active")
+            raise sqlite3.OperationalError("cannot rollback - no transaction is active") from None
     except sqlite3.Error as error:
         line = chatbot.data_failure(error, "/data", "save")
     assert line.startswith("Memora cannot save its data in /data: disk I/O error. ")

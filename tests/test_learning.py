@@ -57,8 +57,8 @@ def test_the_same_mistake_in_two_sessions_is_one_entry_reviewed_the_next_day(mak
     section = request.section("mistakes_to_watch")
     assert section is not None
     assert (
-        '"We goed to the park after lunch." → "We went to the park after lunch." (go → went: irregular past tense; 2 times)'
-        in section
+        '"We goed to the park after lunch." → "We went to the park after lunch." '
+        "(go → went: irregular past tense; 2 times)" in section
     )
     assert "praise" in section
     why = run_repl(app, ["why"]).text
@@ -277,7 +277,8 @@ def test_mistakes_lists_and_forgets_one(make_app, run_repl, clock, data_dir):
     listing = segment_after(t.text, "mistakes")
     row = next(line for line in listing.splitlines() if line.startswith(first.id))
     assert re.search(
-        r"grammar\s+go → went: irregular past tense\s+2\s+2026-11-29\s+just now\s+active\s+They goed home -> They went home",
+        r"grammar\s+go → went: irregular past tense\s+2\s+2026-11-29\s+just now\s+active"
+        r"\s+They goed home -> They went home",
         row,
     )
     t = run_repl(
@@ -430,7 +431,8 @@ def test_progress_charts_and_plain_figures_agree(clock):
     assert plain == [
         f"Progress, {(today - timedelta(days=13)).isoformat()} to {today.isoformat()} (14 days)",
         "Days practised: 4 of 14; streak: 3 days",
-        f"Turns per week: {(today - timedelta(days=13)).strftime('%m-%d')} 10, {(today - timedelta(days=6)).strftime('%m-%d')} 6",
+        f"Turns per week: {(today - timedelta(days=13)).strftime('%m-%d')} 10, "
+        f"{(today - timedelta(days=6)).strftime('%m-%d')} 6",
         "Mistakes by kind (3 new in the period):",
         "  grammar      2",
         "  spelling     1",

@@ -99,7 +99,7 @@ def test_a_repeat_counts_with_dates_and_keeps_three_examples(ledger, clock):
     first, merged = ledger.record(GOED)
     assert not merged and first.count == 1
     said = []
-    for n, subject in enumerate(["We", "They", "She", "He"]):
+    for subject in ["We", "They", "She", "He"]:
         clock.advance(days=1)
         said.append(clock())
         entry, merged = ledger.record(mistake(f"{subject} goed out", f"{subject} went out", "go → went"))

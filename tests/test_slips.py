@@ -60,8 +60,8 @@ def test_a_memory_cap_below_the_count_is_refused_and_says_what_to_do(make_app, r
         app.store.add(text)
     t = run_repl(app, ["memory cap 2", "memory cap", "memory cap 3", "remember I have a cat"])
     assert (
-        "Error: You have 3 memories, more than a cap of 2; the cap was not changed. Forget 1 first ('forget <id>'), or choose 3 or more.\n"
-        in t.text
+        "Error: You have 3 memories, more than a cap of 2; the cap was not changed. "
+        "Forget 1 first ('forget <id>'), or choose 3 or more.\n" in t.text
     )
     assert f"Memory cap: {app.settings.memory_cap} (3 current memories)." in t.text  # unchanged
     assert "Memory cap set to 3. Memory is now full: new memories are not saved until you forget some.\n" in t.text

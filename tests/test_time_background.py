@@ -317,7 +317,8 @@ def test_a_plan_said_ten_days_ago_is_never_worded_as_upcoming(make_app, server, 
     )
     hint = request.section("follow_up")
     assert hint.startswith(
-        "Follow-up: on Sun 29 Nov (10 days ago) the learner mentioned this plan: The learner has an English test on Tue 1 Dec (8 days ago). "
+        "Follow-up: on Sun 29 Nov (10 days ago) the learner mentioned this plan: "
+        "The learner has an English test on Tue 1 Dec (8 days ago). "
     )
     assert "] The learner had a job interview on Sat 28 Nov (11 days ago)." in request.section("long_term_memories")
     # stored as it was said

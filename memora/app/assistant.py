@@ -348,7 +348,8 @@ class Memora:
         self._after_reply(job, early, prepared, now, notes)
         if reply.incomplete:
             notes.append(
-                f"(reply cut off: {reply.incomplete}) The reply was kept as far as it got; raise MEMORA_MAX_OUTPUT_TOKENS for longer answers."
+                f"(reply cut off: {reply.incomplete}) The reply was kept as far as it got; "
+                "raise MEMORA_MAX_OUTPUT_TOKENS for longer answers."
             )
         return TurnResult(reply=reply, prepared=prepared, memories=list(prepared.background.memories), notes=notes)
 
@@ -679,7 +680,8 @@ class Memora:
             change = self._changes[-1] if self._changes else None
         if change is None:
             return [
-                "Nothing to undo: no recorded memory change is left to take back ('forget' is a real deletion and cannot be undone)."
+                "Nothing to undo: no recorded memory change is left to take back "
+                "('forget' is a real deletion and cannot be undone)."
             ]
         result = self.store.revert(change.steps, when=self.clock())  # if this fails, the change stays undoable
         if result.removed:  # taken back is deleted, as with 'forget': no copy of its text is left

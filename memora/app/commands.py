@@ -439,7 +439,7 @@ class CommandRouter:
         profile remove goal|preference <text> -- Remove a goal or preference.
         profile corrections all|important|off -- How much Memora corrects you (default important; off still records mistakes).
         profile clear -- Empty the profile.
-        profile confirm | profile reject -- Accept or discard the pending profile change."""
+        profile confirm | profile reject -- Accept or discard the pending profile change."""  # noqa: E501 (one help line per form)
         parts = ("profile " + args).split(maxsplit=2)
         profiles = self.app.profiles
         if len(parts) == 1:
@@ -623,7 +623,8 @@ class CommandRouter:
                 return
             also = f" and {mistakes} mistake{'s' if mistakes != 1 else ''}" if mistakes else ""
             if self._confirm(
-                f"This deletes all {count} memories{also} of {self.app.settings.user}. Type {CONFIRM_WORD} to confirm: ",
+                f"This deletes all {count} memories{also} of {self.app.settings.user}. "
+                f"Type {CONFIRM_WORD} to confirm: ",
                 CONFIRM_WORD,
             ):
                 texts = [r.content for r in store.all_records()]
@@ -657,7 +658,8 @@ class CommandRouter:
             if not has_data(self.app, name):
                 raise CommandError(f"There is no learner named '{name}' here (see 'users'); nothing was deleted.")
             if self._confirm(
-                f"This deletes the profile, session, memories, mistakes and activity log of '{name}'. Type the name to confirm: ",
+                f"This deletes the profile, session, memories, mistakes and activity log of '{name}'. "
+                "Type the name to confirm: ",
                 name,
             ):
                 exports = learner_exports(self.app, name)
@@ -687,7 +689,8 @@ class CommandRouter:
         if holding:
             names = ", ".join(p.name for p in holding[:3]) + (" ..." if len(holding) > 3 else "")
             self.console.notice(
-                f"{len(holding)} export file{'s' if len(holding) != 1 else ''} in your data folder still hold{'s' if len(holding) == 1 else ''} it "
+                f"{len(holding)} export file{'s' if len(holding) != 1 else ''} in your data folder "
+                f"still hold{'s' if len(holding) == 1 else ''} it "
                 f"({names}); delete {'them' if len(holding) != 1 else 'it'} if you want it gone everywhere."
             )
 
@@ -924,7 +927,8 @@ def _require_existing_folder(path: Path, *, folder_typed: bool = False) -> None:
         return  # an unusable path: export_data reports it in one line
     if missing:
         raise CommandError(
-            f"Cannot export to {shorten(str(path), 160)}: the folder {shorten(str(folder), 160)} does not exist. Nothing was exported."
+            f"Cannot export to {shorten(str(path), 160)}: the folder {shorten(str(folder), 160)} does not exist. "
+            "Nothing was exported."
         )
 
 

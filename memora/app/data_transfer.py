@@ -518,7 +518,8 @@ def read_export(path: Path) -> ExportFile:
         # In bytes: a file just over the limit must not read "20 MB; the limit is 20 MB".
         raise _refuse(
             path,
-            f"is {size:,} bytes; imports are limited to {MAX_IMPORT_BYTES:,} bytes ({MAX_IMPORT_BYTES / (1024 * 1024):g} MB)",
+            f"is {size:,} bytes; imports are limited to {MAX_IMPORT_BYTES:,} bytes "
+            f"({MAX_IMPORT_BYTES / (1024 * 1024):g} MB)",
         )
     try:
         with open(path, "rb") as handle:

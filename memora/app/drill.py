@@ -142,7 +142,8 @@ class Drill:
             else:
                 self.on_tokens(tokens)
                 self.console.say(
-                    f"{grade.verdict.capitalize()}: {shorten(grade.feedback, 200)} Expected: {quoted(example.corrected, 200, end='')}"
+                    f"{grade.verdict.capitalize()}: {shorten(grade.feedback, 200)} "
+                    f"Expected: {quoted(example.corrected, 200, end='')}"
                 )
                 return spaced.VERDICT_RATINGS[grade.verdict]
         rule = f" ({shorten(card.rule, 120)})" if card.is_mistake else ""  # a word's rule is its meaning again

@@ -293,8 +293,10 @@ class Candidate:
 
 
 _CORRECTION_CUES = re.compile(
-    r"^\s*no\b[\s,.!]|\b(never said|never told|didn'?t say|did not say|not what i said|that'?s (not|wrong)|that is not"
-    r"|not true|you'?re wrong|you are wrong|wrong about|forget that|i don'?t (want|like|have|live|work)|i'?m not|i am not"
+    r"^\s*no\b[\s,.!]|\b(never said|never told|didn'?t say|did not say|not what i said"
+    r"|that'?s (not|wrong)|that is not"
+    r"|not true|you'?re wrong|you are wrong|wrong about|forget that|i don'?t (want|like|have|live|work)"
+    r"|i'?m not|i am not"
     r"|no longer|not anymore)\b"
     r"|我沒說|我没说|我沒有說|我没有说|不是這樣|不是这样|不對|不对|搞錯|搞错|記錯|记错",
     re.IGNORECASE,
@@ -664,12 +666,12 @@ class Extractor:
         # or a small pool (one remembered fact) is crowded out by a large one.
         queues = [iter(source) for source in sources]
         while queues and budget > 0:
-            for queue in list(queues):
+            for pool in list(queues):
                 item = next(
-                    (r for r in queue if r.id not in seen and r.id in records and records[r.id].is_current), None
+                    (r for r in pool if r.id not in seen and r.id in records and records[r.id].is_current), None
                 )
                 if item is None:
-                    queues.remove(queue)
+                    queues.remove(pool)
                     continue
                 cost = self.counter.count(json.dumps(self._shown(records[item.id]), ensure_ascii=False))
                 if cost > budget:
@@ -735,7 +737,8 @@ class Extractor:
             if profile.english_level is None:
                 self.profiles.set_english_level(level)
                 outcome.notices.append(
-                    f"Profile: English level set to {level} (from what you said). Change it with 'profile level <level>'."
+                    f"Profile: English level set to {level} (from what you said). "
+                    "Change it with 'profile level <level>'."
                 )
                 return
             self._propose(ProfileProposal.new("english_level", "set", level, profile.english_level, evidence), outcome)

@@ -101,7 +101,8 @@ def report(data: ProgressData, *, charts: bool) -> list[str]:
 
     days_practised = len([d for d in practised if start <= d <= today])
     lines.append(
-        f"Days practised: {days_practised} of {data.days}; streak: {_streak(practised, today)} day{'s' if _streak(practised, today) != 1 else ''}"
+        f"Days practised: {days_practised} of {data.days}; "
+        f"streak: {_streak(practised, today)} day{'s' if _streak(practised, today) != 1 else ''}"
     )
     if charts:
         calendar_days = min(data.days, DEFAULT_PERIOD_DAYS)

@@ -63,7 +63,10 @@ class ProfileProposal(BaseModel):
         if self.field == "english_level":
             return f"Remove your English level ({self.value}) from your profile? (yes/no)"
         label = "goal" if self.field == "learning_goal" else "preference"
-        return f"You said {quoted(self.evidence, 80)} Remove the {label} {quoted(self.value, 60, end='')} from your profile? (yes/no)"
+        return (
+            f"You said {quoted(self.evidence, 80)} "
+            f"Remove the {label} {quoted(self.value, 60, end='')} from your profile? (yes/no)"
+        )
 
     def describe(self) -> str:
         if self.field == "review_card":

@@ -230,10 +230,12 @@ class ChromaConnection:
 _SCRUB_DELETED_FROM_LOG = """
 CREATE TEMP TABLE IF NOT EXISTS memora_deleted (topic TEXT, id TEXT, seq_id INTEGER, PRIMARY KEY (topic, id));
 DELETE FROM temp.memora_deleted;
-INSERT INTO temp.memora_deleted SELECT topic, id, MAX(seq_id) FROM embeddings_queue WHERE operation = 3 GROUP BY topic, id;
+INSERT INTO temp.memora_deleted
+ SELECT topic, id, MAX(seq_id) FROM embeddings_queue WHERE operation = 3 GROUP BY topic, id;
 UPDATE embeddings_queue SET metadata = '{}'
  WHERE operation != 3 AND metadata IS NOT '{}'
-   AND seq_id < (SELECT d.seq_id FROM temp.memora_deleted AS d WHERE d.topic = embeddings_queue.topic AND d.id = embeddings_queue.id);
+   AND seq_id < (SELECT d.seq_id FROM temp.memora_deleted AS d
+                  WHERE d.topic = embeddings_queue.topic AND d.id = embeddings_queue.id);
 DROP TABLE temp.memora_deleted;
 """
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")

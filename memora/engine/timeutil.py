@@ -169,8 +169,14 @@ _NUM = r"(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twel
 _UNIT = r"(?:day|week|wk|fortnight|month|year|yr)"
 # Full names first so "Monday" is never read as "Mon"; an abbreviation's full
 # stop is taken only mid-sentence ("next Mon. at 5"), never a sentence's own.
-_WD = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tues?|weds?|thu(?:rs?)?|fri|sat|sun)\b(?:\.(?=\s+[a-z0-9]))?"
-_MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_WD = (
+    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tues?|weds?|thu(?:rs?)?|fri|sat|sun)\b"
+    r"(?:\.(?=\s+[a-z0-9]))?"
+)
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
 _REL = r"(?:next|this coming|this past|the coming|the past|this|coming|last|past)"
 _PART = r"(?:\s+(?P<{}>morning|afternoon|evening|night))?"
 _ZH_N = r"(?:\d+|[零一兩两二三四五六七八九十]{1,3})"
@@ -349,7 +355,10 @@ def _month_number(word: str) -> int:
 
 # A month's name as a regex group, and the two number readers, for the query-date
 # reader in retrieval.py (which looks for the periods a question names).
-MONTH_WORD = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+MONTH_WORD = (
+    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
 month_number = _month_number
 zh_number = _zh_number
 
