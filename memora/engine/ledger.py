@@ -174,15 +174,25 @@ def _touched(edits: Iterable[tuple[str, str]]) -> set[str]:
     return {word.casefold() for removed, inserted in edits for word in f"{removed} {inserted}".split()}
 
 
+def _specific(edits: Iterable[tuple[str, str]]) -> bool:
+    """Whether a correction changes a content word, not only function words or punctuation."""
+    return any(word.isalpha() and word not in lexical.STOP_WORDS for word in _touched(edits))
+
+
 def same_mistake(a: NewMistake | Mistake, b: NewMistake | Mistake) -> bool:
     """True when two mistakes are the same one (see the module docstring).
 
     An entry's examples are the same mistake by construction, so a new mistake
     may match any of them."""
     edits_a, edits_b = _edit_sets(a), _edit_sets(b)
-    if any(edits and edits in edits_b for edits in edits_a):
+    same_rule = lexical.say_the_same(a.rule, b.rule)
+    # The same correction is the same mistake only when it changes a word that
+    # carries meaning ("goed" -> "went"). Inserting "to", "on" or a comma, or
+    # dropping "am", is the same edit in unrelated mistakes ("want go" / "listen
+    # music", "in Monday" / "in the bus"), so there the rules must agree too.
+    if any(edits and edits in edits_b and (same_rule or _specific(edits)) for edits in edits_a):
         return True
-    if not lexical.say_the_same(a.rule, b.rule):
+    if not same_rule:
         return False
     touched_a = _touched(e for edits in edits_a for e in edits)
     touched_b = _touched(e for edits in edits_b for e in edits)
