@@ -539,3 +539,21 @@ def test_an_edited_ledger_entry_is_refused_in_one_line_and_nothing_is_imported(m
     errors = [line for line in t.text.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and "backup.json" in errors[0] and errors[0].endswith("Nothing was imported."), t.text
     assert app.ledger.count() == 0
+
+
+def test_stopping_at_the_rating_says_the_typed_answer_was_not_rated(make_app, run_repl):
+    app = make_app(base_url=None, api_key=None)
+    app.ledger.record(_new(goed()))
+    app.ledger.record(
+        _new(
+            {"original": "He don't like tea", "corrected": "He doesn't like tea", "rule": "doesn't", "kind": "grammar"}
+        )
+    )
+    before = {m.id: m.card for m in app.ledger.all()}
+    t = run_repl(app, ["review", "Yesterday I went to the market.", "3", "He doesn't like tea", ""])
+    assert (
+        "Review stopped: 1 answer saved (1 correct); your last answer was not rated, so its card is unchanged; "
+        "1 card left for later." in t.text
+    )
+    after = {m.id: m.card for m in app.ledger.all()}
+    assert sum(before[i] != after[i] for i in before) == 1  # the rated card moved, the unrated one did not

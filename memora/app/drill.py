@@ -52,14 +52,24 @@ class DrillSummary:
     correct: int = 0
     skipped: int = 0
     stopped: bool = False
+    unrated: bool = False  # the drill ended after an answer was typed, before it was rated
 
     def line(self, left: int) -> str:
+        # An answer that was typed but never rated cannot be scheduled: its card is
+        # left as it was, and the learner is told so rather than "nothing answered".
+        unrated = "; your last answer was not rated, so its card is unchanged" if self.unrated else ""
         if self.answered == 0 and not self.skipped:
-            return "Review stopped: nothing answered, nothing changed." if self.stopped else "Review done."
+            if not self.stopped:
+                return "Review done."
+            return (
+                f"Review stopped: no answer saved{unrated}."
+                if unrated
+                else "Review stopped: nothing answered, nothing changed."
+            )
         saved = f"{self.answered} answer{'s' if self.answered != 1 else ''} saved ({self.correct} correct)"
         if self.stopped:
             rest = f"; {left} card{'s' if left != 1 else ''} left for later" if left else ""
-            return f"Review stopped: {saved}{rest}."
+            return f"Review stopped: {saved}{unrated}{rest}."
         return f"Review done: {saved}."
 
 
@@ -96,6 +106,7 @@ class Drill:
             try:
                 done = self._one(card, index, len(cards), summary)
             except (EOFError, KeyboardInterrupt):
+                self.console.say("")  # end the prompt's line before the summary
                 done = False
             if not done:
                 summary.stopped = True
@@ -119,9 +130,11 @@ class Drill:
         answer = self.console.read(ANSWER_PROMPT).strip()
         if answer.lower() in STOP_WORDS:
             return False
+        summary.unrated = True  # until the rating is saved
         rating = self._grade(current, question, answer)
         if rating is None:
             return False
+        summary.unrated = False
         return self._save(current, rating, summary)
 
     def _grade(self, card: Mistake, question: str, answer: str) -> int | None:
