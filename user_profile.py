@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from memora.engine.config import DEFAULT_MAX_PROFILE_ITEMS
 from memora.engine.errors import InvalidLevelError, LimitError
 from memora.engine.storage import atomic_write_model, file_lock, load_model_file
-from memora.engine.text_utils import clean_text, normalized_key
+from memora.engine.text_utils import clean_text, clean_within, normalized_key
 from memora.engine.timeutil import system_clock
 
 CEFR_LEVELS = ("A1", "A2", "B1", "B2", "C1", "C2")
@@ -57,12 +57,12 @@ def normalize_level(text: str) -> str:
 
 
 def clean_profile_value(text: str, what: str = "value") -> str:
-    value = clean_text(text or "")
-    if not value:
-        raise LimitError(f"The {what} cannot be empty.")
-    if len(value) > MAX_PROFILE_VALUE_CHARS:
-        raise LimitError(f"The {what} is {len(value)} characters; the limit is {MAX_PROFILE_VALUE_CHARS}.")
-    return value
+    return clean_within(
+        text,
+        MAX_PROFILE_VALUE_CHARS,
+        empty=f"The {what} cannot be empty.",
+        too_long=lambda n: f"The {what} is {n} characters; the limit is {MAX_PROFILE_VALUE_CHARS}.",
+    )
 
 
 class UserProfile(BaseModel):

@@ -411,15 +411,10 @@ class MemoryCatalog:
         if not include_superseded:
             where.append("status = ?")
             params.append(STATUS_CURRENT)
-        if memory_type:
-            where.append("memory_type = ?")
-            params.append(memory_type)
-        if category:
-            where.append("category = ?")
-            params.append(category)
-        if source:
-            where.append("source = ?")
-            params.append(source)
+        for column, value in (("memory_type", memory_type), ("category", category), ("source", source)):
+            if value:
+                where.append(f"{column} = ?")
+                params.append(value)
         if text:
             where.append("instr(lower(content), lower(?)) > 0")
             params.append(text)

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from memora.engine import lexical, spaced
 from memora.engine.errors import LimitError
 from memora.engine.storage import atomic_write_model, file_lock, load_model_file
-from memora.engine.text_utils import clean_text
+from memora.engine.text_utils import clean_text, clean_within
 
 MISTAKE_KINDS = ("grammar", "vocabulary", "word choice", "spelling", "punctuation")
 MistakeKind = Literal["grammar", "vocabulary", "word choice", "spelling", "punctuation"]
@@ -48,12 +48,12 @@ STATUSES = ("active", "improving", "mastered")
 
 
 def clean_mistake_text(text: str, what: str = "text") -> str:
-    value = clean_text(text or "")
-    if not value:
-        raise LimitError(f"A mistake needs its {what}.")
-    if len(value) > MAX_MISTAKE_CHARS:
-        raise LimitError(f"A mistake's {what} is limited to {MAX_MISTAKE_CHARS} characters; this one has {len(value)}.")
-    return value
+    return clean_within(
+        text,
+        MAX_MISTAKE_CHARS,
+        empty=f"A mistake needs its {what}.",
+        too_long=lambda n: f"A mistake's {what} is limited to {MAX_MISTAKE_CHARS} characters; this one has {n}.",
+    )
 
 
 class Example(BaseModel):

@@ -10,8 +10,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import date, datetime
 from typing import Any
 
-from memora.engine.errors import LimitError
-from memora.engine.text_utils import clean_text
+from memora.engine.text_utils import clean_within
 from memora.engine.timeutil import parse_date, parse_iso, system_clock, to_aware
 
 MEMORY_TYPES = ("semantic", "episodic")
@@ -28,12 +27,12 @@ MAX_MEMORY_CHARS = 1000
 def clean_memory_text(content: str) -> str:
     """A memory's text as it is stored, whether typed, extracted or imported:
     one line, control and escape characters removed, within the limit."""
-    text = clean_text(content)
-    if not text:
-        raise LimitError("A memory cannot be empty.")
-    if len(text) > MAX_MEMORY_CHARS:
-        raise LimitError(f"A memory is limited to {MAX_MEMORY_CHARS} characters; this one has {len(text)}.")
-    return text
+    return clean_within(
+        content,
+        MAX_MEMORY_CHARS,
+        empty="A memory cannot be empty.",
+        too_long=lambda n: f"A memory is limited to {MAX_MEMORY_CHARS} characters; this one has {n}.",
+    )
 
 
 @dataclass(frozen=True)

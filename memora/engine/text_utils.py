@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 
 _WHITESPACE = re.compile(r"\s+")
 
@@ -25,6 +26,20 @@ def clean_text(text: str) -> str:
         if ch in "\t\r\n\v\f\x85\u2028\u2029" or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co")
     )
     return _WHITESPACE.sub(" ", text).strip()
+
+
+def clean_within(text: str, limit: int, *, empty: str, too_long: Callable[[int], str]) -> str:
+    """``clean_text`` of ``text``, refused with a ``LimitError`` when nothing is left
+    (``empty``) or when it is longer than ``limit`` (``too_long(length)``): the one
+    check behind every stored value, each kind keeping its own wording."""
+    from memora.engine.errors import LimitError
+
+    value = clean_text(text or "")
+    if not value:
+        raise LimitError(empty)
+    if len(value) > limit:
+        raise LimitError(too_long(len(value)))
+    return value
 
 
 _TRAILING = re.compile(r"[\s.!?,;:。！？，；：…]+$")
