@@ -108,6 +108,20 @@ def fact_item(text: str) -> dict:
     }
 
 
+def scripted_summary(body: dict) -> str:
+    """A running summary of the length a model writes: the previous summary plus a
+    sentence about each learner message folded in, cut to the prompt's word limit
+    from the oldest end, so a long conversation's summary sits at its limit."""
+    limit = int(re.search(r"at most (\d+) words", body.get("instructions", "")).group(1))
+    content = (body.get("input") or [{}])[-1].get("content", "")
+    previous = content.split("Previous summary:\n", 1)[-1].split("\n\nNew messages:", 1)[0]
+    previous = "" if previous.startswith("(none") else previous
+    said = [line[len("user: ") :] for line in content.splitlines() if line.startswith("user: ")]
+    new = ["The learner said: " + re.split(r"(?<=[.!?])\s", line)[0] for line in said]
+    words = " ".join([previous, *new]).split()
+    return " ".join(words[-limit:])
+
+
 def scripted_mistake(text: str, n: int) -> list[dict]:
     """Every third message, one mistake quoting its first words (as the learner's
     own words must be): the last of them "misspelt", with a rule of a realistic length."""
@@ -141,6 +155,19 @@ def request_parts(counter, record) -> tuple[int, str]:
     instructions = record.body.get("instructions", "")
     tokens = counter.count_request(instructions, record.input) + counter.count(schema)
     return tokens, schema + instructions + "".join(str(m.get("content", "")) for m in record.input)
+
+
+def request_anatomy(counter, records) -> str:
+    """Mean tokens of a kind's requests by part: schema, instructions, input."""
+    if not records:
+        return "no calls"
+    parts = {"schema": 0, "instructions": 0, "input": 0}
+    for record in records:
+        fmt = (record.body.get("text") or {}).get("format") or {}
+        parts["schema"] += counter.count(json.dumps(fmt["schema"], ensure_ascii=False)) if fmt.get("schema") else 0
+        parts["instructions"] += counter.count(record.body.get("instructions", ""))
+        parts["input"] += counter.count_messages(record.input)
+    return ", ".join(f"{name} {total / len(records):.0f}" for name, total in parts.items())
 
 
 def cached_tokens(counter, previous: str, text: str, total: int) -> int:
@@ -210,7 +237,8 @@ def main() -> int:
 
         server.script("chat", *[reply for _, reply, _, _ in turns])
         server.script("extraction", *[extraction] * (2 * len(turns)))
-        for kind in ("reconcile", "correction", "summary", "grading"):
+        server.script("summary", *[lambda body: answered("summary", scripted_summary(body))] * (2 * len(turns)))
+        for kind in ("reconcile", "correction", "grading"):
             script = [lambda body, k=kind: answered(k, default_answer(k, body, 0))]
             server.script(kind, *script * (20 * len(turns)))
         app = Memora.from_settings(
@@ -251,6 +279,7 @@ def main() -> int:
         mistakes = app.ledger.count()
         section_tokens = [counter.count(s) for r in server.chats if (s := r.section("mistakes_to_watch"))]
         calls = {label: sum(len(server.of_kind(k)) for k in kinds) for label, kinds in KINDS}
+        anatomy = {kind: request_anatomy(counter, server.of_kind(kind)) for kind in ("extraction", "reconcile")}
     budget = settings.token_budget
     n = len(turns)
     mean_memora, mean_base = statistics.mean(memora), statistics.mean(baseline)
@@ -269,6 +298,8 @@ def main() -> int:
             f"mistakes_to_watch section: in {len(section_tokens)} of {len(memora)} requests, "
             f"mean {statistics.mean(section_tokens):.0f} tokens, max {max(section_tokens)} (counted in chat)"
         )
+    for kind, line in anatomy.items():
+        print(f"{kind} request by part, mean tokens: {line}")
     print(f"messages that skipped extraction: {n - len(read)} of {n} ({calls['extraction']} extraction calls)")
     print(
         f"model tokens per learner turn (input + Memora-only output; "
