@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from memora.engine.config import Settings
@@ -225,3 +228,34 @@ def test_structured_calls_send_their_schema_without_titles_and_still_parse(make_
     compact = compact_schema(Titled)
     assert set(compact["properties"]) == {"title", "description"}  # fields with those names stay
     assert compact["required"] == ["title", "description"] and "title" not in _keywords(compact)
+
+
+def test_structured_schemas_go_out_in_their_shortest_strict_form():
+    """Each definition used once is written where it is used, and a nullable field
+    is one type list, so the schema billed in front of every call is shorter;
+    a model that refers to itself keeps its definition and stays valid."""
+    from pydantic import BaseModel
+
+    from memora.app.extraction import ExtractionResult, MemoryDecision
+    from memora.engine.llm import compact_schema
+
+    schema = compact_schema(ExtractionResult)
+    text = json.dumps(schema)
+    assert "$ref" not in text and "$defs" not in text and "anyOf" not in text
+    fact = schema["properties"]["facts"]["items"]
+    assert fact["properties"]["event_date"] == {"type": ["string", "null"]}
+    assert fact["additionalProperties"] is False and "event_date" in fact["required"]
+    assert compact_schema(MemoryDecision)["properties"]["target_id"] == {"type": ["string", "null"]}
+
+    class Node(BaseModel):
+        label: str
+        children: list[Node]
+
+    class Tree(BaseModel):
+        root: Node
+        spare: Node | None
+
+    tree = compact_schema(Tree)
+    refs = {m for m in re.findall(r'"\$ref": "#/\$defs/(\w+)"', json.dumps(tree))}
+    assert refs == {"Node"} and set(tree["$defs"]) == {"Node"}  # used three times: kept, and every ref resolves
+    assert tree["properties"]["spare"]["anyOf"][1] == {"type": "null"}  # a nullable object keeps its anyOf

@@ -261,12 +261,19 @@ _SCHEMA_CACHE: dict[type, dict] = {}
 
 
 def compact_schema(model: type) -> dict:
-    """The strict JSON schema the SDK would send for ``model``, minus titles and
-    descriptions (they change nothing the model may return)."""
+    """The strict JSON schema the SDK would send for ``model``, in fewer tokens.
+
+    The provider puts the schema in front of every structured request and bills
+    it as input, so it goes out in its shortest equivalent form: without titles
+    and descriptions (they change nothing the model may return), with each
+    definition used once written where it is used (a ``$ref`` and its ``$defs``
+    entry cost more than the object itself), and ``anyOf: [{type: X}, {type:
+    null}]`` as ``type: [X, "null"]``. Both forms are in strict mode's subset."""
     if model not in _SCHEMA_CACHE:
         from openai.lib._pydantic import to_strict_json_schema
 
-        _SCHEMA_CACHE[model] = _without_noise(to_strict_json_schema(model))
+        schema = _without_noise(to_strict_json_schema(model))
+        _SCHEMA_CACHE[model] = _shortened(schema, schema.get("$defs", {}), _ref_counts(schema))
     return _SCHEMA_CACHE[model]
 
 
@@ -282,6 +289,50 @@ def _without_noise(node, *, naming: bool = False):
         for key, value in node.items()
         if naming or key not in _SCHEMA_NOISE
     }
+
+
+def _ref_counts(node, counts: dict[str, int] | None = None) -> dict[str, int]:
+    counts = {} if counts is None else counts
+    if isinstance(node, dict):
+        if isinstance(node.get("$ref"), str):
+            counts[node["$ref"]] = counts.get(node["$ref"], 0) + 1
+        for value in node.values():
+            _ref_counts(value, counts)
+    elif isinstance(node, list):
+        for item in node:
+            _ref_counts(item, counts)
+    return counts
+
+
+def _shortened(node, defs: dict, counts: dict[str, int], *, naming: bool = False):
+    if isinstance(node, list):
+        return [_shortened(item, defs, counts) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if naming:
+        return {key: _shortened(value, defs, counts) for key, value in node.items()}
+    ref = node.get("$ref")
+    name = ref.removeprefix("#/$defs/") if isinstance(ref, str) else None
+    if name in defs and counts.get(ref) == 1 and len(node) == 1:
+        return _shortened(defs[name], defs, counts)  # recursive models use their ref more than once
+    options = node.get("anyOf")
+    if isinstance(options, list) and len(node) == 1 and len(options) == 2 and {"type": "null"} in options:
+        other = next(o for o in options if o != {"type": "null"})
+        if set(other) == {"type"} and isinstance(other["type"], str):
+            return {"type": [other["type"], "null"]}
+    kept = {
+        key: _shortened(value, defs, counts, naming=key == "properties")
+        for key, value in node.items()
+        if key != "$defs"
+    }
+    remaining = {
+        key: _shortened(value, defs, counts)
+        for key, value in (node.get("$defs") or {}).items()
+        if counts.get(f"#/$defs/{key}", 0) != 1
+    }
+    if remaining:
+        kept["$defs"] = remaining
+    return kept
 
 
 def _error_detail(error) -> str:
