@@ -256,7 +256,9 @@ def main() -> int:
             result = app.chat(message, on_delta=lambda _: None)
             for name, tokens in result.prepared.sections.items():
                 parts[name] = parts.get(name, 0) + tokens
-            app.wait_for_extraction(30)
+            # What was queued finishes before the next turn (a deterministic replay);
+            # held short messages stay held, as between a learner's turns.
+            app.worker.wait_idle(30)
             history.append({"role": "user", "content": message})
             baseline.append(counter.count_request(SYSTEM_PROMPT, history))
             history.append({"role": "assistant", "content": reply})
@@ -300,7 +302,10 @@ def main() -> int:
         )
     for kind, line in anatomy.items():
         print(f"{kind} request by part, mean tokens: {line}")
-    print(f"messages that skipped extraction: {n - len(read)} of {n} ({calls['extraction']} extraction calls)")
+    print(
+        f"messages that skipped extraction: {n - len(read)} of {n}; {calls['extraction']} extraction calls "
+        f"read {len(read)} messages ({len(read) / max(1, calls['extraction']):.1f} a call)"
+    )
     print(
         f"model tokens per learner turn (input + Memora-only output; "
         f"full-history baseline {per_turn_base:.0f} input tokens a turn):"

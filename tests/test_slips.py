@@ -98,17 +98,19 @@ def test_forget_user_for_a_learner_with_no_data_says_so_without_asking(make_app,
     assert "You: profile\n" in t.text  # "profile" was not eaten as a confirmation
 
 
-def test_exit_counts_the_messages_it_saves_not_the_queued_writes(make_app):
+@pytest.mark.parametrize("batch, queued", [(1, 2), (4, 1)])
+def test_exit_counts_the_messages_it_saves_not_the_queued_writes(make_app, batch, queued):
     import threading
 
     import chatbot
     from memora.app.terminal import PlainConsole
 
-    app = make_app()
+    app = make_app(extraction_batch=batch)
     gate = threading.Event()
     app.worker.submit_task(gate.wait)  # a queued store write, like the follow-up mark a hint adds
     app.chat("My favourite singer is Jay Chou.", on_delta=lambda _: None)
-    assert app.worker.pending == 2  # one write and one message
+    # one write, and the message queued (batch 1) or held to be read with the next (batch 4)
+    assert app.worker.pending == queued and app.held_messages == 2 - queued
     out: list[str] = []
     lines = ["exit"]
 

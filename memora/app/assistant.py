@@ -32,6 +32,8 @@ from datetime import datetime
 from context_builder import DIGEST_SECTIONS, MistakeNote, build_background_messages, build_user_digest
 from long_term_memory import LongTermMemoryStore
 from memora.app.extraction import (
+    BATCH_MAX_TOKENS,
+    BATCH_SHORT_TOKENS,
     ExtractionJob,
     ExtractionOutcome,
     ExtractionResult,
@@ -40,6 +42,7 @@ from memora.app.extraction import (
     PreparedExtraction,
     Skipped,
     looks_like_correction,
+    may_change_profile,
     skips_extraction,
 )
 from memora.app.knowledge import KnowledgeBase
@@ -106,6 +109,7 @@ class TurnState:
     deleted: bool = False  # 'forget user' removed this learner: write nothing more
     last_prepared: PreparedContext | None = None  # what the last request sent ('why', 'status')
     pending_jobs: list[PendingExtraction] = field(default_factory=list)  # messages not yet read for memories
+    held: list[str] = field(default_factory=list)  # ids of pending short messages waiting to be read together
     due_notices: list[str] = field(default_factory=list)  # arrived while a reply streamed; shown after it
     unsaved_notes: list[str] = field(default_factory=list)  # told at the next prompt
     extraction_error: str | None = None
@@ -295,9 +299,9 @@ class Memora:
 
     def unsaved_messages(self) -> int:
         """How many messages still wait to have their memories read (what ``exit`` waits for)."""
-        if not self.worker.pending:
-            return 0
         with self._lock:
+            if not self.worker.pending:
+                return len(self.turn.held)
             return len(self.turn.pending_jobs)
 
     def retry_pending_extractions(self, timeout: float | None = 30.0) -> int:
@@ -307,6 +311,7 @@ class Memora:
             return 0
         self.worker.wait_idle(timeout)  # whatever is still pending now is not queued
         with self._lock:
+            self.turn.held = []  # queued below with the others
             jobs = list(self.turn.pending_jobs)
         for pending in jobs:
             self.worker.submit(ExtractionJob(pending.text, pending.said_at, pending.job_id))
@@ -426,14 +431,58 @@ class Memora:
             self.worker.submit_task(lambda: self.store.push_metadata(hint.memory_id))
         if early is None and skips_extraction(job.text):
             return  # never queued (see _commit_turn)
-        self.worker.submit(ExtractionJob(job.text, job.said_at, job.job_id, prepared=early))
+        if early is None and self._hold(job):
+            return
+        with self._lock:
+            earlier = self._take_held()
+        self.worker.submit(ExtractionJob(job.text, job.said_at, job.job_id, prepared=early, earlier=earlier))
+
+    def _hold(self, job: PendingExtraction) -> bool:
+        """Keep a short message back, to be read with the next ones (see BATCH_SHORT_TOKENS)."""
+        tokens = self.counter.count(job.text)
+        if tokens > BATCH_SHORT_TOKENS or may_change_profile(job.text):
+            return False
+        with self._lock:
+            held = self._held_jobs()
+            recent = {m["content"] for m in self.memory.messages if m.get("role") == "user"}
+            if (
+                len(held) + 1 >= self.settings.extraction_batch
+                or sum(self.counter.count(h.text) for h in held) + tokens > BATCH_MAX_TOKENS
+                or any(h.text not in recent for h in held)  # one has left the recent turns: read them now
+            ):
+                return False
+            self.turn.held.append(job.job_id)
+        return True
+
+    def _held_jobs(self) -> tuple[ExtractionJob, ...]:
+        """The held messages, oldest first (call under the lock)."""
+        held = set(self.turn.held)
+        return tuple(ExtractionJob(p.text, p.said_at, p.job_id) for p in self.turn.pending_jobs if p.job_id in held)
+
+    def _take_held(self) -> tuple[ExtractionJob, ...]:
+        """The held messages, no longer held (call under the lock): the caller submits them."""
+        jobs, self.turn.held = self._held_jobs(), []
+        return jobs
+
+    def read_held_messages(self) -> int:
+        """Queue the held short messages now (exit, a new session, undo: Memora must be up to date)."""
+        with self._lock:
+            jobs = self._take_held()
+        if not jobs:
+            return 0
+        last = jobs[-1]
+        self.worker.submit(ExtractionJob(last.text, last.said_at, last.job_id, earlier=jobs[:-1]))
+        return len(jobs)
 
     def _read_correction_early(self, text: str, now: datetime) -> PreparedExtraction | None:
-        """For a message that looks like a correction, read it before the reply."""
+        """For a message that looks like a correction, read it before the reply
+        (with any held messages: one call reads them all)."""
         if self.store.mismatch or not looks_like_correction(text):
             return None
+        with self._lock:
+            earlier = self._held_jobs()
         try:
-            return self.worker.extractor.prepare(ExtractionJob(text, now))
+            return self.worker.extractor.prepare(ExtractionJob(text, now, earlier=earlier))
         except MemoraError:
             return None  # read after the reply instead, like any message
 
@@ -491,8 +540,9 @@ class Memora:
 
     # -- extraction callbacks (worker thread) -------------------------------------------
     def _job_finished(self, job: ExtractionJob) -> None:
+        done = set(job.job_ids)
         with self._lock:
-            self.turn.pending_jobs = [p for p in self.turn.pending_jobs if p.job_id != job.job_id]
+            self.turn.pending_jobs = [p for p in self.turn.pending_jobs if p.job_id not in done]
         self.save_session()
 
     @staticmethod
@@ -572,6 +622,16 @@ class Memora:
         with self._lock:
             self.turn.extraction_failures += 1
             self.turn.extraction_error = f"{self.clock().strftime('%H:%M')} {reason}"
+            if remaining is not None and job.earlier:
+                # The batch was read: what is left is in ``remaining``, kept with its last message.
+                read = set(job.job_ids[:-1])
+                self.turn.pending_jobs = [p for p in self.turn.pending_jobs if p.job_id not in read]
+            elif job.earlier:  # the reading itself failed: each message is kept as it was
+                ids = set(job.job_ids[:-1])
+                self.turn.pending_jobs = [
+                    p.model_copy(update={"attempts": p.attempts + 1}) if p.job_id in ids else p
+                    for p in self.turn.pending_jobs
+                ]
             for index, pending in enumerate(self.turn.pending_jobs):
                 if pending.job_id == job.job_id:
                     attempts = pending.attempts + 1
@@ -744,16 +804,20 @@ class Memora:
                 self.notify(f"Could not save the session to {self.paths.session}: {error.strerror}.")
 
     def reset_session(self) -> None:
+        self.read_held_messages()  # they leave the recent turns now
         with self._lock:
             self.memory.reset()
             self.turn.last_prepared = None
         self.save_session()
 
     def wait_for_extraction(self, timeout: float | None = 30.0) -> bool:
+        """Read every message said so far (held ones too) and wait, bounded, until done."""
+        self.read_held_messages()
         return self.worker.wait_idle(timeout)
 
     def close(self, timeout: float | None = 10.0) -> bool:
         """Finish queued extraction (bounded) and save the session."""
+        self.read_held_messages()
         finished = self.worker.close(timeout)
         self.save_session()
         return finished
@@ -814,6 +878,12 @@ class Memora:
     def extraction_skipped(self) -> list[Skipped]:
         with self._lock:
             return list(self.turn.extraction_skipped)
+
+    @property
+    def held_messages(self) -> int:
+        """Short messages waiting to be read with the next ones."""
+        with self._lock:
+            return len(self.turn.held)
 
     @property
     def pending_jobs(self) -> list[PendingExtraction]:

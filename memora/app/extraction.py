@@ -69,6 +69,7 @@ from memora.engine.ledger import LedgerStore, NewMistake, clean_mistake_text
 from memora.engine.prompts import (
     CORRECTION_PROMPT,
     EXTRACTION_INPUT,
+    EXTRACTION_INPUT_MANY,
     EXTRACTION_PROMPT,
     MISTAKE_STYLE,
     RECONCILE_PROMPT,
@@ -225,6 +226,32 @@ class ExtractionJob:
     said_at: datetime
     job_id: str = ""
     prepared: PreparedExtraction | None = None  # set when the reading was done before the reply
+    # Short messages held back to be read with this one (oldest first): one call
+    # reads them all, so its fixed instructions and schema are paid once.
+    earlier: tuple[ExtractionJob, ...] = ()
+
+    @property
+    def messages(self) -> tuple[ExtractionJob, ...]:
+        return (*self.earlier, self)
+
+    @property
+    def job_ids(self) -> tuple[str, ...]:
+        return tuple(m.job_id for m in self.messages)
+
+    def holds(self, words: str) -> bool:
+        """Whether the learner wrote ``words`` in one of the job's messages."""
+        key = normalized_key(words)
+        return any(key in normalized_key(m.text) for m in self.messages)
+
+    def said_at_of(self, words: str | None) -> datetime:
+        """When the message holding ``words`` was said (the latest one holding them);
+        the job's own time when none does."""
+        if words:
+            key = normalized_key(words)
+            for message in reversed(self.messages):
+                if key and key in normalized_key(message.text):
+                    return message.said_at
+        return self.said_at
 
 
 @dataclass(frozen=True)
@@ -363,6 +390,35 @@ def skips_extraction(text: str) -> bool:
     return reachable[-1]
 
 
+# Batching. The fixed part of an extraction call (instructions and schema, ~900
+# tokens) costs the same for "Same here!" as for a paragraph, so a short message
+# is held and read in one call with the messages after it. Holding loses nothing:
+# the held message is still in the recent turns the tutor sees verbatim, it is in
+# the session file's pending list (a crash reads it at the next start), and it is
+# read at once when the batch is full, when a longer message comes, when it
+# leaves the recent turns, and whenever Memora must be up to date (exit, a new
+# session, undo, waiting for extraction). A message that may change the profile
+# or correct a memory is read at once, held messages with it, so the learner's
+# "I'm B2 now" is answered after that reply, not a few turns later.
+BATCH_SHORT_TOKENS = 60  # a message this short (tiktoken) may wait for the next one
+BATCH_MAX_TOKENS = 200  # one call reads at most this much held text (and Settings.extraction_batch messages)
+
+_PROFILE_CUES = re.compile(
+    r"\b([abc][12]|cefr|ielts|toefl|toeic|levels?|goals?|aims?|prefer\w*|rather"
+    r"|wants? to|wanted to|would like to|'d like to|hope to|trying to"
+    r"|no longer|not anymore|stopped|gave up|changed my mind)\b"
+    r"|程度|級|级|等級|等级|目標|目标|想學|想学|想要|偏好|比較喜歡|比较喜欢|不再|不想",
+    re.IGNORECASE,
+)
+
+
+def may_change_profile(text: str) -> bool:
+    """A cheap cue that a message may change the profile (a level, a goal, a
+    preference, or one of them ending): it is read after its own reply instead of
+    waiting in a batch. A false alarm costs one call; a miss only a short delay."""
+    return bool(_PROFILE_CUES.search(text))
+
+
 class Extractor:
     """Turns one learner message into memory and profile changes (synchronous)."""
 
@@ -396,8 +452,17 @@ class Extractor:
         profile = self.profiles.get()
         shown = profile.model_dump(include={"english_level", "learning_goals", "preferences"})
         instructions = EXTRACTION_PROMPT.format(mistake_style=MISTAKE_STYLE[profile.corrections])
-        payload = EXTRACTION_INPUT.format(
-            now=now_anchor(job.said_at), profile=json.dumps(shown, ensure_ascii=False), message=job.text
+        if job.earlier:
+            day = job.said_at.date()
+            message = "\n".join(
+                f"[{m.said_at.strftime('%H:%M' if m.said_at.date() == day else '%Y-%m-%d %H:%M')}] {m.text}"
+                for m in job.messages
+            )
+            template = EXTRACTION_INPUT_MANY
+        else:
+            message, template = job.text, EXTRACTION_INPUT
+        payload = template.format(
+            now=now_anchor(job.said_at), profile=json.dumps(shown, ensure_ascii=False), message=message
         )
         return self._parse(instructions, payload, ExtractionResult, "Memory extraction")
 
@@ -546,7 +611,7 @@ class Extractor:
         store = self.store
         # Checked before anything is embedded or asked: raises for an empty or over-long text.
         text, memory_type, category = store.validate(fact.text, fact.memory_type, fact.category)
-        event_date = self._event_date(fact, job.said_at)
+        event_date = self._event_date(fact, job.said_at_of(fact.event_phrase))
         existing = store.catalog.find_exact(text)
         if existing is not None:
             self._refresh(existing.id, outcome)
@@ -685,17 +750,17 @@ class Extractor:
     def _apply_mistake(self, mistake: ExtractedMistake, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
         # Only words the learner wrote: a "mistake" quoting text that is not in the
         # message (the model's own paraphrase, a Chinese gloss) is not theirs.
-        if normalized_key(mistake.original) not in normalized_key(job.text):
+        if not job.holds(mistake.original):
             raise LimitError("its original words are not in the message")
         if not re.search(r"[A-Za-z]", mistake.original):
             raise LimitError("it is not English")
-        entry, _ = self.ledger.record(mistake, seen_at=job.said_at)
+        entry, _ = self.ledger.record(mistake, seen_at=job.said_at_of(mistake.original))
         outcome.mistakes.append(entry.id)
 
     def _offer_word(self, asked: AskedWord, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
         """Ask (after the reply) whether to review a word the learner asked about."""
         word, meaning = clean_mistake_text(asked.word, "word"), clean_mistake_text(asked.meaning, "meaning")
-        if normalized_key(word) not in normalized_key(job.text):
+        if not job.holds(word):
             raise LimitError("the word is not in the message")
         if not self.ledger.has_word(word):
             self._propose(ProfileProposal.new("review_card", "add", word, None, meaning), outcome)

@@ -76,6 +76,7 @@ def status_rows(app: Memora) -> list[Table]:
     ]
     extraction_rows = [
         ["queued", str(pending)],
+        ["short messages held to read with the next", str(app.held_messages)],
         ["failures this session", str(app.extraction_failures)],
         ["last failure", app.extraction_error or "none"],
         ["items skipped this session", str(len(app.extraction_skipped))],

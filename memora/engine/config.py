@@ -64,6 +64,10 @@ DEFAULT_PROACTIVE_DAYS = 3
 # Items per profile list (goals, preferences): enough for anyone, and it keeps
 # the profile, which is sent every turn, from growing without end.
 DEFAULT_MAX_PROFILE_ITEMS = 100
+# Messages one extraction call may read: short messages wait for the next ones,
+# so the call's fixed instructions and schema are paid once for several (see
+# extraction.BATCH_SHORT_TOKENS). 1 reads every message right after its reply.
+DEFAULT_EXTRACTION_BATCH = 4
 
 _USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 
@@ -121,6 +125,7 @@ class Settings:
     recency_half_life_days: float = DEFAULT_RECENCY_HALF_LIFE_DAYS
     proactive_days: int = DEFAULT_PROACTIVE_DAYS
     max_profile_items: int = DEFAULT_MAX_PROFILE_ITEMS
+    extraction_batch: int = DEFAULT_EXTRACTION_BATCH
     debug: bool = False  # the debug log on stderr (MEMORA_DEBUG)
     chroma_url: str | None = None
     knowledge_dir: Path = KNOWLEDGE_DIR
@@ -152,6 +157,7 @@ class Settings:
             "memory_cap": "MEMORA_MEMORY_CAP",
             "proactive_days": "MEMORA_PROACTIVE_DAYS",
             "max_profile_items": "MEMORA_MAX_PROFILE_ITEMS",
+            "extraction_batch": "MEMORA_EXTRACTION_BATCH",
         }
         for key, var in ints.items():
             if env.get(var):
@@ -180,6 +186,7 @@ class Settings:
             "max output tokens (MEMORA_MAX_OUTPUT_TOKENS)": self.max_output_tokens,
             "memory cap (MEMORA_MEMORY_CAP)": self.memory_cap,
             "profile list limit (MEMORA_MAX_PROFILE_ITEMS)": self.max_profile_items,
+            "extraction batch (MEMORA_EXTRACTION_BATCH)": self.extraction_batch,
             "timeout (MEMORA_TIMEOUT)": self.timeout,
             "recency half-life (MEMORA_RECENCY_HALF_LIFE_DAYS)": self.recency_half_life_days,
         }

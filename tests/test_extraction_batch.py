@@ -1,0 +1,201 @@
+"""Short messages are read for memories in batches: one extraction call for several,
+and nothing said is lost or read twice on the way."""
+
+from __future__ import annotations
+
+import pytest
+from helpers.fake_openai import Error
+from helpers.scripts import extraction, fact
+
+from memora.app.extraction import BATCH_SHORT_TOKENS
+from memora.engine.config import Settings
+from memora.engine.errors import ConfigError
+
+
+def _chat(app, text):
+    app.chat(text, on_delta=lambda _: None)
+    assert app.worker.wait_idle(10)  # what was queued is done; held messages stay held
+
+
+def _read(server):
+    return [r.input[-1]["content"] for r in server.of_kind("extraction")]
+
+
+def test_short_messages_wait_and_are_read_together_in_one_call(make_app, server, clock):
+    server.script(
+        "extraction",
+        extraction(
+            fact("The learner has a dog called Biscuit.", "identity"),
+            fact("The learner works as a nurse.", "identity"),
+        ),
+    )
+    app = make_app()
+    _chat(app, "I have a dog called Biscuit.")
+    clock.advance(minutes=2)
+    _chat(app, "I work as a nurse.")
+    clock.advance(minutes=1)
+    _chat(app, "Night shifts, mostly.")
+    assert server.of_kind("extraction") == [] and app.held_messages == 3
+    assert app.unsaved_messages() == 3  # what exit would wait for
+    _chat(app, "And I walk him every morning before my shift.")  # the fourth: one call reads all four
+    [payload] = _read(server)
+    assert payload.endswith(
+        "Messages:\n[10:00] I have a dog called Biscuit.\n[10:02] I work as a nurse.\n"
+        "[10:03] Night shifts, mostly.\n[10:03] And I walk him every morning before my shift."
+    )
+    assert sorted(m.content for m in app.store.list()) == [
+        "The learner has a dog called Biscuit.",
+        "The learner works as a nurse.",
+    ]
+    assert app.held_messages == 0 and app.pending_jobs == []  # all three read, none left for the next start
+    assert any("The learner works as a nurse." in n for n in app.notices)  # the write line, once read
+
+
+def test_a_long_message_is_read_at_once_with_the_held_ones(make_app, server):
+    app = make_app()
+    _chat(app, "Same here!")
+    long = (
+        "Yesterday I finally finished the essay for my English class about the history of my home town, "
+        "which took three weeks, two libraries and far too much coffee; my teacher says the structure is "
+        "much clearer than last term, although my conclusions are still a bit too short for her taste. "
+        "Next week we start on formal letters."
+    )
+    assert app.counter.count(long) > BATCH_SHORT_TOKENS
+    _chat(app, long)
+    [payload] = _read(server)
+    assert "] Same here!\n[" in payload and long.strip() in payload
+    assert app.held_messages == 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm B2 now.",
+        "My goal is to pass IELTS.",
+        "I want to work in London.",
+        "I prefer short explanations.",
+        "我現在是 B2 程度。",
+        "I no longer like grammar drills.",
+    ],
+)
+def test_a_message_that_may_change_the_profile_is_read_after_its_own_reply(make_app, server, text):
+    app = make_app()
+    _chat(app, "Thanks, that helps a lot.")  # held
+    _chat(app, text)
+    [payload] = _read(server)  # one call, held message included
+    assert "Thanks, that helps a lot." in payload and text in payload
+    assert app.held_messages == 0
+
+
+def test_a_correction_reads_the_held_messages_before_the_reply_in_the_same_call(make_app, server):
+    app = make_app()
+    _chat(app, "Nice, sounds good.")
+    _chat(app, "No, I never said I like jazz.")
+    [payload] = _read(server)
+    assert "Nice, sounds good." in payload and "No, I never said I like jazz." in payload
+    assert [r.kind for r in server.requests if r.kind in ("chat", "extraction")] == ["chat", "extraction", "chat"]
+
+
+def test_exit_reads_the_held_messages(make_app, server):
+    import chatbot
+    from memora.app.terminal import PlainConsole
+
+    server.script("extraction", extraction(fact("The learner has a cat.", "identity")))
+    app = make_app()
+    _chat(app, "I have a cat.")
+    assert server.of_kind("extraction") == []
+    out: list[str] = []
+    lines = ["exit"]
+    assert chatbot.run(app, PlainConsole(lambda prompt: lines.pop(0), out.append)) == 0
+    assert "Saving memories from the last 1 message\u2026" in "".join(out)
+    assert [m.content for m in app.store.list()] == ["The learner has a cat."]
+
+
+def test_held_messages_left_by_a_crash_are_read_at_the_next_start(make_app, server):
+    server.script("extraction", extraction(fact("The learner has a cat.", "identity")))
+    first = make_app()
+    _chat(first, "I have a cat.")
+    assert [p.text for p in first.pending_jobs] == ["I have a cat."]  # in the session file, not only in memory
+    # no close(): the process died here
+    second = make_app()
+    assert second.wait_for_extraction(10)
+    assert [m.content for m in second.store.list()] == ["The learner has a cat."]
+    assert len(server.of_kind("extraction")) == 1 and second.pending_jobs == []
+
+
+def test_waiting_for_extraction_and_undo_read_the_held_messages_first(make_app, server):
+    server.script("extraction", extraction(fact("The learner has a cat.", "identity")))
+    app = make_app()
+    _chat(app, "I have a cat.")
+    assert app.wait_for_extraction(10)
+    assert [m.content for m in app.store.list()] == ["The learner has a cat."]
+    assert app.undo() and app.store.list() == []  # undo takes back what that turn wrote
+
+
+def test_a_new_session_reads_what_the_old_one_held(make_app, server):
+    server.script("extraction", extraction(fact("The learner has a cat.", "identity")))
+    app = make_app()
+    _chat(app, "I have a cat.")
+    app.reset_session()
+    assert app.worker.wait_idle(10)
+    assert [m.content for m in app.store.list()] == ["The learner has a cat."]
+
+
+def test_a_held_message_is_read_once_it_leaves_the_recent_turns(make_app, server):
+    app = make_app(recent_tokens=60, summary_tokens=60, extraction_batch=10)
+    _chat(app, "I have a cat.")
+    for _ in range(5):
+        _chat(app, "Ok.")  # acknowledgements: never read, and the turns move on
+    assert "I have a cat." not in [m["content"] for m in app.memory.messages]  # folded into the summary
+    assert server.of_kind("extraction") == []
+    _chat(app, "Tell me more.")
+    [payload] = _read(server)
+    assert "I have a cat." in payload and "Tell me more." in payload
+
+
+def test_a_mistake_or_a_plan_in_an_earlier_message_of_the_batch_is_its_own(make_app, server, clock):
+    server.script(
+        "extraction",
+        {
+            **extraction(
+                fact(
+                    "The learner has an exam tomorrow.",
+                    "schedule",
+                    event_phrase="tomorrow",
+                    event_date=None,  # left to Memora: resolved against the message that said it
+                )
+            ),
+            "mistakes": [
+                {"original": "I has an exam", "corrected": "I have an exam", "rule": "I + have", "kind": "grammar"}
+            ],
+        },
+    )
+    app = make_app()
+    clock.now = clock.now.replace(hour=23, minute=58)
+    _chat(app, "I has an exam tomorrow.")
+    clock.advance(minutes=5)  # past midnight
+    _chat(app, "Wish me luck!")
+    assert app.wait_for_extraction(10)
+    [memory] = app.store.list()
+    assert memory.event_date.isoformat() == "2026-11-30"  # the day after 29 Nov, when it was said
+    [entry] = app.ledger.all()
+    assert [(e.original, e.seen_at.day) for e in entry.examples] == [("I has an exam", 29)]
+
+
+def test_a_failed_batch_keeps_every_message_for_the_next_try(make_app, server):
+    server.script("extraction", Error(500, "the server is down"))
+    app = make_app()
+    _chat(app, "I have a cat.")
+    _chat(app, "Cats are great.")
+    assert app.wait_for_extraction(10)
+    assert [p.text for p in app.pending_jobs] == ["I have a cat.", "Cats are great."]
+    assert all(p.attempts == 1 for p in app.pending_jobs)
+
+
+def test_batch_size_is_a_setting_and_one_reads_every_message_at_once(make_app, server):
+    app = make_app(extraction_batch=1)
+    _chat(app, "I have a cat.")
+    assert len(server.of_kind("extraction")) == 1 and app.held_messages == 0
+    assert Settings.from_env({"MEMORA_EXTRACTION_BATCH": "6"}).extraction_batch == 6
+    with pytest.raises(ConfigError, match="extraction batch"):
+        Settings.from_env({"MEMORA_EXTRACTION_BATCH": "0"})
