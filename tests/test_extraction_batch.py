@@ -199,3 +199,14 @@ def test_batch_size_is_a_setting_and_one_reads_every_message_at_once(make_app, s
     assert Settings.from_env({"MEMORA_EXTRACTION_BATCH": "6"}).extraction_batch == 6
     with pytest.raises(ConfigError, match="extraction batch"):
         Settings.from_env({"MEMORA_EXTRACTION_BATCH": "0"})
+
+
+def test_forgetting_the_learner_drops_their_held_messages_unread(make_app, server, run_repl, data_dir):
+    app = make_app()
+    _chat(app, "I have a cat.")
+    assert app.held_messages == 1
+    transcript = run_repl(app, ["forget user default", "default"], settle=False)
+    assert "Deleted learner" in transcript.text
+    app.close(timeout=5)
+    assert server.of_kind("extraction") == []  # never sent after the deletion
+    assert not (data_dir / "memora_session.json").exists()

@@ -468,6 +468,8 @@ class Memora:
         """Queue the held short messages now (exit, a new session, undo: Memora must be up to date)."""
         with self._lock:
             jobs = self._take_held()
+            if self.turn.deleted:
+                return 0  # 'forget user' removed this learner: their words are not sent anywhere
         if not jobs:
             return 0
         last = jobs[-1]
