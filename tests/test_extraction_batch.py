@@ -96,6 +96,13 @@ def test_a_correction_reads_the_held_messages_before_the_reply_in_the_same_call(
     assert [r.kind for r in server.requests if r.kind in ("chat", "extraction")] == ["chat", "extraction", "chat"]
 
 
+def test_a_correction_read_after_the_reply_is_not_held(make_app, server):
+    server.script("extraction", Error(500, "down for a moment"))  # the early reading fails
+    app = make_app()
+    _chat(app, "No, I never said I like jazz.")
+    assert app.held_messages == 0 and len(server.of_kind("extraction")) == 2  # read again after the reply
+
+
 def test_exit_reads_the_held_messages(make_app, server):
     import chatbot
     from memora.app.terminal import PlainConsole

@@ -440,8 +440,8 @@ class Memora:
     def _hold(self, job: PendingExtraction) -> bool:
         """Keep a short message back, to be read with the next ones (see BATCH_SHORT_TOKENS)."""
         tokens = self.counter.count(job.text)
-        if tokens > BATCH_SHORT_TOKENS or may_change_profile(job.text):
-            return False
+        if tokens > BATCH_SHORT_TOKENS or may_change_profile(job.text) or looks_like_correction(job.text):
+            return False  # long enough to pay for its own call, or it must be acted on now
         with self._lock:
             held = self._held_jobs()
             recent = {m["content"] for m in self.memory.messages if m.get("role") == "user"}
