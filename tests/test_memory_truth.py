@@ -88,6 +88,24 @@ def test_a_decision_naming_no_listed_memory_adds_instead_of_hiding_a_fact(make_a
     assert app.store.count(include_superseded=True) == 2  # nothing was superseded or updated
 
 
+def test_the_decision_schema_requires_every_field_and_an_answer_lacking_one_adds(make_app, server):
+    app = make_app()
+    server.script("extraction", extraction(fact("The learner has a cat.", "identity")))
+    say(app, "I have a cat.")
+    server.script("extraction", extraction(fact("The learner has a cat called Mochi.", "identity")))
+    server.script("reconcile", {"action": "SUPERSEDE"})  # no memory named
+    say(app, "My cat is called Mochi.")
+    [decision] = server.of_kind("reconcile")
+    schema = decision.body["text"]["format"]["schema"]
+    assert decision.body["text"]["format"]["strict"] is True
+    assert schema["required"] == ["action", "memory", "text"] and "default" not in str(schema)
+    assert schema["properties"]["memory"] == {"type": ["integer", "null"]}
+    assert sorted(r.content for r in app.store.list()) == [
+        "The learner has a cat called Mochi.",
+        "The learner has a cat.",
+    ]
+
+
 @pytest.mark.parametrize("named", [[0, 99, -1, True, "1", 1.0, "deadbeef"], []])
 def test_a_correction_lookup_naming_no_listed_memory_retracts_nothing(make_app, server, named):
     app = make_app()

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, PrivateAttr, ValidationError, WithJsonSchema, field_validator, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, WithJsonSchema, field_validator, model_validator
 
 from context_builder import retrieved_text
 from long_term_memory import LongTermMemoryStore, is_near_duplicate
@@ -207,10 +207,13 @@ def _listed_number(value: object) -> int | None:
     return value if type(value) is int else None
 
 
+# The schema still requires every field (the SDK makes it strict, and a None
+# default is left out of it); the defaults only make an answer that lacks one
+# name no memory, like any other answer that names none.
 class MemoryDecision(BaseModel):
     action: Literal["ADD", "UPDATE", "SUPERSEDE", "NOOP"]
-    memory: Annotated[int | None, _or_null("integer")]  # its number in the listing
-    text: Annotated[str | None, _or_null("string")]  # UPDATE's merged text
+    memory: Annotated[int | None, _or_null("integer")] = None  # its number in the listing
+    text: Annotated[str | None, _or_null("string")] = None  # UPDATE's merged text
 
     @field_validator("memory", mode="before")
     @classmethod
@@ -219,7 +222,7 @@ class MemoryDecision(BaseModel):
 
 
 class CorrectionDecision(BaseModel):
-    memories: list[int]  # numbers in the listing
+    memories: list[int] = Field(default_factory=list)  # numbers in the listing
 
     @field_validator("memories", mode="before")
     @classmethod
