@@ -39,9 +39,8 @@ def number_of(request, text) -> int | None:
     or quoted as the learner's own words), as a model reading it would answer; None
     when it is not listed."""
     _, listed = decision_input(request)
-    return next((n for n, shown in listed.items() if shown == text), None) or next(
-        (n for n, shown in listed.items() if text in shown), None
-    )
+    exact = [n for n, shown in listed.items() if shown == text]
+    return (exact or [n for n, shown in listed.items() if text in shown] or [None])[0]
 
 
 def naming(text, action="SUPERSEDE", merged=None):
