@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from helpers.fake_openai import Error
+from helpers.scripts import decision_input, naming, retracting
 
 from memora.app.reports import status_rows
 
@@ -46,7 +47,7 @@ def extraction_status(app) -> dict[str, str]:
 
 
 def new_fact_of(body) -> str:
-    return json.loads(body["input"][0]["content"])["new_fact"]
+    return decision_input(body)[0]
 
 
 def test_a_mixed_result_stores_every_good_item_and_skips_each_bad_one(make_app, server):
@@ -56,15 +57,15 @@ def test_a_mixed_result_stores_every_good_item_and_skips_each_bad_one(make_app, 
 
     def decide(body):
         new = new_fact_of(body)
-        if "mountains" in new:  # names a memory that is already superseded
-            return {"action": "SUPERSEDE", "target_id": old.id, "text": None}
-        if "cello" in new:  # names a memory that does not exist
-            return {"action": "UPDATE", "target_id": "deadbeef", "text": "The learner plays the cello."}
+        if "mountains" in new:  # names the superseded memory, which is not listed, by its id
+            return {"action": "SUPERSEDE", "memory": old.id, "text": None}
+        if "cello" in new:  # names a number the listing does not have
+            return {"action": "UPDATE", "memory": 99, "text": "The learner plays the cello."}
         if "stamps" in new:
             return "this is not JSON {"
         if "swims" in new:
             return Error(500)
-        return {"action": "ADD", "target_id": None, "text": None}
+        return {"action": "ADD", "memory": None, "text": None}
 
     server.script("reconcile", *[decide] * 12)
     server.script("correction", Error(500))
@@ -144,7 +145,7 @@ def test_items_whose_call_failed_run_again_in_the_next_session_without_a_second_
         "extraction",
         extraction(facts=[fact("The learner collects stamps.", "hobby"), fact("The learner's name is Ming.", "name")]),
     )
-    server.script("reconcile", Error(503), {"action": "ADD", "target_id": None, "text": None})
+    server.script("reconcile", Error(503), {"action": "ADD", "memory": None, "text": None})
     say(app, "I collect stamps. My name is Ming.")
     assert "The learner's name is Ming." in {r.content for r in app.store.list()}
     assert "The learner collects stamps." not in {r.content for r in app.store.list()}
@@ -210,7 +211,7 @@ def test_running_a_job_again_changes_nothing(make_app, server):
             corrections=[{"statement": "The learner wants to work abroad.", "evidence": "I never said that"}],
         )
     )
-    server.script("correction", {"ids": [wrong.id]}, {"ids": [wrong.id]})
+    server.script("correction", retracting(wrong.content), retracting(wrong.content))
     job = ExtractionJob("text", app.clock(), "job1", prepared=PreparedExtraction(result))
     extractor = app.worker.extractor
     first = extractor.extract(job)
@@ -249,7 +250,7 @@ def test_a_supersede_of_a_memory_another_session_just_superseded_adds_the_new_fa
 
     def decide(body):
         other_session.supersede(taipei.id, "The learner lives in Tainan.", reason="edit")  # meanwhile, elsewhere
-        return {"action": "SUPERSEDE", "target_id": taipei.id, "text": None}
+        return naming(taipei.content, "SUPERSEDE")(body)
 
     server.script("reconcile", decide)
     server.script(

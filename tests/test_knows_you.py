@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from helpers.scripts import extraction, fact
+from helpers.scripts import extraction, fact, retracting
 from helpers.threads import Conductor
 
 from context_builder import DIGEST_SECTIONS
@@ -300,7 +300,7 @@ def test_a_correction_supersedes_the_memory_at_once_and_says_so(make_app, server
             ]
         ),
     )
-    server.script("correction", {"ids": [wrong.id]})
+    server.script("correction", retracting(wrong.content))
     t = run_repl(app, ["No, I never said I want to work abroad"])
     assert "Got it, I've removed that from memory: \u201cThe learner wants to work abroad.\u201d" in t.text
     # read before the reply: the reply was built without the wrong memory, and asked to confirm
@@ -363,7 +363,7 @@ def test_a_correction_in_a_failed_turn_changes_nothing(make_app, server):
             corrections=[{"statement": "The learner wants to work abroad.", "evidence": "No, I never said that"}]
         ),
     )
-    server.script("correction", {"ids": [wrong.id]})
+    server.script("correction", retracting(wrong.content))
     server.script("chat", Error(500))
     from memora.engine.errors import ModelCallError
 

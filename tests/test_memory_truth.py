@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers.scripts import extraction, fact, say
+from helpers.scripts import decision_input, extraction, fact, naming, number_of, say
 
 from long_term_memory import LongTermMemoryStore
 from memora.engine.errors import CommandError, MemoryFullError
@@ -16,9 +16,9 @@ def test_coffee_then_quit_leaves_one_current_and_one_superseded(make_app, server
     [coffee] = app.store.list()
 
     def decide(body):
-        sent = body["input"][0]["content"]
-        assert coffee.id in sent and "quit coffee" in sent  # the neighbour was shown to the model
-        return {"action": "SUPERSEDE", "target_id": coffee.id, "text": None}
+        new_fact, listed = decision_input(body)
+        assert coffee.content in listed.values() and "quit coffee" in new_fact  # the neighbour was shown to the model
+        return naming(coffee.content, "SUPERSEDE")(body)
 
     server.script("extraction", extraction(fact("The learner quit coffee last month.")))
     server.script("reconcile", decide)
@@ -50,7 +50,7 @@ def test_update_refines_and_keeps_the_old_version(make_app, server):
     server.script("extraction", extraction(fact("The learner likes 1960s jazz.", "preference")))
     server.script(
         "reconcile",
-        {"action": "UPDATE", "target_id": jazz.id, "text": "The learner likes jazz, especially from the 1960s."},
+        naming(jazz.content, "UPDATE", "The learner likes jazz, especially from the 1960s."),
     )
     say(app, "Especially 1960s jazz.")
     [current] = app.store.list()
@@ -63,22 +63,73 @@ def test_noop_stores_nothing_new(make_app, server):
     server.script("extraction", extraction(fact("The learner lives in Taipei.", "identity")))
     say(app, "I live in Taipei.")
     server.script("extraction", extraction(fact("The learner is based in Taipei.", "identity")))
-    server.script("reconcile", {"action": "NOOP", "target_id": None, "text": None})
+    server.script("reconcile", {"action": "NOOP", "memory": None, "text": None})
     say(app, "I'm based in Taipei.")
     assert [r.content for r in app.store.list(include_superseded=True)] == ["The learner lives in Taipei."]
 
 
-def test_a_decision_naming_an_unknown_id_adds_instead_of_hiding_a_fact(make_app, server):
+# Only a plain integer within the listing names a memory. The one listed memory is
+# number 1, so "1", 1.0 and true would each misfile the fact if they were read as 1.
+@pytest.mark.parametrize("named", [2, 99, 0, -1, "1", 1.0, True, "deadbeef"])
+@pytest.mark.parametrize("action", ["SUPERSEDE", "UPDATE"])
+def test_a_decision_naming_no_listed_memory_adds_instead_of_hiding_a_fact(make_app, server, action, named):
     app = make_app()
     server.script("extraction", extraction(fact("The learner has a cat.", "identity")))
     say(app, "I have a cat.")
     server.script("extraction", extraction(fact("The learner has a cat called Mochi.", "identity")))
-    server.script("reconcile", {"action": "SUPERSEDE", "target_id": "deadbeef", "text": None})
+    server.script("reconcile", {"action": action, "memory": named, "text": "The learner has a dog."})
     say(app, "My cat is called Mochi.")
+    [decision] = server.of_kind("reconcile")
+    assert decision_input(decision)[1] == {1: "The learner has a cat."}
     assert sorted(r.content for r in app.store.list()) == [
         "The learner has a cat called Mochi.",
         "The learner has a cat.",
     ]
+    assert app.store.count(include_superseded=True) == 2  # nothing was superseded or updated
+
+
+def test_the_decision_schema_requires_every_field_and_an_answer_lacking_one_adds(make_app, server):
+    app = make_app()
+    server.script("extraction", extraction(fact("The learner has a cat.", "identity")))
+    say(app, "I have a cat.")
+    server.script("extraction", extraction(fact("The learner has a cat called Mochi.", "identity")))
+    server.script("reconcile", {"action": "SUPERSEDE"})  # no memory named
+    say(app, "My cat is called Mochi.")
+    [decision] = server.of_kind("reconcile")
+    schema = decision.body["text"]["format"]["schema"]
+    assert decision.body["text"]["format"]["strict"] is True
+    assert schema["required"] == ["action", "memory", "text"] and "default" not in str(schema)
+    assert schema["properties"]["memory"] == {"type": ["integer", "null"]}
+    assert sorted(r.content for r in app.store.list()) == [
+        "The learner has a cat called Mochi.",
+        "The learner has a cat.",
+    ]
+
+
+@pytest.mark.parametrize("named", [[0, 99, -1, True, "1", 1.0, "deadbeef"], []])
+def test_a_correction_lookup_naming_no_listed_memory_retracts_nothing(make_app, server, named):
+    app = make_app()
+    wrong = app.store.add("The learner wants to work abroad.", category="other")
+    kept = app.store.add("The learner works at a bank.", category="identity")
+    statement = {"statement": "The learner wants to work abroad.", "evidence": "No, I never said that."}
+    server.script("extraction", extraction(corrections=[statement]))
+    server.script("correction", {"memories": named})
+    say(app, "No, I never said that.")
+    [lookup] = server.of_kind("correction")
+    assert wrong.content in decision_input(lookup)[1].values()
+    assert app.store.get(wrong.id).is_current and app.store.get(kept.id).is_current
+
+
+def test_a_correction_lookup_naming_a_memory_twice_retracts_it_once(make_app, server):
+    app = make_app()
+    wrong = app.store.add("The learner wants to work abroad.", category="other")
+    statement = {"statement": "The learner wants to work abroad.", "evidence": "No, I never said that."}
+    server.script("extraction", extraction(corrections=[statement]))
+    server.script("correction", lambda body: {"memories": [number_of(body, wrong.content)] * 2})
+    say(app, "No, I never said that.")
+    assert app.store.get(wrong.id).status == "superseded"
+    assert [r.content for r in app.store.list()] == []
+    assert app.store.count(include_superseded=True) == 1
 
 
 def test_remember_and_forget_are_exact_and_never_second_guessed(make_app, server, run_repl):

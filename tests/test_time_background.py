@@ -283,7 +283,7 @@ def test_two_disagreeing_facts_show_which_is_newer_in_a_later_session(make_app, 
     clock.advance(days=20)
     second = make_app()
     server.script("extraction", extraction(fact("The learner finds grammar hard.", "learning")))
-    server.script("reconcile", {"action": "ADD", "target_id": None, "text": None})  # the model kept both
+    server.script("reconcile", {"action": "ADD", "memory": None, "text": None})  # the model kept both
     say(second, "Grammar is really hard for me now.")
     second.close()
     clock.advance(days=1)

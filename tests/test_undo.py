@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from helpers.scripts import extraction, fact
+from helpers.scripts import decision_input, extraction, fact, naming, retracting
 from helpers.stores import chroma_collection
 
 
 def decide(**by_word):
-    """A reconcile responder: the decision for the new fact that contains a word, else ADD."""
+    """A reconcile responder: the decision (an answer to the request) for the new
+    fact that contains a word, else ADD."""
 
     def answer(body):
-        sent = json.loads(body["input"][0]["content"])
+        new_fact, _ = decision_input(body)
         for word, decision in by_word.items():
-            if word in sent["new_fact"]:
-                return decision
-        return {"action": "ADD", "target_id": None, "text": None}
+            if word in new_fact:
+                return decision(body)
+        return {"action": "ADD", "memory": None, "text": None}
 
     return answer
 
@@ -37,9 +36,7 @@ def stored_then_superseded(app, server, existing, category, facts, *, by_word):
     app.store.add(existing, category=category)
     [old] = app.store.list()
     server.script("extraction", extraction(*facts))
-    server.script(
-        "reconcile", *[decide(**{by_word: {"action": "SUPERSEDE", "target_id": old.id, "text": None}})] * len(facts)
-    )
+    server.script("reconcile", *[decide(**{by_word: naming(old.content, "SUPERSEDE")})] * len(facts))
     return old
 
 
@@ -123,10 +120,9 @@ def test_undo_reverts_an_update_and_a_correction(make_app, server, run_repl):
     )
     server.script(
         "reconcile",
-        *[decide(jazz={"action": "UPDATE", "target_id": jazz.id, "text": "The learner likes jazz from the 1960s."})]
-        * 2,
+        *[decide(jazz=naming(jazz.content, "UPDATE", "The learner likes jazz from the 1960s."))] * 2,
     )
-    server.script("correction", {"ids": [abroad.id]})
+    server.script("correction", retracting(abroad.content))
     say(app, "I like 1960s jazz. And I never said I want to work abroad.")
     assert contents(app) == ["The learner likes jazz from the 1960s."]
     run_repl(app, ["undo"])
@@ -249,7 +245,7 @@ def test_undo_of_an_added_memory_leaves_no_byte_of_it_in_any_file(make_app, serv
         app.store.add(f"The learner keeps filler note number {i} about grammar.")
     secret, typed = "The learner's bank PIN is Xqvzpin4471.", "I drink Wqortea tea"
     server.script("extraction", extraction(fact(secret, "identity")))
-    server.script("reconcile", {"action": "ADD", "target_id": None, "text": None})
+    server.script("reconcile", {"action": "ADD", "memory": None, "text": None})
     run_repl(app, ["Please keep this safe.", f"remember {typed}"])
     assert files_holding(data_dir, "Xqvzpin4471", "Wqortea")  # the premise: both are on disk
     t = run_repl(app, ["undo", "undo"])
@@ -262,7 +258,7 @@ def test_undo_of_an_update_wipes_the_taken_back_version(make_app, server, run_re
     app = make_app()
     old = app.store.add("The learner lives in Taipei.", category="identity")
     server.script("extraction", extraction(fact("The learner lives in Zorbatown near Taipei.", "identity")))
-    server.script("reconcile", {"action": "UPDATE", "target_id": old.id, "text": None})
+    server.script("reconcile", naming(old.content, "UPDATE"))
     run_repl(app, ["I live in Zorbatown, near Taipei."])
     t = run_repl(app, ["undo"])
     assert "Undone (" in t.text and contents(app) == ["The learner lives in Taipei."]
@@ -289,7 +285,7 @@ def test_forget_one_id_drops_it_from_the_undo_sets_and_keeps_the_rest(make_app, 
         "extraction",
         extraction(fact("The learner plays the oboe.", "habit"), fact("The learner has a cat.", "identity")),
     )
-    server.script("reconcile", *[{"action": "ADD", "target_id": None, "text": None}] * 2)
+    server.script("reconcile", *[{"action": "ADD", "memory": None, "text": None}] * 2)
     run_repl(app, ["I play the oboe and I have a cat.", "remember I drink green tea"])
     [oboe] = app.store.list(text="oboe")
     [tea] = app.store.list(text="green tea")

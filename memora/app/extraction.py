@@ -8,8 +8,8 @@ tutor said is not a fact about the learner) goes to a background worker, which m
   (``is_near_duplicate``), refreshes the existing memory; a fact with related
   memories (``Extractor.candidates``: dense, lexical and same-category
   neighbours, capped by tokens) gets one structured decision
-  (``MemoryDecision``: ADD, UPDATE <id>, SUPERSEDE <id> or NOOP); others are
-  added. Schedule facts get an event date, resolved against the time the
+  (``MemoryDecision``: ADD, UPDATE, SUPERSEDE or NOOP, naming a memory by its
+  number in the listing it was sent); others are added. Schedule facts get an event date, resolved against the time the
   learner spoke.
 * **profile changes**: a new goal or preference is applied with a visible
   notice; setting a level when none is set likewise; changing an existing
@@ -50,10 +50,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, PrivateAttr, ValidationError, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, WithJsonSchema, field_validator, model_validator
 
+from context_builder import retrieved_text
 from long_term_memory import LongTermMemoryStore, is_near_duplicate
 from memora.app.proposals import ProfileProposal, ProposalStore
 from memora.engine import lexical
@@ -194,14 +195,42 @@ def _validation_reason(error: ValidationError) -> str:
     return shorten(f"invalid {where} {value!r}" if first.get("type") != "missing" else f"missing {where}", 80)
 
 
+def _or_null(kind: str) -> WithJsonSchema:
+    """``{"type": [kind, "null"]}``: the nullable field pydantic writes as an ``anyOf``
+    of two schemas, in half the tokens the provider bills before every call."""
+    return WithJsonSchema({"type": [kind, "null"]})
+
+
+def _listed_number(value: object) -> int | None:
+    """A memory's number in the decision's listing, or None for anything but a plain
+    integer ("2", 2.0, true, an id): an answer that names no listed memory adds the
+    new fact rather than changing a memory it may not mean."""
+    return value if type(value) is int else None
+
+
+# The schema still requires every field (the SDK makes it strict, and a None
+# default is left out of it); the defaults only make an answer that lacks one
+# name no memory, like any other answer that names none.
 class MemoryDecision(BaseModel):
     action: Literal["ADD", "UPDATE", "SUPERSEDE", "NOOP"]
-    target_id: str | None
-    text: str | None
+    memory: Annotated[int | None, _or_null("integer")] = None  # its number in the listing
+    text: Annotated[str | None, _or_null("string")] = None  # UPDATE's merged text
+
+    @field_validator("memory", mode="before")
+    @classmethod
+    def _number(cls, value: object) -> int | None:
+        return _listed_number(value)
 
 
 class CorrectionDecision(BaseModel):
-    ids: list[str]
+    memories: list[int] = Field(default_factory=list)  # numbers in the listing
+
+    @field_validator("memories", mode="before")
+    @classmethod
+    def _numbers(cls, value: object) -> object:
+        if not isinstance(value, list):
+            return value  # not a list at all: a malformed answer
+        return [n for item in value if (n := _listed_number(item)) is not None]
 
 
 @dataclass(frozen=True)
@@ -299,11 +328,17 @@ RETRYABLE_ERRORS = (ModelCallError, EmbeddingError, EmbeddingModelMismatch)
 #    fact a later "moved to Tokyo" replaces; whatever the new fact's category,
 #    they are candidates.
 # Each source is ranked by retrieval's fused score and the four are taken in
-# turn, best first, until DECISION_CANDIDATE_TOKENS of memories are listed:
-# about 40 short facts, a few hundred tokens more than five, paid only for
-# facts that have related memories. A fixed count would either hide the
-# contradicted memory in a crowded store or pad the call in an empty one.
+# turn, best first, until DECISION_CANDIDATE_TOKENS are spent. A memory is sent
+# as one numbered line (``Extractor._listing``) but charged its line's tokens
+# plus DECISION_MEMORY_CHARGE, so the budget bounds how many memories are
+# listed as well as how long they are: about 36 short facts ("The learner
+# lives in Taipei.", 8 tokens a line) or 27 of an extracted fact's usual length
+# (20 tokens), which is what keeps the contradicted memory among them in a
+# crowded store (tests/test_decision_candidates.py), for 300 to 550 tokens, paid
+# only for facts that have related memories. A fixed count would either hide
+# the contradicted memory in a crowded store or pad the call in an empty one.
 DECISION_CANDIDATE_TOKENS = 1200
+DECISION_MEMORY_CHARGE = 24
 DECISION_DENSE = 30
 DECISION_LEXICAL = 30
 DECISION_SAME_CATEGORY = 500
@@ -313,10 +348,12 @@ _SUBJECT_TERMS = frozenset(lexical.terms("learner"))
 
 @dataclass(frozen=True)
 class Candidate:
-    """A current memory shown to a decision, with its cosine distance to the new text."""
+    """A current memory shown to a decision, with its cosine distance to the new text
+    and its text as the decision reads it (``Extractor._shown``)."""
 
     record: MemoryRecord
     distance: float
+    shown: str
 
 
 _CORRECTION_CUES = re.compile(
@@ -676,25 +713,35 @@ class Extractor:
         """The model's decision about ``text`` beside its related memories, and the
         current memory it names (None when it names none that is still current)."""
         if not candidates:
-            return MemoryDecision(action="ADD", target_id=None, text=None), None
-        payload = json.dumps(
-            {"new_fact": text, "existing_memories": [self._shown(c.record) for c in candidates]}, ensure_ascii=False
-        )
+            return MemoryDecision(action="ADD", memory=None, text=None), None
+        payload = f"New fact: {text}\n{self._listing(candidates)}"
         decision = self._parse(RECONCILE_PROMPT, payload, MemoryDecision, "Memory reconciliation")
-        target = {c.record.id: c.record for c in candidates}.get((decision.target_id or "").strip())
-        if target is not None:
-            target = self.store.get(target.id)  # another session may have changed it since it was listed
-            target = target if target is not None and target.is_current else None
-        return decision, target
+        return decision, self._listed(candidates, decision.memory)
 
     @staticmethod
-    def _shown(record: MemoryRecord) -> dict:
-        return {
-            "id": record.id,
-            "text": record.content,
-            "category": record.category,
-            "saved": record.created_at.date().isoformat(),
-        }
+    def _listing(candidates: list[Candidate]) -> str:
+        """The candidates as a decision is sent them: one numbered line each, best
+        first. The model names a memory by its number, a token or two where an id
+        took five, and the code maps it back (``_listed``)."""
+        return "Memories:\n" + "\n".join(f"{n}. {c.shown}" for n, c in enumerate(candidates, 1))
+
+    def _listed(self, candidates: list[Candidate], number: int | None) -> MemoryRecord | None:
+        """The current memory listed as ``number``; None for a number outside the
+        listing or a memory no longer current (another session may have changed it
+        since it was listed): such an answer must not change any memory."""
+        if number is None or not 1 <= number <= len(candidates):
+            return None
+        record = self.store.get(candidates[number - 1].record.id)
+        return record if record is not None and record.is_current else None
+
+    @staticmethod
+    def _shown(record: MemoryRecord, now: datetime) -> str:
+        """A memory's text as the chat shows it: its relative time phrases resolved
+        against when it was said ("next Friday" of a month ago is a day now past,
+        not the new fact's next Friday), the learner's own words quoted as theirs.
+        Nothing else of the record is sent: the decision compares meanings, and the
+        prompt asks nothing of a memory's category or date."""
+        return retrieved_text(record, now)
 
     def candidates(self, text: str, vector: list[float], category: str | None = None) -> list[Candidate]:
         """The current memories a decision about ``text`` must see (see DECISION_CANDIDATE_TOKENS)."""
@@ -715,7 +762,8 @@ class Extractor:
         dense_ids = {i for i, _ in dense}
         missing = [i for i in scored if i not in dense_ids and i not in vectors]
         vectors.update(store.catalog.vectors(missing))
-        ranked = rank(vector, [(i, d) for i, d in dense if i in scored], scored, vectors, now=store.clock())
+        now = store.clock()
+        ranked = rank(vector, [(i, d) for i, d in dense if i in scored], scored, vectors, now=now)
         pools = [set(same_category), set(remembered)]
         sources = [
             [r for r in ranked if r.id in dense_ids],
@@ -738,12 +786,13 @@ class Extractor:
                 if item is None:
                     queues.remove(pool)
                     continue
-                cost = self.counter.count(json.dumps(self._shown(records[item.id]), ensure_ascii=False))
+                shown = self._shown(records[item.id], now)
+                cost = self.counter.count(f"{len(chosen) + 1}. {shown}\n") + DECISION_MEMORY_CHARGE
                 if cost > budget:
                     return chosen
                 budget -= cost
                 seen.add(item.id)
-                chosen.append(Candidate(records[item.id], 1.0 - item.dense))
+                chosen.append(Candidate(records[item.id], 1.0 - item.dense, shown))
         return chosen
 
     # -- mistakes -----------------------------------------------------------------------
@@ -774,13 +823,9 @@ class Extractor:
         candidates = self.candidates(statement, self.store.embed([statement])[0])
         if not candidates:
             return []
-        payload = json.dumps(
-            {"wrong_fact": statement, "memories": [{"id": c.record.id, "text": c.record.content} for c in candidates]},
-            ensure_ascii=False,
-        )
+        payload = f"Wrong fact: {statement}\n{self._listing(candidates)}"
         decision: CorrectionDecision = self._parse(CORRECTION_PROMPT, payload, CorrectionDecision, "Correction lookup")
-        valid = {c.record.id: c.record for c in candidates}
-        return [valid[i] for i in dict.fromkeys(decision.ids) if i in valid and valid[i].is_current]
+        return [r for n in dict.fromkeys(decision.memories) if (r := self._listed(candidates, n)) is not None]
 
     # -- profile ----------------------------------------------------------------------
     def _apply_profile_change(self, change: ProfileChange, job: ExtractionJob, outcome: ExtractionOutcome) -> None:

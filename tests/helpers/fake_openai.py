@@ -208,9 +208,9 @@ def default_answer(kind: str, body: dict, n: int) -> Any:
     if kind == "extraction":
         return {"facts": [], "profile_changes": [], "corrections": [], "mistakes": []}
     if kind == "reconcile":
-        return {"action": "ADD", "target_id": None, "text": None}
+        return {"action": "ADD", "memory": None, "text": None}
     if kind == "correction":
-        return {"ids": []}
+        return {"memories": []}
     if kind == "grading":
         return {"verdict": "correct", "feedback": "Well done."}
     if kind == "summary":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 def fact(text, category="habit", memory_type="semantic", event_phrase=None, event_date=None):
     return {
@@ -21,3 +23,31 @@ def say(app, text):
     """One chat turn whose extraction has finished."""
     app.chat(text, on_delta=lambda _: None)
     assert app.wait_for_extraction(10)
+
+
+def decision_input(request) -> tuple[str, dict[int, str]]:
+    """What a decision (reconcile or correction lookup) was sent, from its request
+    (or its body): the new or wrong fact, and the listed memories by number."""
+    body = getattr(request, "body", request)
+    fact_line, _, listing = body["input"][0]["content"].partition("\nMemories:\n")
+    listed = {int(m.group(1)): m.group(2) for m in re.finditer(r"^(\d+)\. (.*)$", listing, re.MULTILINE)}
+    return fact_line.split(": ", 1)[1], listed
+
+
+def number_of(request, text) -> int | None:
+    """The number the decision's listing gives the memory ``text`` (shown as it is,
+    or quoted as the learner's own words), as a model reading it would answer; None
+    when it is not listed."""
+    _, listed = decision_input(request)
+    exact = [n for n, shown in listed.items() if shown == text]
+    return (exact or [n for n, shown in listed.items() if text in shown] or [None])[0]
+
+
+def naming(text, action="SUPERSEDE", merged=None):
+    """A reconcile answer (to script) that names the listed memory ``text`` by its number."""
+    return lambda body: {"action": action, "memory": number_of(body, text), "text": merged}
+
+
+def retracting(*texts):
+    """A correction-lookup answer (to script) naming the listed memories ``texts``."""
+    return lambda body: {"memories": [n for t in texts if (n := number_of(body, t)) is not None]}
