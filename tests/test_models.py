@@ -245,7 +245,7 @@ def test_structured_schemas_go_out_in_their_shortest_strict_form():
     fact = schema["properties"]["facts"]["items"]
     assert fact["properties"]["event_date"] == {"type": ["string", "null"]}
     assert fact["additionalProperties"] is False and "event_date" in fact["required"]
-    assert compact_schema(MemoryDecision)["properties"]["target_id"] == {"type": ["string", "null"]}
+    assert compact_schema(MemoryDecision)["properties"]["memory"] == {"type": ["integer", "null"]}
 
     class Node(BaseModel):
         label: str

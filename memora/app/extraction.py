@@ -50,9 +50,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BaseModel, Field, PrivateAttr, ValidationError, WithJsonSchema, field_validator, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from context_builder import retrieved_text
 from long_term_memory import LongTermMemoryStore, is_near_duplicate
@@ -195,12 +195,6 @@ def _validation_reason(error: ValidationError) -> str:
     return shorten(f"invalid {where} {value!r}" if first.get("type") != "missing" else f"missing {where}", 80)
 
 
-def _or_null(kind: str) -> WithJsonSchema:
-    """``{"type": [kind, "null"]}``: the nullable field pydantic writes as an ``anyOf``
-    of two schemas, in half the tokens the provider bills before every call."""
-    return WithJsonSchema({"type": [kind, "null"]})
-
-
 def _listed_number(value: object) -> int | None:
     """A memory's number in the decision's listing, or None for anything but a plain
     integer ("2", 2.0, true, an id): an answer that names no listed memory adds the
@@ -213,8 +207,8 @@ def _listed_number(value: object) -> int | None:
 # name no memory, like any other answer that names none.
 class MemoryDecision(BaseModel):
     action: Literal["ADD", "UPDATE", "SUPERSEDE", "NOOP"]
-    memory: Annotated[int | None, _or_null("integer")] = None  # its number in the listing
-    text: Annotated[str | None, _or_null("string")] = None  # UPDATE's merged text
+    memory: int | None = None  # its number in the listing
+    text: str | None = None  # UPDATE's merged text
 
     @field_validator("memory", mode="before")
     @classmethod
