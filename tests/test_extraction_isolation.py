@@ -10,32 +10,13 @@ from __future__ import annotations
 import json
 
 from helpers.fake_openai import Error
-from helpers.scripts import decision_input, naming, retracting
+from helpers.scripts import decision_input, extraction, fact, naming, retracting, say
 
 from memora.app.reports import status_rows
 
 
-def fact(text, category="other", memory_type="semantic", event_phrase=None, event_date=None):
-    return {
-        "text": text,
-        "memory_type": memory_type,
-        "category": category,
-        "event_phrase": event_phrase,
-        "event_date": event_date,
-    }
-
-
-def extraction(facts=(), profile_changes=(), corrections=()):
-    return {"facts": list(facts), "profile_changes": list(profile_changes), "corrections": list(corrections)}
-
-
 def goal(value, action="add", field="learning_goal"):
     return {"field": field, "action": action, "value": value, "evidence": value}
-
-
-def say(app, text):
-    app.chat(text, on_delta=lambda _: None)
-    assert app.wait_for_extraction(15)
 
 
 def pending(app):
@@ -70,21 +51,19 @@ def test_a_mixed_result_stores_every_good_item_and_skips_each_bad_one(make_app, 
     server.script("reconcile", *[decide] * 12)
     server.script("correction", Error(500))
     result = extraction(
-        facts=[
-            fact("x" * 5000),
-            fact("The learner's name is Ming.", "name"),
-            fact(""),
-            fact("\x00\x07\u200b\u2028"),
-            fact("The learner likes the colour green.", category="colour"),
-            fact("The learner has a job interview.", "schedule", event_phrase="someday soon", event_date="2026-13-45"),
-            {"text": "The learner owns a bike.", "category": "identity"},  # no memory_type
-            "The learner is tall.",  # not an object
-            fact("The learner\x07 plays\u200b the cello.", "hobby"),
-            fact("The learner lives near the mountains.", "identity"),
-            fact("The learner collects stamps.", "hobby"),
-            fact("The learner swims every Sunday.", "habit"),
-            fact("The learner keeps a diary.", memory_type="forever"),
-        ],
+        fact("x" * 5000, "other"),
+        fact("The learner's name is Ming.", "name"),
+        fact("", "other"),
+        fact("\x00\x07\u200b\u2028", "other"),
+        fact("The learner likes the colour green.", category="colour"),
+        fact("The learner has a job interview.", "schedule", event_phrase="someday soon", event_date="2026-13-45"),
+        {"text": "The learner owns a bike.", "category": "identity"},  # no memory_type
+        "The learner is tall.",  # not an object
+        fact("The learner\x07 plays\u200b the cello.", "hobby"),
+        fact("The learner lives near the mountains.", "identity"),
+        fact("The learner collects stamps.", "hobby"),
+        fact("The learner swims every Sunday.", "habit"),
+        fact("The learner keeps a diary.", "other", memory_type="forever"),
         profile_changes=[
             goal("pass the IELTS exam with 7.0"),
             goal("Z9", action="set", field="english_level"),
@@ -143,7 +122,7 @@ def test_items_whose_call_failed_run_again_in_the_next_session_without_a_second_
     app.store.add("The learner likes hiking.", category="hobby")
     server.script(
         "extraction",
-        extraction(facts=[fact("The learner collects stamps.", "hobby"), fact("The learner's name is Ming.", "name")]),
+        extraction(fact("The learner collects stamps.", "hobby"), fact("The learner's name is Ming.", "name")),
     )
     server.script("reconcile", Error(503), {"action": "ADD", "memory": None, "text": None})
     say(app, "I collect stamps. My name is Ming.")
@@ -167,7 +146,8 @@ def test_the_issue_case_a_5000_character_fact_loses_nothing_else_across_sessions
     server.script(
         "extraction",
         extraction(
-            facts=[fact("y" * 5000), fact("The learner's name is Ming.", "name")],
+            fact("y" * 5000, "other"),
+            fact("The learner's name is Ming.", "name"),
             profile_changes=[goal("speak confidently at meetings")],
         ),
     )
@@ -188,7 +168,7 @@ def test_the_issue_case_a_5000_character_fact_loses_nothing_else_across_sessions
 
 
 def test_a_failed_reading_is_still_retried_whole(make_app, server):
-    server.script("extraction", Error(500), extraction(facts=[fact("The learner's name is Ming.", "name")]))
+    server.script("extraction", Error(500), extraction(fact("The learner's name is Ming.", "name")))
     app = make_app()
     say(app, "My name is Ming.")
     [job] = pending(app)
@@ -206,7 +186,8 @@ def test_running_a_job_again_changes_nothing(make_app, server):
     wrong = app.store.add("The learner wants to work abroad.", category="learning")
     result = ExtractionResult.model_validate(
         extraction(
-            facts=[fact("The learner's name is Ming.", "name"), fact("The learner plays the cello.", "hobby")],
+            fact("The learner's name is Ming.", "name"),
+            fact("The learner plays the cello.", "hobby"),
             profile_changes=[goal("pass the IELTS exam")],
             corrections=[{"statement": "The learner wants to work abroad.", "evidence": "I never said that"}],
         )
@@ -229,7 +210,8 @@ def test_a_full_memory_stops_the_facts_but_not_the_profile_changes(make_app, ser
     server.script(
         "extraction",
         extraction(
-            facts=[fact("The learner plays chess.", "hobby"), fact("The learner runs.", "habit")],
+            fact("The learner plays chess.", "hobby"),
+            fact("The learner runs.", "habit"),
             profile_changes=[goal("write better emails")],
         ),
     )
@@ -255,9 +237,7 @@ def test_a_supersede_of_a_memory_another_session_just_superseded_adds_the_new_fa
     server.script("reconcile", decide)
     server.script(
         "extraction",
-        extraction(
-            facts=[fact("The learner lives in Tokyo.", "identity"), fact("The learner's name is Ming.", "name")]
-        ),
+        extraction(fact("The learner lives in Tokyo.", "identity"), fact("The learner's name is Ming.", "name")),
     )
     say(app, "I live in Tokyo now. I'm Ming.")
     assert sorted(r.content for r in app.store.list()) == [
