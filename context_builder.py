@@ -70,7 +70,13 @@ DIGEST_SECTIONS: tuple[tuple[str, str], ...] = (
     ("schedule", "Plans and events"),
     ("other", "Other"),
 )
-DIGEST_MAX_TOKENS = 350
+# The digest is an overview sent every turn, not the memory itself: what a
+# message is about comes through retrieval. So each category shows only its
+# newest few facts (the newest is the one that holds when two disagree), and the
+# whole digest stays within a small token cap, filled in category order so the
+# name and identity always fit.
+DIGEST_PER_CATEGORY = 3
+DIGEST_MAX_TOKENS = 200
 
 SECTION_TAGS = (
     "user_profile",
@@ -483,14 +489,16 @@ def build_user_digest(
     *,
     counter=None,
     max_tokens: int = DIGEST_MAX_TOKENS,
+    per_category: int = DIGEST_PER_CATEGORY,
     now: datetime | None = None,
 ) -> tuple[DigestItem, ...]:
     """The "about you" digest: current semantic memories, by category.
 
     Categories follow ``DIGEST_SECTIONS``; within one, newest first, so when two
     facts of a category disagree the newer one comes first and its date says
-    so. Items are added in that order until ``max_tokens`` (counted on the text
-    as rendered, date labels included) would be exceeded, so the name and
+    so. Each category keeps at most ``per_category`` of its newest items, and
+    items are added in that order until ``max_tokens`` (counted on the text as
+    rendered, date labels included) would be exceeded, so the name and
     identity survive a long list of hobbies. No memories: an empty tuple, and
     no section at all.
     """
@@ -499,9 +507,12 @@ def build_user_digest(
     eligible.sort(key=lambda r: (order.get(r.category, len(order)), -to_aware(r.created_at).timestamp()))
     chosen: list[DigestItem] = []
     used = 0
+    shown_per_category: dict[str, int] = {}
     moment = to_aware(now) if now is not None else None
     for record in eligible:
         category = record.category if record.category in order else "other"
+        if shown_per_category.get(category, 0) >= per_category:
+            continue
         item = DigestItem(
             category=category,
             text=record.content,
@@ -515,6 +526,7 @@ def build_user_digest(
         if used + cost > max_tokens:
             continue
         used += cost
+        shown_per_category[category] = shown_per_category.get(category, 0) + 1
         chosen.append(item)
     return tuple(chosen)
 
