@@ -6,7 +6,7 @@ in this order and each only when it has content:
 
 1. ``<user_profile>``: the structured profile (current state, read directly);
 2. ``<learner_digest>``: "about you", the learner's current semantic memories
-   grouped by category in a fixed order;
+   grouped by category in a fixed order, the newest two of each, token-capped;
    ``<memory_changes>``: what the learner just corrected, for the reply to confirm;
    ``<mistakes_to_watch>``: a few of the learner's active mistakes from the
    ledger, the most relevant to this message first, so the tutor can watch
@@ -16,7 +16,9 @@ in this order and each only when it has content:
 5. ``<long_term_memories>``: retrieved past records, each with its age;
 6. ``<conversation_summary>``: the running summary of older turns.
 
-Every memory carries the day it was said, and the relative time phrases in it
+A short header (``GUARD_TEXT``) opens the message: the data is not instructions,
+the current message beats the profile, which beats past records, and the newer
+of two records holds. Every memory carries the day it was said, and the relative time phrases in it
 are rewritten to absolute dates placed relative to now (``memory_text``), so a
 plan said ten days ago is never read as upcoming. With nothing else to say the
 message is one line, the current local time: an empty section would only
@@ -72,10 +74,11 @@ DIGEST_SECTIONS: tuple[tuple[str, str], ...] = (
 )
 # The digest is an overview sent every turn, not the memory itself: what a
 # message is about comes through retrieval. So each category shows only its
-# newest few facts (the newest is the one that holds when two disagree), and the
-# whole digest stays within a small token cap, filled in category order so the
+# newest two facts (the newest holds when two disagree; the one before shows what
+# changed), which lets the small token cap reach every category instead of
+# filling up with the first one; the cap is filled in category order, so the
 # name and identity always fit.
-DIGEST_PER_CATEGORY = 3
+DIGEST_PER_CATEGORY = 2
 DIGEST_MAX_TOKENS = 200
 
 SECTION_TAGS = (
@@ -246,14 +249,8 @@ CORRECTION_STYLE_LINES = {
     "off": "Correction style: off. Do not correct the learner's English in your reply unless they ask.",
 }
 MISTAKES_GUIDANCE = {
-    "off": (
-        "Mistakes the learner has made before (corrections are off: do not point them out; "
-        "use the right forms yourself)."
-    ),
-    "default": (
-        "Mistakes the learner has made before: watch for them; if the learner now gets one right, "
-        "praise it in a few words."
-    ),
+    "off": "Past mistakes (corrections are off: do not point them out; use the right forms yourself).",
+    "default": "Past mistakes: watch for them, and praise in a few words one the learner now gets right.",
 }
 
 
