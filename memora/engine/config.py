@@ -52,17 +52,19 @@ LOCAL_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 #   word for word, and 500 tokens are two or three exchanges of a short question
 #   and a reply of a few sentences. Past the cap the oldest turns are folded down to
 #   half of it, and the last exchange always stays verbatim while it fits (memory.py),
-#   so a long explanation survives the fold that follows it. Folding to half means
-#   one summary call every few turns, each for only what was folded: a wider window
-#   costs every request more than its fewer summary calls save.
+#   so a long explanation survives the fold that follows it. Half is the balance:
+#   for the same turns kept after a fold, a wider window (folded further down)
+#   costs every request more than its fewer summary calls save, and a narrower one
+#   saves little while the reply waits for a summary call more often.
 # - summary 150: the running summary of everything older (the prompt asks for at
 #   most 90 words). It only has to carry the thread: what was practised, open
 #   questions, promised follow-ups; facts about the learner and their mistakes are
 #   stored apart and come back through the digest, retrieval and the mistake ledger.
-# - background 1200: a ceiling, not a typical size. A turn with every section (the
-#   profile, the capped digest, mistakes, a follow-up, knowledge notes, five
-#   memories) stays under it; a lower cap would only drop retrieved memories, which
-#   go first, on the turns that carry notes too. A usual background is ~500 tokens.
+# - background 1200: a ceiling, not a typical size (a usual background is ~500
+#   tokens). Only a turn that carries every section at its largest (the capped
+#   digest, two mistakes, a follow-up, two knowledge notes, five memories) comes
+#   near it; a lower cap would drop retrieved memories, which go first, on exactly
+#   the turns where notes and memories are both relevant.
 # - total 4000: room for a long question on top of all that.
 # Every figure is configurable.
 DEFAULT_TOKEN_BUDGET = 4000
