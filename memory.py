@@ -294,9 +294,14 @@ class ConversationMemory:
             return 0, summary, None
         # Fold whole user/assistant pairs until the rest fits in half the
         # allowance, so a summary call is needed once every few turns, not every turn.
+        # The last exchange stays verbatim while it fits the allowance, even when it is
+        # longer than that half (a long explanation): the next message so often refers to
+        # it ("the second example") that a summary of it would not do.
         target = allowance // 2
         drop, remaining = 0, history_tokens
         while drop < len(history) and remaining > target:
+            if len(history) - drop <= 2 and remaining <= allowance:
+                break
             step = 2 if drop + 1 < len(history) else 1
             remaining -= sum(count(m) for m in history[drop : drop + step])
             drop += step

@@ -93,13 +93,22 @@ def test_background_drops_memories_first_lowest_score_first_and_profile_last():
         assert prepared.background.profile == profile  # the profile is untouched while memories can go
         return [m.id for m in prepared.background.memories]
 
+    clock_only = sum(counter.count_message(m) for m in build_background_messages(None, [], now=now).messages())
+
+    def needs(kept) -> int:
+        """The background cap that the profile with these memories just fits (the time line is outside it)."""
+        shown = build_background_messages(profile, kept, now=now).messages()
+        return sum(counter.count_message(m) for m in shown) - clock_only
+
+    m0, m1, m2 = memories
     # room for all three, for two, for one: the lowest score goes first, then the next lowest
-    assert kept_within(300) == ["m0", "m2", "m1"]
-    assert kept_within(260) == ["m0", "m2"]
-    assert kept_within(230) == ["m0"]
+    assert kept_within(needs([m0, m1, m2])) == ["m0", "m2", "m1"]
+    assert kept_within(needs([m0, m1, m2]) - 1) == ["m0", "m2"]
+    assert kept_within(needs([m0, m2])) == ["m0", "m2"]
+    assert kept_within(needs([m0, m2]) - 1) == ["m0"]
+    assert kept_within(needs([m0])) == ["m0"]
 
     level_only = build_background_messages(UserProfile(english_level="B2"), [], now=now)
-    clock_only = sum(counter.count_message(m) for m in build_background_messages(None, [], now=now).messages())
     # the level fits, nothing more does (the current-time line, like the summary, is outside the cap)
     room = sum(counter.count_message(m) for m in level_only.messages()) - clock_only + 3
     tight = ConversationMemory(
@@ -111,6 +120,36 @@ def test_background_drops_memories_first_lowest_score_first_and_profile_last():
     squeezed = tight.prepare_context(build_background_messages(profile, memories, now=now))
     assert squeezed.background.memories == ()
     assert squeezed.background.profile == UserProfile(english_level="B2")  # the level is the very last to go
+
+
+def test_a_fold_keeps_the_last_exchange_verbatim_when_it_is_longer_than_half_the_window():
+    """A long explanation the learner is about to ask about is not folded into the summary."""
+    counter = TokenCounter("gpt-4.1-mini")
+    folded: list[list[dict]] = []
+
+    def summarizer(previous, messages, max_tokens):
+        folded.append(messages)
+        return (previous + " " + " ".join(m["content"][:20] for m in messages)).strip(), 10
+
+    budget = ContextBudget(total=3000, recent=400, summary=100, background=200)
+    memory = ConversationMemory(counter=counter, instructions="Tutor.", budget=budget, summarizer=summarizer)
+    explanation = "Here are three examples of the present perfect, each explained. " + "example detail " * 140
+    assert budget.recent // 2 < counter.count_message({"role": "assistant", "content": explanation}) < budget.recent
+    earlier = "A shorter answer about articles. " + "article " * 60
+    for turn, reply in enumerate([earlier, earlier, explanation]):
+        memory.add_user_message(f"question {turn}")
+        prepared = memory.prepare_context(build_background_messages(None))
+        memory.finish_turn(reply, prepared.context_messages, 0)
+    memory.add_user_message("Can you explain the second example again?")
+    prepared = memory.prepare_context(build_background_messages(None))
+    assert folded, "the window overflowed, so older turns were folded"
+    assert prepared.context_messages[-3:] == [
+        {"role": "user", "content": "question 2"},
+        {"role": "assistant", "content": explanation},
+        {"role": "user", "content": "Can you explain the second example again?"},
+    ]
+    assert "question 0" in prepared.background.summary  # what came before it is in the summary
+    assert prepared.sections["recent"] <= budget.recent
 
 
 def test_summary_failure_keeps_the_full_window_when_it_fits(make_app, server):

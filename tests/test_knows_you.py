@@ -8,7 +8,7 @@ import pytest
 from helpers.scripts import extraction, fact, retracting
 from helpers.threads import Conductor
 
-from context_builder import DIGEST_SECTIONS
+from context_builder import DIGEST_MAX_TOKENS, DIGEST_PER_CATEGORY, DIGEST_SECTIONS
 
 
 def say(app, text):
@@ -86,7 +86,37 @@ def test_digest_has_a_token_cap(make_app, server):
     app.chat("hello", on_delta=lambda _: None)
     digest = server.chats[-1].section("learner_digest")
     assert digest.startswith("- Name: [29 Nov] The learner's name is Mei.")
-    assert app.counter.count(digest) <= 400
+    assert app.counter.count(digest) <= DIGEST_MAX_TOKENS
+
+
+def test_a_full_digest_stays_within_its_cap_and_keeps_the_first_categories(make_app, server, clock):
+    app = make_app()
+    app.store.add("The learner's name is Mei.", category="name")
+    for key, _ in DIGEST_SECTIONS[1:]:
+        for i in range(DIGEST_PER_CATEGORY):
+            clock.advance(minutes=1)
+            app.store.add(f"The learner has {key} fact number {i}, told at some length about a weekend", category=key)
+    app.chat("hello", on_delta=lambda _: None)
+    lines = server.chats[-1].section("learner_digest").splitlines()
+    labels = [line[2:].split(":")[0] for line in lines]
+    # the cap ends the digest early: the first categories in the fixed order, whole, and not the last ones
+    assert labels[:3] == ["Name", "About them", "English learning"]
+    assert "Other" not in labels
+    assert all(line.count("; ") == DIGEST_PER_CATEGORY - 1 for line in lines[1:-1])
+    assert app.counter.count("\n".join(lines)) <= DIGEST_MAX_TOKENS + 4 * len(lines)  # + each line's label
+
+
+def test_each_digest_category_shows_only_its_newest_facts(make_app, server, clock):
+    app = make_app()
+    for day in range(6):
+        app.store.add(f"The learner took up hobby {day}.", category="hobby")
+        clock.advance(days=1)
+    app.store.add("The learner works at a bank.", category="identity")
+    app.chat("hello", on_delta=lambda _: None)
+    hobbies = next(line for line in server.chats[-1].section("learner_digest").splitlines() if "Hobbies" in line)
+    newest_first = [f"The learner took up hobby {day}." for day in range(5, 5 - DIGEST_PER_CATEGORY, -1)]
+    assert [part.split("] ", 1)[1] for part in hobbies.split(": ", 1)[1].split("; ")] == newest_first
+    assert "- About them: [5 Dec] The learner works at a bank." in server.chats[-1].section("learner_digest")
 
 
 # -- proactive follow-up ----------------------------------------------------------------

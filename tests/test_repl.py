@@ -10,6 +10,8 @@ import pytest
 from conftest import ROOT, child_env, run_chatbot
 from helpers.fake_openai import Error
 
+from memora.engine.config import DEFAULT_SUMMARY_TOKENS
+
 
 def test_transcript_commands_chat_and_exit(make_app, server, run_repl):
     server.script("chat", "Great! Let's practise **check-in** phrases.")
@@ -165,7 +167,10 @@ def test_invalid_utf8_input_is_replaced_not_fatal(tmp_path):
     "env, message",
     [
         ({"MEMORA_TOKEN_BUDGET": "abc"}, "MEMORA_TOKEN_BUDGET must be a number, got 'abc'."),
-        ({"MEMORA_TOKEN_BUDGET": "300"}, "the summary cap (400) must be less than the total budget (300)"),
+        (
+            {"MEMORA_TOKEN_BUDGET": str(DEFAULT_SUMMARY_TOKENS)},
+            f"the summary cap ({DEFAULT_SUMMARY_TOKENS}) must be less than the total budget ({DEFAULT_SUMMARY_TOKENS})",
+        ),
         ({"MEMORA_MEMORY_CAP": "-5"}, "memory cap (MEMORA_MEMORY_CAP) must be positive"),
     ],
 )

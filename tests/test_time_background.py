@@ -436,18 +436,23 @@ def test_a_plan_or_event_keeps_its_true_day_into_the_next_session(
 
 
 def test_remembered_plans_and_plural_words_reach_the_model_dated_and_as_the_learners(make_app, server, clock, run_repl):
-    app = make_app()
-    run_repl(
-        app, ["remember my oral exam is on Dec 3", "remember we moved to Osaka last month", "remember 我們下週二考試"]
-    )
-    app.close()
+    said = ["remember my oral exam is on Dec 3", "remember we moved to Osaka last month", "remember 我們下週二考試"]
+    for line in said:
+        app = make_app()
+        run_repl(app, [line])
+        app.close()
+        clock.advance(minutes=1)  # an order the digest can tell
     clock.advance(days=5)  # Fri 4 Dec
     later = make_app()
-    later.chat("Anything I should prepare?", on_delta=lambda _: None)
-    digest = server.chats[-1].section("learner_digest")
-    assert 'Learner said: "my oral exam is on Thu 3 Dec (yesterday)"' in digest
-    assert 'Learner said: "we moved to Osaka in Oct 2026 (2 months ago)"' in digest
-    assert 'Learner said: "我們 on Tue 1 Dec (3 days ago) 考試"' in digest
+    later.chat("Anything I should prepare after my oral exam?", on_delta=lambda _: None)
+    # all three are "other": the digest shows the newest two, and the question brings back the oldest
+    developer = server.chats[-1].developer
+    assert len(server.chats[-1].section("learner_digest").split("; ")) == 2
+    assert "oral exam" in server.chats[-1].section("long_term_memories")
+    assert 'Learner said: "my oral exam is on Thu 3 Dec (yesterday)"' in developer
+    assert 'Learner said: "we moved to Osaka in Oct 2026 (2 months ago)"' in developer
+    assert 'Learner said: "我們 on Tue 1 Dec (3 days ago) 考試"' in developer
+    assert developer.count("Osaka") == 1  # said once, in the digest or among the memories
     assert sorted(r.content for r in later.store.list()) == sorted(
         ["my oral exam is on Dec 3", "we moved to Osaka last month", "我們下週二考試"]
     )  # stored as typed

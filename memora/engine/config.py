@@ -46,14 +46,30 @@ DEFAULT_MODEL = "gpt-4.1-mini"
 OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
 LOCAL_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
-# Token budget defaults. A tutoring exchange is short: ~1,200 tokens of recent
-# turns is 8-12 messages, the profile, digest and memories fit in ~1,000, and a
-# 400-token running summary carries the rest. 4,000 input tokens per turn keeps a
-# long conversation cheap (see bench/tokens_per_turn.py) while leaving room for a
-# long question. Every figure is configurable.
+# Token budget defaults. These caps are sent, or nearly, on every turn, so they
+# are what a long conversation costs (bench/tokens_per_turn.py):
+# - recent 500: the verbatim window. A tutoring exchange needs the last few turns
+#   word for word, and 500 tokens are two or three exchanges of a short question
+#   and a reply of a few sentences. Past the cap the oldest turns are folded down to
+#   half of it, and the last exchange always stays verbatim while it fits (memory.py),
+#   so a long explanation survives the fold that follows it. Half is the balance:
+#   for the same turns kept after a fold, a wider window (folded further down)
+#   costs every request more than its fewer summary calls save, and a narrower one
+#   saves little while the reply waits for a summary call more often.
+# - summary 150: the running summary of everything older (the prompt asks for at
+#   most 90 words). It only has to carry the thread: what was practised, open
+#   questions, promised follow-ups; facts about the learner and their mistakes are
+#   stored apart and come back through the digest, retrieval and the mistake ledger.
+# - background 1200: a ceiling, not a typical size (a usual background is ~500
+#   tokens). Only a turn that carries every section at its largest (the capped
+#   digest, two mistakes, a follow-up, two knowledge notes, five memories) comes
+#   near it; a lower cap would drop retrieved memories, which go first, on exactly
+#   the turns where notes and memories are both relevant.
+# - total 4000: room for a long question on top of all that.
+# Every figure is configurable.
 DEFAULT_TOKEN_BUDGET = 4000
-DEFAULT_RECENT_TOKENS = 1200
-DEFAULT_SUMMARY_TOKENS = 400
+DEFAULT_RECENT_TOKENS = 500
+DEFAULT_SUMMARY_TOKENS = 150
 DEFAULT_BACKGROUND_TOKENS = 1200
 DEFAULT_MAX_OUTPUT_TOKENS = 800
 DEFAULT_TIMEOUT_SECONDS = 60.0
