@@ -300,3 +300,31 @@ def test_review_export_refuses_a_name_that_is_not_apkg(ledger, tmp_path, clock):
     with pytest.raises(CommandError, match=r"\.apkg"):
         write_deck(ledger.all(), tmp_path / "deck.json", user="ming", now=clock())
     assert not (tmp_path / "deck.json").exists()
+
+
+@pytest.mark.parametrize(
+    "original, corrected, shown",
+    [
+        ("I goed home", "I went home", ("I goed home", "I went home")),  # short: whole
+        (
+            "Yesterday I goed to the park with my two best friends",
+            "Yesterday I went to the park with my two best friends",
+            ("Yesterday I goed to the...", "Yesterday I went to the..."),
+        ),
+        (
+            "After a long day at work I want go to the cinema",
+            "After a long day at work I want to go to the cinema",
+            ("...I want go to...", "...I want to go to..."),
+        ),
+        ("i know", "I know", ("i know", "I know")),  # only a capital: nothing to cut around
+        (
+            "He don't like apples and he never eat them at all",
+            "He doesn't like apples and he never eats them at all",
+            ("He don't like apples and he never eat them at...", "He doesn't like apples and he never eats them at..."),
+        ),
+    ],
+)
+def test_the_background_shows_the_words_a_correction_changes_with_two_either_side(original, corrected, shown):
+    from memora.engine.ledger import correction_excerpt
+
+    assert correction_excerpt(original, corrected) == shown

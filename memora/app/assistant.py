@@ -54,7 +54,7 @@ from memora.engine.chroma_backend import ChromaConnection
 from memora.engine.config import Settings
 from memora.engine.embeddings import Embedder, make_embedder
 from memora.engine.errors import ConfigError, EmbeddingError, LimitError, MemoraError, ModelNotConfigured
-from memora.engine.ledger import LedgerStore, relevant
+from memora.engine.ledger import LedgerStore, correction_excerpt, relevant
 from memora.engine.llm import ModelClient, ReplyResult
 from memora.engine.prompts import SYSTEM_PROMPT
 from memora.engine.records import MemorySearchResult
@@ -526,7 +526,8 @@ class Memora:
         notes = []
         for entry in relevant(self.ledger.all(), text, MISTAKES_PER_TURN):
             example = entry.latest
-            notes.append(MistakeNote(example.original, example.corrected, entry.rule, entry.count))
+            original, corrected = correction_excerpt(example.original, example.corrected)
+            notes.append(MistakeNote(original, corrected, entry.rule, entry.count))
         return notes
 
     def review_due_line(self) -> str | None:

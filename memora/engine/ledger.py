@@ -163,6 +163,31 @@ def correction_edits(original: str, corrected: str) -> tuple[tuple[str, str], ..
     return folded or _diff(left, right)
 
 
+def correction_excerpt(original: str, corrected: str, context: int = 2) -> tuple[str, str]:
+    """The words a correction changes, with ``context`` words either side, cut from
+    both texts ("...it feel being" → "...it feel beings"): what the tutor must watch
+    for, without the rest of a long sentence in every request. A short mistake
+    is returned whole."""
+    texts = [clean_text(original or "").replace("\u2019", "'"), clean_text(corrected or "").replace("\u2019", "'")]
+    spans = [[m.span() for m in _TOKEN.finditer(t)] for t in texts]
+    words = [[texts[n][a:b].casefold() for a, b in spans[n]] for n in (0, 1)]
+    changes = [
+        op for op in difflib.SequenceMatcher(a=words[0], b=words[1], autojunk=False).get_opcodes() if op[0] != "equal"
+    ]
+    if not changes:
+        return original, corrected
+    cut = []
+    for n, (first, last) in enumerate(((1, 2), (3, 4))):
+        start = max(0, min(op[first] for op in changes) - context)
+        end = min(len(spans[n]), max(op[last] for op in changes) + context)
+        if start >= end:
+            cut.append(texts[n])
+            continue
+        piece = texts[n][spans[n][start][0] : spans[n][end - 1][1]]
+        cut.append(("..." if start else "") + piece + ("..." if end < len(spans[n]) else ""))
+    return cut[0], cut[1]
+
+
 def _diff(left: list[str], right: list[str]) -> tuple[tuple[str, str], ...]:
     matcher = difflib.SequenceMatcher(a=left, b=right, autojunk=False)
     return tuple(
