@@ -8,7 +8,7 @@ from helpers.fake_openai import Error
 from helpers.scripts import extraction, fact
 
 from memora.app.extraction import BATCH_SHORT_TOKENS
-from memora.engine.config import Settings
+from memora.engine.config import DEFAULT_EXTRACTION_BATCH, Settings
 from memora.engine.errors import ConfigError
 
 
@@ -30,24 +30,25 @@ def test_short_messages_wait_and_are_read_together_in_one_call(make_app, server,
         ),
     )
     app = make_app()
-    _chat(app, "I have a dog called Biscuit.")
-    clock.advance(minutes=2)
-    _chat(app, "I work as a nurse.")
-    clock.advance(minutes=1)
-    _chat(app, "Night shifts, mostly.")
-    assert server.of_kind("extraction") == [] and app.held_messages == 3
-    assert app.unsaved_messages() == 3  # what exit would wait for
-    _chat(app, "And I walk him every morning before my shift.")  # the fourth: one call reads all four
+    batch = app.settings.extraction_batch
+    assert batch == DEFAULT_EXTRACTION_BATCH > 2
+    said = ["I have a dog called Biscuit.", "I work as a nurse."] + [
+        f"Night shift number {n}." for n in range(batch - 2)
+    ]
+    for text in said[:-1]:
+        _chat(app, text)
+        clock.advance(minutes=1)
+    assert server.of_kind("extraction") == [] and app.held_messages == batch - 1
+    assert app.unsaved_messages() == batch - 1  # what exit would wait for
+    _chat(app, said[-1])  # the batch's last message: one call reads them all
     [payload] = _read(server)
-    assert payload.endswith(
-        "Messages:\n[10:00] I have a dog called Biscuit.\n[10:02] I work as a nurse.\n"
-        "[10:03] Night shifts, mostly.\n[10:03] And I walk him every morning before my shift."
-    )
+    expected = "\n".join(f"[10:{n:02d}] {text}" for n, text in enumerate(said))
+    assert payload.endswith("Messages:\n" + expected)
     assert sorted(m.content for m in app.store.list()) == [
         "The learner has a dog called Biscuit.",
         "The learner works as a nurse.",
     ]
-    assert app.held_messages == 0 and app.pending_jobs == []  # all three read, none left for the next start
+    assert app.held_messages == 0 and app.pending_jobs == []  # all read, none left for the next start
     assert any("The learner works as a nurse." in n for n in app.notices)  # the write line, once read
 
 
@@ -58,7 +59,8 @@ def test_a_long_message_is_read_at_once_with_the_held_ones(make_app, server):
         "Yesterday I finally finished the essay for my English class about the history of my home town, "
         "which took three weeks, two libraries and far too much coffee; my teacher says the structure is "
         "much clearer than last term, although my conclusions are still a bit too short for her taste. "
-        "Next week we start on formal letters."
+        "Next week we start on formal letters, and after that on the short reports she wants from us every Friday "
+        "before the end of the morning lesson."
     )
     assert app.counter.count(long) > BATCH_SHORT_TOKENS
     _chat(app, long)

@@ -431,8 +431,8 @@ def skips_extraction(text: str) -> bool:
 # session, undo, waiting for extraction). A message that may change the profile
 # or correct a memory is read at once, held messages with it, so the learner's
 # "I'm B2 now" is answered after that reply, not a few turns later.
-BATCH_SHORT_TOKENS = 60  # a message this short (tiktoken) may wait for the next one
-BATCH_MAX_TOKENS = 200  # one call reads at most this much held text (and Settings.extraction_batch messages)
+BATCH_SHORT_TOKENS = 80  # a message this short (tiktoken; under a tenth of the call) may wait for the next one
+BATCH_MAX_TOKENS = 300  # one call reads at most this much held text (and Settings.extraction_batch messages)
 
 _PROFILE_CUES = re.compile(
     r"\b([abc][12]|cefr|ielts|toefl|toeic|levels?|goals?|aims?|prefer\w*|rather"

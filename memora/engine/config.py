@@ -83,7 +83,7 @@ DEFAULT_MAX_PROFILE_ITEMS = 100
 # Messages one extraction call may read: short messages wait for the next ones,
 # so the call's fixed instructions and schema are paid once for several (see
 # extraction.BATCH_SHORT_TOKENS). 1 reads every message right after its reply.
-DEFAULT_EXTRACTION_BATCH = 4
+DEFAULT_EXTRACTION_BATCH = 8
 
 _USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 
