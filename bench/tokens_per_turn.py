@@ -330,7 +330,7 @@ def main() -> int:
         f"of which a provider could serve from its prompt cache: {cached_total / n:.0f} a turn "
         f"(OpenAI caches prefixes of {CACHE_MIN}+ tokens; not discounted above)"
     )
-    print(f"all model tokens per turn: {grand / sum(baseline):.1%} of the full-history baseline")
+    print(f"all model tokens per turn: {grand / sum(baseline):.2%} of the full-history baseline")
     ok = grand <= 0.15 * sum(baseline) and max(memora) <= budget
     print(f"target (all tokens <= 15% of baseline, no chat request over budget): {'met' if ok else 'NOT met'}")
     return 0
