@@ -26,6 +26,26 @@ TESTS = Path(__file__).resolve().parent
 
 NETGUARD = TESTS / "netguard"
 _LOOPBACK = {"127.0.0.1", "::1", "localhost", "0.0.0.0"}
+MEMORY_BACKED_TMP = Path("/dev/shm")
+
+
+def pytest_configure(config):
+    """Put the tests' folders (``tmp_path``, the Chroma server's data) in memory when the
+    machine has a tmpfs at /dev/shm.
+
+    Every Chroma and SQLite write ends in an fsync; on a disk that is most of a write's
+    cost (an embedded upsert takes 20-30 ms on this machine's disk, 4 ms on tmpfs), and
+    the suite makes thousands of them. tmpfs keeps the same POSIX semantics the tests
+    check (renames, flock, permission bits, symlinks), and a SIGKILLed child loses
+    nothing on either, since its writes are in the page cache once the call returns. Only
+    a power cut would tell them apart, and no test can make one. ``--basetemp`` or
+    ``PYTEST_DEBUG_TEMPROOT=/tmp`` put the folders on disk instead. Under xdist the
+    controller runs this first; its workers inherit the variable and get their folders
+    under its base folder."""
+    if config.option.basetemp or os.environ.get("PYTEST_DEBUG_TEMPROOT"):
+        return
+    if MEMORY_BACKED_TMP.is_dir() and os.access(MEMORY_BACKED_TMP, os.W_OK | os.X_OK):
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = str(MEMORY_BACKED_TMP)
 
 
 @pytest.fixture(autouse=True)
@@ -194,7 +214,7 @@ def local_embedder():
     local_model_or_skip()
     from memora.engine.embeddings import LocalEmbedder
 
-    return LocalEmbedder()
+    return LocalEmbedder(threads=1)  # one xdist worker per core: see LocalEmbedder
 
 
 def child_env(**extra) -> dict:
