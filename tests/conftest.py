@@ -211,10 +211,13 @@ def local_model_or_skip():
 
 @pytest.fixture(scope="session")
 def local_embedder():
+    """The local ONNX model (``.model``), remembering each text's vector for the session."""
     local_model_or_skip()
+    from helpers.embedding import RememberingEmbedder
+
     from memora.engine.embeddings import LocalEmbedder
 
-    return LocalEmbedder(threads=1)  # one xdist worker per core: see LocalEmbedder
+    return RememberingEmbedder(LocalEmbedder(threads=1))  # one xdist worker per core: see LocalEmbedder
 
 
 def child_env(**extra) -> dict:
