@@ -129,17 +129,35 @@ def make_settings(data_dir, server):
     return build
 
 
+@pytest.fixture(scope="session")
+def tls_context():
+    """The TLS context httpx would build for each client, built once per worker: it reads
+    the whole CA bundle (about 20 ms), the tests make hundreds of clients, and none of
+    them speaks TLS (the fake server is plain HTTP on loopback)."""
+    import ssl
+
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
+
+
 @pytest.fixture
-def make_app(make_settings, clock):
+def make_app(make_settings, clock, tls_context):
+    import openai
+
     from memora.app.assistant import Memora
     from memora.engine.embeddings import HashEmbedder
 
-    apps = []
+    apps, clients = [], []
 
     def build(*, settings=None, notices=None, embedder=None, **overrides):
         settings = settings or make_settings(**overrides)
         sink = notices if notices is not None else []
-        app = Memora.from_settings(settings, clock=clock, embedder=embedder or HashEmbedder(), notify=sink.append)
+        http = openai.DefaultHttpxClient(verify=tls_context)  # the openai client's own defaults
+        clients.append(http)
+        app = Memora.from_settings(
+            settings, clock=clock, http_client=http, embedder=embedder or HashEmbedder(), notify=sink.append
+        )
         app.notices = sink
         apps.append(app)
         return app
@@ -150,6 +168,8 @@ def make_app(make_settings, clock):
             app.close(timeout=5)
         except Exception:
             pass
+    for http in clients:
+        http.close()
 
 
 class Transcript:
