@@ -93,6 +93,20 @@ def isolated_env(monkeypatch, tmp_path):
 
 
 @pytest.fixture
+def disk_path():
+    """A fresh folder in the system's temporary folder (on disk where /tmp is a disk),
+    for the tests that SIGKILL writers in a loop and count the kills that landed inside
+    a write: a write that ends in an fsync on disk lasts long enough to be hit often; on
+    tmpfs it is over in microseconds and the count can stay at zero."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="memora-test-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
 def server():
     with FakeOpenAIServer() as srv:
         yield srv
