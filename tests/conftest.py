@@ -26,6 +26,26 @@ TESTS = Path(__file__).resolve().parent
 
 NETGUARD = TESTS / "netguard"
 _LOOPBACK = {"127.0.0.1", "::1", "localhost", "0.0.0.0"}
+MEMORY_BACKED_TMP = Path("/dev/shm")
+
+
+def pytest_configure(config):
+    """Put the tests' folders (``tmp_path``, the Chroma server's data) in memory when the
+    machine has a tmpfs at /dev/shm.
+
+    Every Chroma and SQLite write ends in an fsync; on a disk that is most of a write's
+    cost (an embedded upsert takes 20-30 ms on this machine's disk, 4 ms on tmpfs), and
+    the suite makes thousands of them. tmpfs keeps the same POSIX semantics the tests
+    check (renames, flock, permission bits, symlinks), and a SIGKILLed child loses
+    nothing on either, since its writes are in the page cache once the call returns. Only
+    a power cut would tell them apart, and no test can make one. ``--basetemp`` or
+    ``PYTEST_DEBUG_TEMPROOT=/tmp`` put the folders on disk instead. Under xdist the
+    controller runs this first; its workers inherit the variable and get their folders
+    under its base folder."""
+    if config.option.basetemp or os.environ.get("PYTEST_DEBUG_TEMPROOT"):
+        return
+    if MEMORY_BACKED_TMP.is_dir() and os.access(MEMORY_BACKED_TMP, os.W_OK | os.X_OK):
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = str(MEMORY_BACKED_TMP)
 
 
 @pytest.fixture(autouse=True)
@@ -73,6 +93,20 @@ def isolated_env(monkeypatch, tmp_path):
 
 
 @pytest.fixture
+def disk_path():
+    """A fresh folder in the system's temporary folder (on disk where /tmp is a disk),
+    for the tests that SIGKILL writers in a loop and count the kills that landed inside
+    a write: a write that ends in an fsync on disk lasts long enough to be hit often; on
+    tmpfs it is over in microseconds and the count can stay at zero."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="memora-test-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
 def server():
     with FakeOpenAIServer() as srv:
         yield srv
@@ -109,17 +143,35 @@ def make_settings(data_dir, server):
     return build
 
 
+@pytest.fixture(scope="session")
+def tls_context():
+    """The TLS context httpx would build for each client, built once per worker: it reads
+    the whole CA bundle (about 20 ms), the tests make hundreds of clients, and none of
+    them speaks TLS (the fake server is plain HTTP on loopback)."""
+    import ssl
+
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
+
+
 @pytest.fixture
-def make_app(make_settings, clock):
+def make_app(make_settings, clock, tls_context):
+    import openai
+
     from memora.app.assistant import Memora
     from memora.engine.embeddings import HashEmbedder
 
-    apps = []
+    apps, clients = [], []
 
     def build(*, settings=None, notices=None, embedder=None, **overrides):
         settings = settings or make_settings(**overrides)
         sink = notices if notices is not None else []
-        app = Memora.from_settings(settings, clock=clock, embedder=embedder or HashEmbedder(), notify=sink.append)
+        http = openai.DefaultHttpxClient(verify=tls_context)  # the openai client's own defaults
+        clients.append(http)
+        app = Memora.from_settings(
+            settings, clock=clock, http_client=http, embedder=embedder or HashEmbedder(), notify=sink.append
+        )
         app.notices = sink
         apps.append(app)
         return app
@@ -130,6 +182,8 @@ def make_app(make_settings, clock):
             app.close(timeout=5)
         except Exception:
             pass
+    for http in clients:
+        http.close()
 
 
 class Transcript:
@@ -191,10 +245,13 @@ def local_model_or_skip():
 
 @pytest.fixture(scope="session")
 def local_embedder():
+    """The local ONNX model (``.model``), remembering each text's vector for the session."""
     local_model_or_skip()
+    from helpers.embedding import RememberingEmbedder
+
     from memora.engine.embeddings import LocalEmbedder
 
-    return LocalEmbedder()
+    return RememberingEmbedder(LocalEmbedder(threads=1))  # one xdist worker per core: see LocalEmbedder
 
 
 def child_env(**extra) -> dict:

@@ -51,7 +51,10 @@ def prototypes() -> dict[str, str]:
 
 def skeleton(text: str) -> str:
     protos = prototypes()
-    mapped = "".join(protos.get(ch, ch) for ch in unicodedata.normalize("NFD", text))
+    decomposed = unicodedata.normalize("NFD", text)
+    if len(decomposed) == 1 and decomposed not in protos:
+        return decomposed  # most code points: nothing to map, and NFD of an NFD form is itself
+    mapped = "".join(protos.get(ch, ch) for ch in decomposed)
     return unicodedata.normalize("NFD", mapped)
 
 
@@ -61,12 +64,18 @@ def _code_points():
             yield chr(code)
 
 
+@functools.cache
+def _angle_skeletons() -> tuple[tuple[str, str], ...]:
+    return (("<", skeleton("\u3008")), (">", skeleton("\u3009")))
+
+
 def bracket_side(ch: str) -> str | None:
     """``"<"`` or ``">"`` when ``ch`` belongs to the angle-bracket class, else None."""
     if unicodedata.category(ch)[0] not in "PS":
         return None
-    for side, bracket in (("<", "\u3008"), (">", "\u3009")):
-        if skeleton(bracket) in (skeleton(ch), skeleton(unicodedata.normalize("NFKC", ch))):
+    shapes = (skeleton(ch), skeleton(unicodedata.normalize("NFKC", ch)))
+    for side, bracket in _angle_skeletons():
+        if bracket in shapes:
             return side
     return None
 
@@ -74,7 +83,10 @@ def bracket_side(ch: str) -> str | None:
 def is_lookalike(ch: str) -> bool:
     """True for every character the developer message must not carry as it is."""
     folded = unicodedata.normalize("NFKC", ch)
-    if any(b in folded or b in skeleton(ch) or b in skeleton(folded) for b in BRACKETS):
+    # Each form is computed once (the walk over every code point is the cost):
+    # the NFKC form, the skeleton, and the NFKC form's skeleton when NFKC changed anything.
+    shapes = folded + skeleton(ch) + (skeleton(folded) if folded != ch else "")
+    if any(b in shapes for b in BRACKETS):
         return True
     return bracket_side(ch) is not None
 

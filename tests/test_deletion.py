@@ -174,9 +174,14 @@ def test_forget_on_a_chroma_server_says_what_it_cannot_promise(make_app, run_rep
     assert "Chroma server; it may keep copies in its own files" in t.text
 
 
-def test_a_forget_that_another_process_blocks_is_finished_at_the_next_start(make_app, run_repl, data_dir):
+def test_a_forget_that_another_process_blocks_is_finished_at_the_next_start(make_app, run_repl, data_dir, monkeypatch):
     import sqlite3
 
+    from memora.engine import catalog
+
+    # The reader below holds its snapshot until the test commits it, so the checkpoint
+    # is blocked however long it waits; waiting the real 2 s would only make this slow.
+    monkeypatch.setattr(catalog, "COMPACT_WAIT_MS", 0)
     app = make_app()
     app.store.add_many(fillers(50))
     record = app.store.add("The learner collects Frumbleware teapots").record

@@ -7,6 +7,7 @@ import ast
 import tarfile
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, run_chatbot
 
 from memora.engine.config import BASE_DIR, KNOWLEDGE_DIR, Settings, default_data_dir
@@ -95,6 +96,7 @@ def test_a_data_folder_made_before_the_package_layout_opens_as_before(tmp_path, 
     assert [r.content for r in app.store.search("green tea", min_score=0)][:1] == ["I drink green tea every morning"]
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_python_chatbot_py_reads_an_old_data_folder_unchanged(tmp_path):
     home = _unpack(tmp_path)
     result = run_chatbot(["profile", "memories --all", "exit"], "--data-dir", str(home), MEMORA_EMBEDDING_MODEL="hash")

@@ -43,7 +43,7 @@ def test_local_embedder_gives_chromas_own_vectors(local_embedder):
         "我每天都喝咖啡",
         "A longer sentence about airports, luggage and check-in desks " * 3,
     ]
-    ours = local_embedder.embed(texts).vectors
+    ours = local_embedder.model.embed(texts).vectors  # the class itself, not the session's remembered vectors
     chromas = DefaultEmbeddingFunction()(texts)
     for a, b in zip(ours, chromas):
         assert max(abs(x - y) for x, y in zip(a, b)) < 1e-5

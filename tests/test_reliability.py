@@ -139,8 +139,8 @@ def error_lines(text: str) -> list[str]:
 
 # -- 1. atomic durable writes -----------------------------------------------------------------
 @pytest.mark.slow  # a child process, a kill or hundreds of turns
-def test_atomic_write_leaves_the_old_or_the_new_version_after_every_sigkill(tmp_path):
-    folder = tmp_path / "data"
+def test_atomic_write_leaves_the_old_or_the_new_version_after_every_sigkill(disk_path):
+    folder = disk_path / "data"
     target = folder / "state.json"
     from memora.engine.storage import atomic_write_json
 
@@ -182,9 +182,9 @@ def test_atomic_write_leaves_the_old_or_the_new_version_after_every_sigkill(tmp_
 
 
 @pytest.mark.slow  # a child process, a kill or hundreds of turns
-def test_kill_harness_catches_a_torn_file_from_a_plain_writer(tmp_path):
+def test_kill_harness_catches_a_torn_file_from_a_plain_writer(disk_path):
     """The check above can fail: a plain open-and-write is caught torn within a few kills."""
-    target = tmp_path / "state.json"
+    target = disk_path / "state.json"
     target.write_text(json.dumps({"version": 0, "payload": payload(0, PAYLOAD_CHARS)}))
     rng = random.Random(7)
     server = ForkServer("naive", target)
@@ -209,11 +209,11 @@ def test_kill_harness_catches_a_torn_file_from_a_plain_writer(tmp_path):
 
 
 @pytest.mark.slow  # a child process, a kill or hundreds of turns
-def test_profile_always_parses_after_sigkill_during_add_learning_goal(tmp_path):
+def test_profile_always_parses_after_sigkill_during_add_learning_goal(disk_path):
     """A kill while a goal is being added leaves the profile before or after that goal."""
     from user_profile import UserProfile, UserProfileStore
 
-    folder = tmp_path / "data"
+    folder = disk_path / "data"
     folder.mkdir()
     path = folder / "user_profile.json"
     rng = random.Random(42)

@@ -64,11 +64,16 @@ class LocalEmbedder:
     name = f"local:{LOCAL_MODEL_NAME}"
     batch_size = 32
 
-    def __init__(self, counter: Callable[[str], int] | None = None):
+    def __init__(self, counter: Callable[[str], int] | None = None, *, threads: int | None = None):
+        """``threads`` caps ONNX Runtime's intra-op threads; None keeps its default, one
+        per core. A caller that already runs one process per core (the test suite under
+        pytest-xdist) passes 1: a sentence is embedded no slower on one thread, and
+        a pool per process on every core only takes turns with the other processes."""
         self._session = None
         self._tokenizer = None
         self._lock = threading.Lock()
         self._counter = counter
+        self._threads = threads
 
     def _load(self):
         with self._lock:
@@ -89,6 +94,8 @@ class LocalEmbedder:
             options = onnxruntime.SessionOptions()
             options.log_severity_level = 3
             options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+            if self._threads:
+                options.intra_op_num_threads = self._threads
             self._session = onnxruntime.InferenceSession(
                 str(folder / "model.onnx"), providers=["CPUExecutionProvider"], sess_options=options
             )
