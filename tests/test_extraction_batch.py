@@ -132,13 +132,106 @@ def test_held_messages_left_by_a_crash_are_read_at_the_next_start(make_app, serv
     assert len(server.of_kind("extraction")) == 1 and second.pending_jobs == []
 
 
-def test_waiting_for_extraction_and_undo_read_the_held_messages_first(make_app, server):
+def test_waiting_for_extraction_reads_the_held_messages_first(make_app, server):
     server.script("extraction", extraction(fact("The learner has a cat.", "identity")))
     app = make_app()
     _chat(app, "I have a cat.")
     assert app.wait_for_extraction(10)
     assert [m.content for m in app.store.list()] == ["The learner has a cat."]
-    assert app.undo() and app.store.list() == []  # undo takes back what that turn wrote
+
+
+LONG = (
+    "Yesterday I finally finished the essay for my English class about the history of my home town, "
+    "which took three weeks, two libraries and far too much coffee; my teacher says the structure is "
+    "much clearer than last term, although my conclusions are still a bit too short for her taste. "
+    "Next week we start on formal letters, and after that on the short reports she wants from us every Friday "
+    "before the end of the morning lesson."
+)
+
+
+def test_undo_takes_back_the_change_shown_and_leaves_a_held_message_to_be_read(make_app, server):
+    server.script(
+        "extraction",
+        extraction(fact("The learner lives in Taipei.", "identity")),
+        extraction(fact("The learner has a cat.", "identity")),
+    )
+    app = make_app()
+    _chat(app, LONG)  # read at once: its change line is shown, with "'undo' takes this back"
+    assert any("Taipei" in n and "undo" in n for n in app.notices)
+    _chat(app, "I have a cat.")  # held: nothing shown yet
+    lines = app.undo()
+    assert any("Taipei" in line for line in lines) and app.store.list() == []
+    assert app.held_messages == 1  # not read by the undo, and not taken back by it
+    assert app.wait_for_extraction(10)
+    assert [m.content for m in app.store.list()] == ["The learner has a cat."]
+
+
+def test_forget_all_drops_the_messages_not_read_yet(make_app, server, run_repl):
+    server.script(
+        "extraction",
+        extraction(fact("The learner lives in Taipei.", "identity")),
+        extraction(fact("The learner has a cat.", "identity")),
+    )
+    app = make_app()
+    _chat(app, LONG)
+    _chat(app, "I have a cat.")  # held
+    transcript = run_repl(app, ["forget all", "DELETE"], settle=False)
+    assert "Deleted 1 memories" in transcript.text
+    assert app.store.list() == [] and app.held_messages == 0 and app.pending_jobs == []
+    app.close(timeout=5)
+    assert app.store.list() == [] and len(server.of_kind("extraction")) == 1  # never read after the deletion
+
+
+def test_forget_one_memory_first_reads_what_is_held(make_app, server, run_repl):
+    """A held message restating the forgotten fact is read before the deletion, so it
+    cannot bring the fact back afterwards."""
+    server.script("extraction", extraction(fact("The learner has a cat.", "identity")))
+    app = make_app()
+    cat = app.store.add("The learner has a cat.", category="identity")
+    _chat(app, "I have a cat, remember?")  # held
+    transcript = run_repl(app, [f"forget {cat.id}"], settle=False)  # exit reads whatever is still held
+    assert f"Forgot {cat.id}" in transcript.text
+    assert app.store.list() == [] and len(server.of_kind("extraction")) == 1
+
+
+def test_reindex_reads_only_what_a_partly_failed_batch_left(make_app, server):
+    from memora.engine.embeddings import HashEmbedder
+    from memora.engine.errors import EmbeddingError
+
+    class Flaky(HashEmbedder):
+        failing = False
+
+        def embed(self, texts):
+            if self.failing:
+                raise EmbeddingError("The embedding request failed (503).")
+            return super().embed(texts)
+
+    server.script(
+        "extraction",
+        extraction(fact("The learner has a cat.", "identity"), fact("The learner works as a nurse.", "identity")),
+    )
+    embedder = Flaky()
+    app = make_app(embedder=embedder)
+    _chat(app, "I have a cat.")
+    embedder.failing = True
+    assert app.wait_for_extraction(10)  # the batch is read; storing its facts fails
+    [kept] = app.pending_jobs
+    assert kept.remaining is not None  # both facts kept, with the batch's last message
+    embedder.failing = False
+    assert app.retry_pending_extractions() == 1 and app.wait_for_extraction(10)
+    assert sorted(m.content for m in app.store.list()) == ["The learner has a cat.", "The learner works as a nurse."]
+    assert len(server.of_kind("extraction")) == 1  # the remaining items, not a second reading
+
+
+def test_a_batch_never_spans_midnight(make_app, server, clock):
+    app = make_app()
+    clock.now = clock.now.replace(hour=23, minute=58)
+    _chat(app, "I went to a jazz concert yesterday.")  # held
+    clock.advance(minutes=7)
+    _chat(app, "Wish me luck!")
+    [payload] = _read(server)  # the day before was read alone, dated that day
+    assert payload.endswith("Message:\nI went to a jazz concert yesterday.")
+    assert app.held_messages == 1
 
 
 def test_a_new_session_reads_what_the_old_one_held(make_app, server):
@@ -180,13 +273,14 @@ def test_a_mistake_or_a_plan_in_an_earlier_message_of_the_batch_is_its_own(make_
         },
     )
     app = make_app()
-    clock.now = clock.now.replace(hour=23, minute=58)
     _chat(app, "I has an exam tomorrow.")
-    clock.advance(minutes=5)  # past midnight
+    clock.advance(minutes=5)
     _chat(app, "Wish me luck!")
     assert app.wait_for_extraction(10)
     [memory] = app.store.list()
     assert memory.event_date.isoformat() == "2026-11-30"  # the day after 29 Nov, when it was said
+    [call] = server.of_kind("extraction")
+    assert "] I has an exam tomorrow.\n[" in call.input[-1]["content"]  # read in one batch
     [entry] = app.ledger.all()
     assert [(e.original, e.seen_at.day) for e in entry.examples] == [("I has an exam", 29)]
 

@@ -313,8 +313,8 @@ class Memora:
         with self._lock:
             self.turn.held = []  # queued below with the others
             jobs = list(self.turn.pending_jobs)
-        for pending in jobs:
-            self.worker.submit(ExtractionJob(pending.text, pending.said_at, pending.job_id))
+        for pending in jobs:  # a job read before keeps only its remaining items
+            self.worker.submit(self._resumed_job(pending))
         return len(jobs)
 
     def add_usage(self, kind: str, tokens: int) -> None:
@@ -431,6 +431,12 @@ class Memora:
             self.worker.submit_task(lambda: self.store.push_metadata(hint.memory_id))
         if early is None and skips_extraction(job.text):
             return  # never queued (see _commit_turn)
+        with self._lock:
+            held = self._held_jobs()
+        if held and held[-1].said_at.date() != job.said_at.date():
+            # A batch never spans two days: a fact is dated with its batch, and
+            # "yesterday" said before midnight must not be read as today's.
+            self.read_held_messages()
         if early is None and self._hold(job):
             return
         with self._lock:
@@ -463,6 +469,17 @@ class Memora:
         """The held messages, no longer held (call under the lock): the caller submits them."""
         jobs, self.turn.held = self._held_jobs(), []
         return jobs
+
+    def drop_unread_messages(self, timeout: float = 15.0) -> int:
+        """'forget all': let the reading under way finish (what it writes is deleted
+        with the rest), then drop every message not read yet, held or kept from a
+        failed reading, so nothing said before the deletion is remembered after it."""
+        self.worker.wait_idle(timeout)
+        with self._lock:
+            dropped = len(self.turn.pending_jobs)
+            self.turn.pending_jobs, self.turn.held = [], []
+        self.save_session()
+        return dropped
 
     def read_held_messages(self) -> int:
         """Queue the held short messages now (exit, a new session, undo: Memora must be up to date)."""
@@ -651,14 +668,17 @@ class Memora:
                     break
         self.save_session()
         reason = reason.strip().rstrip(".")  # it sits inside brackets: no "failure.)."
+        said = quoted(job.text, 60, end="")
+        if job.earlier:  # a batch: every message of it is kept, not only the last
+            said = f"{len(job.messages)} messages ending with {said}"
         if gave_up:
             note = (
-                f"Gave up reading memories from {quoted(job.text, 60, end='')} after {MAX_EXTRACTION_ATTEMPTS} "
+                f"Gave up reading memories from {said} after {MAX_EXTRACTION_ATTEMPTS} "
                 f"failures ({reason}). Use 'remember <text>' to keep something by hand."
             )
         else:
             note = (
-                f"Could not save memories from {quoted(job.text, 60, end='')} yet ({reason}). "
+                f"Could not save memories from {said} yet ({reason}). "
                 "Memora will try again after 'reindex' or at the next start."
             )
         with self._lock:
@@ -737,7 +757,9 @@ class Memora:
 
     def undo(self) -> list[str]:
         """Take back the last memory change set; the lines to show the learner."""
-        if not self.wait_for_extraction(15):
+        # What the learner was shown: the queued reading finishes, held short messages
+        # stay held (nothing of theirs was shown, so undo must not take it back).
+        if not self.worker.wait_idle(15):
             return ["Memory extraction of your last message is still running; type 'undo' again in a moment."]
         with self._lock:
             change = self._changes[-1] if self._changes else None

@@ -627,6 +627,7 @@ class CommandRouter:
                 f"Type {CONFIRM_WORD} to confirm: ",
                 CONFIRM_WORD,
             ):
+                self.app.drop_unread_messages()
                 texts = [r.content for r in store.all_records()]
                 exports = ask_about_exports(self.console, learner_exports(self.app, self.app.settings.user))
                 deleted = store.delete_all()
@@ -675,6 +676,7 @@ class CommandRouter:
         if len(words) != 1:
             raise self.usage("forget")
         self._require_id_shape("forget", words[0])
+        self.app.wait_for_extraction(15)  # delete from a store that holds everything said so far
         chain = store.history(words[0])
         deleted = store.delete(words[0])
         self.app.drop_changes(deleted)
