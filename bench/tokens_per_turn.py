@@ -138,7 +138,7 @@ KINDS = [  # (label, fake-server kinds)
     ("chat", ("chat",)),
     ("summaries", ("summary",)),
     ("extraction", ("extraction",)),
-    ("decisions (reconcile, correction lookup)", ("reconcile", "correction")),
+    ("decisions (reconcile, correction lookup)", ("reconcile", "reconcile_many", "correction")),
     ("grading (review)", ("grading",)),
 ]
 # OpenAI serves a request's prefix from its cache once the prompt is 1,024 tokens
@@ -238,6 +238,13 @@ def main() -> int:
         server.script("chat", *[reply for _, reply, _, _ in turns])
         server.script("extraction", *[extraction] * (2 * len(turns)))
         server.script("summary", *[lambda body: answered("summary", scripted_summary(body))] * (2 * len(turns)))
+
+        def shared_decision(body):  # several facts decided together: each one added, as most are
+            facts = re.findall(r"^([A-Z]\d*)\. ", body["input"][0]["content"].split("\nMemories:\n")[0], re.M)
+            decisions = [{"fact": f, "action": "ADD", "memory": None, "text": None} for f in facts]
+            return answered("reconcile_many", {"decisions": decisions})
+
+        server.script("reconcile_many", *[shared_decision] * (2 * len(turns)))
         for kind in ("reconcile", "correction", "grading"):
             script = [lambda body, k=kind: answered(k, default_answer(k, body, 0))]
             server.script(kind, *script * (20 * len(turns)))
@@ -281,7 +288,10 @@ def main() -> int:
         mistakes = app.ledger.count()
         section_tokens = [counter.count(s) for r in server.chats if (s := r.section("mistakes_to_watch"))]
         calls = {label: sum(len(server.of_kind(k)) for k in kinds) for label, kinds in KINDS}
-        anatomy = {kind: request_anatomy(counter, server.of_kind(kind)) for kind in ("extraction", "reconcile")}
+        anatomy = {
+            kind: request_anatomy(counter, server.of_kind(kind))
+            for kind in ("extraction", "reconcile", "reconcile_many")
+        }
     budget = settings.token_budget
     n = len(turns)
     mean_memora, mean_base = statistics.mean(memora), statistics.mean(baseline)

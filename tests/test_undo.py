@@ -3,22 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from helpers.scripts import decision_input, extraction, fact, naming, retracting
+from helpers.scripts import decide, extraction, fact, naming, retracting
 from helpers.stores import chroma_collection
-
-
-def decide(**by_word):
-    """A reconcile responder: the decision (an answer to the request) for the new
-    fact that contains a word, else ADD."""
-
-    def answer(body):
-        new_fact, _ = decision_input(body)
-        for word, decision in by_word.items():
-            if word in new_fact:
-                return decision(body)
-        return {"action": "ADD", "memory": None, "text": None}
-
-    return answer
 
 
 def say(app, text):
@@ -36,7 +22,9 @@ def stored_then_superseded(app, server, existing, category, facts, *, by_word):
     app.store.add(existing, category=category)
     [old] = app.store.list()
     server.script("extraction", extraction(*facts))
-    server.script("reconcile", *[decide(**{by_word: naming(old.content, "SUPERSEDE")})] * len(facts))
+    answer = decide(**{by_word: naming(old.content, "SUPERSEDE")})
+    server.script("reconcile", *[answer] * len(facts))
+    server.script("reconcile_many", answer)
     return old
 
 
@@ -176,17 +164,21 @@ def test_undo_survives_a_restart(make_app, server, run_repl):
 
 
 def test_undo_waits_for_the_extraction_of_the_last_message(make_app, server, run_repl, monkeypatch):
-    app = make_app()
+    app = make_app(extraction_batch=1)  # read after its own reply (a held message shows nothing to undo)
     held = server.hold("extraction", extraction(fact("The learner plays the violin.", "hobby")))
-    wait = app.wait_for_extraction
+    wait = app.worker.wait_idle
+
+    waited: list[bool] = []
 
     def answer_once_undo_waits(*args, **kwargs):
-        assert not held.answered.is_set()  # the extraction is still running when undo is typed
-        held.release()
+        if not waited:  # undo's wait: the extraction is still running when undo is typed
+            waited.append(held.answered.is_set())
+            held.release()
         return wait(*args, **kwargs)
 
-    monkeypatch.setattr(app, "wait_for_extraction", answer_once_undo_waits)
+    monkeypatch.setattr(app.worker, "wait_idle", answer_once_undo_waits)
     t = run_repl(app, ["I play the violin.", "undo"], settle=False)
+    assert waited == [False]
     assert "removed" in t.text and "violin" in t.text
     assert contents(app) == []
 

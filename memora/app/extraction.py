@@ -73,6 +73,7 @@ from memora.engine.prompts import (
     EXTRACTION_INPUT_MANY,
     EXTRACTION_PROMPT,
     MISTAKE_STYLE,
+    RECONCILE_MANY_PROMPT,
     RECONCILE_PROMPT,
 )
 from memora.engine.records import MAX_MEMORY_CHARS, MemoryRecord
@@ -214,6 +215,62 @@ class MemoryDecision(BaseModel):
     @classmethod
     def _number(cls, value: object) -> int | None:
         return _listed_number(value)
+
+
+class FactDecision(BaseModel):
+    fact: str  # its letter in the list of new facts
+    action: Literal["ADD", "UPDATE", "SUPERSEDE", "NOOP"]
+    memory: int | None = None
+    text: str | None = None
+
+    @field_validator("memory", mode="before")
+    @classmethod
+    def _number(cls, value: object) -> int | None:
+        return _listed_number(value)
+
+
+class MemoryDecisions(BaseModel):
+    """Decisions about several new facts of one reading, in one call."""
+
+    decisions: list[FactDecision]
+
+    @field_validator("decisions", mode="before")
+    @classmethod
+    def _each_on_its_own(cls, value: object) -> object:
+        """A malformed decision is dropped, not the whole answer: its fact is then
+        decided by a call of its own, and the others keep theirs."""
+        if not isinstance(value, list):
+            return value  # not a list at all: a malformed answer
+        kept = []
+        for item in value:
+            try:
+                kept.append(item if isinstance(item, FactDecision) else FactDecision.model_validate(item))
+            except ValidationError:
+                log.warning("a malformed decision in a shared answer: %s", shorten(repr(item), 80))
+        return kept
+
+
+def _fact_label(index: int) -> str:
+    return chr(ord("A") + index) if index < 26 else f"A{index}"
+
+
+def _fact_index(label: str, count: int) -> int | None:
+    wanted = (label or "").strip().rstrip(".").upper()
+    return next((n for n in range(count) if _fact_label(n) == wanted), None)
+
+
+@dataclass
+class PlannedFact:
+    """A new fact checked, embedded and beside its related memories, waiting for its decision."""
+
+    fact: ExtractedFact
+    text: str
+    memory_type: str
+    category: str
+    event_date: date | None
+    vector: list[float]
+    candidates: list[Candidate]
+    said_at: datetime
 
 
 class CorrectionDecision(BaseModel):
@@ -567,20 +624,8 @@ class Extractor:
                 again=again["corrections"],
                 item=correction,
             )
-        for fact in result.facts:
-            if self.cancelled:
-                return outcome
-            if outcome.full:  # nothing more can be added; the learner was told
-                outcome.skipped.append(Skipped("fact", shorten(fact.text, 60), "memory is full"))
-                continue
-            self._isolated(
-                outcome,
-                "fact",
-                fact.text,
-                lambda f=fact: self._apply_fact(f, job, outcome),
-                again=again["facts"],
-                item=fact,
-            )
+        if self._apply_facts(result.facts, job, outcome, again["facts"]):
+            return outcome
         for change in result.profile_changes:
             if self.cancelled:
                 return outcome
@@ -638,7 +683,63 @@ class Extractor:
             return None
         return resolve_event_date(fact.event_date, fact.event_phrase, said_at, sentence=fact.text)
 
-    def _apply_fact(self, fact: ExtractedFact, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
+    def _apply_facts(
+        self, facts: list[ExtractedFact], job: ExtractionJob, outcome: ExtractionOutcome, again: list
+    ) -> bool:
+        """Each fact of a reading, on its own: planned (checked, embedded, its related
+        memories found), decided, applied. Facts that need a decision share one
+        call; returns True when the learner was deleted meanwhile."""
+        planned: list[PlannedFact] = []
+        for fact in facts:
+            if self.cancelled:
+                return True
+            if outcome.full:  # nothing more can be added; the learner was told
+                outcome.skipped.append(Skipped("fact", shorten(fact.text, 60), "memory is full"))
+                continue
+            found: list[PlannedFact] = []
+            self._isolated(
+                outcome,
+                "fact",
+                fact.text,
+                lambda f=fact, out=found: out.extend(self._plan_fact(f, job, outcome, planned)),
+                again=again,
+                item=fact,
+            )
+            planned.extend(found)
+        deciding = [p for p in planned if p.candidates]
+        decisions: dict[int, tuple[MemoryDecision, str | None]] = {}
+        if len(deciding) > 1 and not self.cancelled:
+            try:
+                decisions = self._decide_many(deciding)
+            except RETRYABLE_ERRORS as error:  # their own (shared) call failed: all kept to run again
+                log.warning("%d facts kept to retry: %s", len(deciding), error)
+                again.extend(p.fact for p in deciding)
+                outcome.retry_reason = str(error)
+                planned = [p for p in planned if not p.candidates]
+            except Exception:  # a bug: each fact gets its own call instead
+                log.exception("the shared decision failed; deciding each fact on its own")
+        # A fact the shared answer left out (or decided malformed) gets its own call (_apply_planned).
+        for plan in planned:
+            if self.cancelled:
+                return True
+            if outcome.full:
+                outcome.skipped.append(Skipped("fact", shorten(plan.text, 60), "memory is full"))
+                continue
+            self._isolated(
+                outcome,
+                "fact",
+                plan.text,
+                lambda p=plan: self._apply_planned(p, decisions.get(id(p)), outcome),
+                again=again,
+                item=plan.fact,
+            )
+        return False
+
+    def _plan_fact(
+        self, fact: ExtractedFact, job: ExtractionJob, outcome: ExtractionOutcome, earlier: list[PlannedFact]
+    ) -> list[PlannedFact]:
+        """Everything about one fact short of the decision; [] when it is already
+        known (stored, or said by an earlier fact of the same reading)."""
         store = self.store
         # Checked before anything is embedded or asked: raises for an empty or over-long text.
         text, memory_type, category = store.validate(fact.text, fact.memory_type, fact.category)
@@ -646,7 +747,9 @@ class Extractor:
         existing = store.catalog.find_exact(text)
         if existing is not None:
             self._refresh(existing.id, outcome)
-            return
+            return []
+        if any(lexical.say_the_same(text, other.text) for other in earlier):
+            return []  # the reading says it twice (two messages of a batch): stored once
         vector = store.embed([text])[0]  # once, for the candidates and for storing
         candidates = self.candidates(text, vector, category)
         repeat = next(
@@ -659,8 +762,21 @@ class Extractor:
         )
         if repeat is not None:
             self._refresh(repeat.record.id, outcome)
-            return
-        decision, target = self._decide(text, candidates)
+            return []
+        return [PlannedFact(fact, text, memory_type, category, event_date, vector, candidates, job.said_at)]
+
+    def _apply_planned(
+        self, plan: PlannedFact, shared: tuple[MemoryDecision, str | None] | None, outcome: ExtractionOutcome
+    ) -> None:
+        """Apply one planned fact: its decision from a shared call, else its own call."""
+        store = self.store
+        text, candidates = plan.text, plan.candidates
+        if shared is None:
+            decision, target = self._decide(text, candidates)
+        else:
+            decision, named = shared
+            target = store.get(named) if named else None  # still current? an earlier fact may have changed it
+            target = target if target is not None and target.is_current else None
         if decision.action == "NOOP" and candidates:
             self._refresh((target or min(candidates, key=lambda c: c.distance).record).id, outcome)
             return
@@ -669,7 +785,12 @@ class Extractor:
             if not merged or len(merged) > MAX_MEMORY_CHARS:
                 merged = text  # an unusable merged text: keep the learner's fact as said
             new = store.supersede(
-                target.id, merged, reason="update", memory_type=memory_type, category=category, event_date=event_date
+                target.id,
+                merged,
+                reason="update",
+                memory_type=plan.memory_type,
+                category=plan.category,
+                event_date=plan.event_date,
             )
             outcome.updated.append((target.id, new.id))
             return
@@ -678,23 +799,23 @@ class Extractor:
                 target.id,
                 text,
                 reason="contradiction",
-                memory_type=memory_type,
-                category=category,
-                event_date=event_date,
-                vector=vector,
+                memory_type=plan.memory_type,
+                category=plan.category,
+                event_date=plan.event_date,
+                vector=plan.vector,
             )
             outcome.superseded.append((target.id, new.id))
             return
         # ADD, or an UPDATE/SUPERSEDE naming no current listed memory: adding never hides a true fact.
         added = store.add(
             text,
-            memory_type=memory_type,
-            category=category,
-            created_at=job.said_at,
+            memory_type=plan.memory_type,
+            category=plan.category,
+            created_at=plan.said_at,
             source="extracted",
-            event_date=event_date,
+            event_date=plan.event_date,
             dedup=False,
-            vector=vector,
+            vector=plan.vector,
         )
         outcome.added.append(added.id)
 
@@ -711,6 +832,33 @@ class Extractor:
         payload = f"New fact: {text}\n{self._listing(candidates)}"
         decision = self._parse(RECONCILE_PROMPT, payload, MemoryDecision, "Memory reconciliation")
         return decision, self._listed(candidates, decision.memory)
+
+    def _decide_many(self, plans: list[PlannedFact]) -> dict[int, tuple[MemoryDecision, str | None]]:
+        """One call decides several new facts of a reading, each against the union of
+        their related memories: the instructions, the schema and the memories they
+        share are paid once. Each decision names its memory by its number in that
+        union (every fact was shown all of it); a number outside it names none. A
+        fact the answer leaves out is not in the result: it is decided by a call
+        of its own."""
+        union: list[Candidate] = []
+        seen: set[str] = set()
+        for plan in plans:
+            for candidate in plan.candidates:
+                if candidate.record.id not in seen:
+                    seen.add(candidate.record.id)
+                    union.append(candidate)
+        facts = "\n".join(f"{_fact_label(n)}. {plan.text}" for n, plan in enumerate(plans))
+        payload = f"New facts:\n{facts}\n{self._listing(union)}"
+        answer: MemoryDecisions = self._parse(RECONCILE_MANY_PROMPT, payload, MemoryDecisions, "Memory reconciliation")
+        decided: dict[int, tuple[MemoryDecision, str | None]] = {}
+        for item in answer.decisions:
+            index = _fact_index(item.fact, len(plans))
+            if index is None or id(plans[index]) in decided:
+                continue  # a fact not listed, or decided twice: the first decision holds
+            named = union[item.memory - 1].record.id if item.memory and 1 <= item.memory <= len(union) else None
+            decision = MemoryDecision(action=item.action, memory=None, text=item.text)
+            decided[id(plans[index])] = (decision, named)
+        return decided
 
     @staticmethod
     def _listing(candidates: list[Candidate]) -> str:

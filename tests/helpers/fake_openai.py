@@ -25,6 +25,7 @@ HOLD_LIMIT = 60.0
 SCHEMA_KINDS = {
     "ExtractionResult": "extraction",
     "MemoryDecision": "reconcile",
+    "MemoryDecisions": "reconcile_many",  # several facts of one reading decided in one call
     "CorrectionDecision": "correction",
     "ReviewGrade": "grading",
 }
@@ -209,6 +210,8 @@ def default_answer(kind: str, body: dict, n: int) -> Any:
         return {"facts": [], "profile_changes": [], "corrections": [], "mistakes": []}
     if kind == "reconcile":
         return {"action": "ADD", "memory": None, "text": None}
+    if kind == "reconcile_many":
+        return {"decisions": []}  # no decision names a fact: each is added
     if kind == "correction":
         return {"memories": []}
     if kind == "grading":

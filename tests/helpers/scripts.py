@@ -31,7 +31,7 @@ def decision_input(request) -> tuple[str, dict[int, str]]:
     body = getattr(request, "body", request)
     fact_line, _, listing = body["input"][0]["content"].partition("\nMemories:\n")
     listed = {int(m.group(1)): m.group(2) for m in re.finditer(r"^(\d+)\. (.*)$", listing, re.MULTILINE)}
-    return fact_line.split(": ", 1)[1], listed
+    return fact_line.split(": ", 1)[1] if ": " in fact_line else fact_line, listed  # several facts: all of them
 
 
 def number_of(request, text) -> int | None:
@@ -51,3 +51,35 @@ def naming(text, action="SUPERSEDE", merged=None):
 def retracting(*texts):
     """A correction-lookup answer (to script) naming the listed memories ``texts``."""
     return lambda body: {"memories": [n for t in texts if (n := number_of(body, t)) is not None]}
+
+
+def decisions_input(request) -> tuple[dict[str, str], dict[int, str]]:
+    """What a shared decision (several new facts of one reading) was sent: the new
+    facts by letter, and the listed memories by number."""
+    body = getattr(request, "body", request)
+    facts_part, _, listing = body["input"][0]["content"].partition("\nMemories:\n")
+    facts = {m.group(1): m.group(2) for m in re.finditer(r"^([A-Z]\d*)\. (.*)$", facts_part, re.MULTILINE)}
+    listed = {int(m.group(1)): m.group(2) for m in re.finditer(r"^(\d+)\. (.*)$", listing, re.MULTILINE)}
+    return facts, listed
+
+
+ADD = {"action": "ADD", "memory": None, "text": None}
+
+
+def decide(**by_word):
+    """A decision responder, for one new fact or several decided together: each new
+    fact containing a word gets that word's answer (``naming(...)``), the others ADD."""
+
+    def one(new_fact, body):
+        for word, decision in by_word.items():
+            if word in new_fact:
+                return decision(body)
+        return dict(ADD)
+
+    def answer(body):
+        facts, _ = decisions_input(body)
+        if facts:
+            return {"decisions": [{"fact": letter, **one(text, body)} for letter, text in facts.items()]}
+        return one(decision_input(body)[0], body)
+
+    return answer
