@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from helpers.fake_openai import Error
-from helpers.scripts import ADD, decision_input, decisions_input, extraction, fact, say
+from helpers.scripts import ADD, decide, decision_input, decisions_input, extraction, fact, naming, say
 
 
 def _shared(answer_for):
@@ -31,65 +31,78 @@ def _facts(app):
     return sorted(r.content for r in app.store.list())
 
 
-def test_two_facts_of_one_message_are_decided_in_one_call_each_on_its_own(make_app, server):
-    app = make_app()
-    app.store.add("The learner lives in Taipei.", category="identity")
-    app.store.add("The learner works at a bank.", category="identity")
-    server.script(
-        "extraction",
-        extraction(
-            fact("The learner moved to Tokyo last month.", "identity"),
-            fact("The learner now works at Sony.", "identity"),
-        ),
-    )
+TOKYO, TENNIS = "The learner moved to Tokyo last month.", "The learner took up tennis."
+
+
+def _two_unrelated_facts(app, server):
+    """Two facts of one message that cannot change each other (other categories, no
+    word in common, apart in meaning), each beside a memory it may replace."""
+    taipei = app.store.add("The learner lives in Taipei.", category="identity")
+    golf = app.store.add("The learner plays golf.", category="hobby")
+    server.script("extraction", extraction(fact(TOKYO, "identity"), fact(TENNIS, "hobby")))
+    return taipei, golf
+
+
+def test_two_unrelated_facts_of_one_message_are_decided_in_one_call_each_on_its_own(make_app, server, local_embedder):
+    app = make_app(embedder=local_embedder)
+    _two_unrelated_facts(app, server)
 
     def decide(new, listed):
         if "Tokyo" in new:
             return "SUPERSEDE", "The learner lives in Taipei.", None
-        return "SUPERSEDE", "The learner works at a bank.", None
+        return "ADD", None, None
 
     server.script("reconcile_many", _shared(decide))
-    say(app, "I moved to Tokyo last month and now I work at Sony.")
-    assert _facts(app) == ["The learner moved to Tokyo last month.", "The learner now works at Sony."]
+    say(app, "I moved to Tokyo last month and took up tennis.")
+    assert _facts(app) == sorted(["The learner plays golf.", TENNIS, TOKYO])
     [call] = server.of_kind("reconcile_many")
     assert server.of_kind("reconcile") == []  # one call, not one per fact
     content = call.input[0]["content"]
-    assert content.startswith(
-        "New facts:\nA. The learner moved to Tokyo last month.\nB. The learner now works at Sony."
-    )
-    facts, listed = decisions_input(call)
-    assert {"The learner lives in Taipei.", "The learner works at a bank."} <= set(listed.values())
-    assert sum(text == "The learner lives in Taipei." for text in listed.values()) == 1  # the union, once each
+    assert content.startswith(f"New facts:\nA. {TOKYO}\nB. {TENNIS}\nMemories:\n")
+    _, listed = decisions_input(call)
+    assert {"The learner lives in Taipei.", "The learner plays golf."} <= set(listed.values())
+    assert len(listed) == len(set(listed.values()))  # the union, each memory once
     schema = call.body["text"]["format"]
     assert schema["name"] == "MemoryDecisions" and schema["strict"] is True
 
 
-def test_two_decisions_naming_one_memory_change_it_once_and_add_the_other(make_app, server):
+def test_a_shared_decision_naming_a_memory_changed_meanwhile_is_decided_again_on_its_own(
+    make_app, server, local_embedder
+):
+    app = make_app(embedder=local_embedder)
+    taipei, _ = _two_unrelated_facts(app, server)
+    server.script("reconcile_many", _shared(lambda new, listed: ("SUPERSEDE", "The learner lives in Taipei.", None)))
+    server.script("reconcile", ADD)
+    say(app, "I moved to Tokyo last month and took up tennis.")
+    # A replaced Taipei; B named it too, but it was no longer current: B was decided again
+    assert _facts(app) == sorted(["The learner plays golf.", TENNIS, TOKYO])
+    [again] = server.of_kind("reconcile")
+    new_fact, listed = decision_input(again)
+    assert new_fact == TENNIS and "The learner lives in Taipei." not in listed.values()
+    assert not app.store.get(taipei.id).is_current
+
+
+def test_facts_of_one_reading_that_may_change_each_other_are_decided_one_after_the_other(make_app, server):
     app = make_app()
     app.store.add("The learner lives in Taipei.", category="identity")
     server.script(
         "extraction",
         extraction(fact("The learner lives in Tokyo.", "identity"), fact("The learner lives in Osaka.", "identity")),
     )
-    server.script("reconcile_many", _shared(lambda new, listed: ("SUPERSEDE", "The learner lives in Taipei.", None)))
-    say(app, "I live in Tokyo. Well, Osaka.")
-    # the second SUPERSEDE names a memory the first already replaced: adding never hides a true fact
-    assert _facts(app) == ["The learner lives in Osaka.", "The learner lives in Tokyo."]
-    [taipei] = [r for r in app.store.list(include_superseded=True) if "Taipei" in r.content]
-    assert not taipei.is_current
-
-
-def test_a_fact_left_out_or_decided_malformed_gets_its_own_call(make_app, server):
-    app = make_app()
-    app.store.add("The learner lives in Taipei.", category="identity")
-    app.store.add("The learner likes jazz.", category="preference")
     server.script(
-        "extraction",
-        extraction(
-            fact("The learner moved to Tokyo.", "identity"),
-            fact("The learner likes 1960s jazz.", "preference"),
-        ),
+        "reconcile",
+        naming("The learner lives in Taipei."),  # Tokyo replaces Taipei
+        naming("The learner lives in Tokyo."),  # then Osaka, decided against Tokyo, replaces it
     )
+    say(app, "I live in Tokyo. Well, Osaka.")
+    assert _facts(app) == ["The learner lives in Osaka."]
+    assert server.of_kind("reconcile_many") == []
+    assert "The learner lives in Tokyo." in decision_input(server.of_kind("reconcile")[1])[1].values()
+
+
+def test_a_fact_left_out_or_decided_malformed_gets_its_own_call(make_app, server, local_embedder):
+    app = make_app(embedder=local_embedder)
+    _two_unrelated_facts(app, server)
 
     def shared(body):
         facts, listed = decisions_input(body)
@@ -102,18 +115,11 @@ def test_a_fact_left_out_or_decided_malformed_gets_its_own_call(make_app, server
         }
 
     server.script("reconcile_many", shared)
-    server.script(
-        "reconcile",
-        lambda body: {
-            "action": "UPDATE",
-            "memory": next(n for n, t in decision_input(body)[1].items() if t == "The learner likes jazz."),
-            "text": "The learner likes 1960s jazz.",
-        },
-    )
-    say(app, "I moved to Tokyo. And I love 1960s jazz.")
-    assert _facts(app) == ["The learner likes 1960s jazz.", "The learner moved to Tokyo."]
+    server.script("reconcile", naming("The learner plays golf.", "SUPERSEDE"))
+    say(app, "I moved to Tokyo last month and took up tennis.")
+    assert _facts(app) == sorted([TENNIS, TOKYO])
     [own] = server.of_kind("reconcile")
-    assert decision_input(own)[0] == "The learner likes 1960s jazz."
+    assert decision_input(own)[0] == TENNIS
 
 
 def test_a_number_outside_the_listing_or_a_letter_not_given_changes_nothing(make_app, server):
@@ -138,29 +144,27 @@ def test_a_number_outside_the_listing_or_a_letter_not_given_changes_nothing(make
     assert "The learner moved to Tokyo." in _facts(app)
 
 
-def test_a_failed_shared_call_keeps_every_fact_to_retry_and_loses_nothing_else(make_app, server):
-    app = make_app()
+def test_a_failed_shared_call_keeps_every_fact_to_retry_and_loses_nothing_else(make_app, server, local_embedder):
+    app = make_app(embedder=local_embedder)
     app.store.add("The learner lives in Taipei.", category="identity")
+    app.store.add("The learner plays golf.", category="hobby")
     server.script(
         "extraction",
         extraction(
-            fact("The learner moved to Tokyo.", "identity"),
-            fact("The learner works at Sony.", "identity"),
+            fact(TOKYO, "identity"),
+            fact(TENNIS, "hobby"),
             profile_changes=[{"field": "learning_goal", "action": "add", "value": "business email", "evidence": "x"}],
         ),
     )
     server.script("reconcile_many", Error(500, "down"), {"decisions": []})
     server.script("reconcile", ADD, ADD)
-    say(app, "I moved to Tokyo and work at Sony. I want to write business emails.")
-    assert _facts(app) == ["The learner lives in Taipei."]
+    say(app, "I moved to Tokyo last month and took up tennis. I want to write business emails.")
+    assert _facts(app) == ["The learner lives in Taipei.", "The learner plays golf."]
     assert app.profiles.get().learning_goals == ["business email"]
     kept = json.loads(app.paths.session.read_text())["pending_extractions"]
-    assert [f["text"] for f in kept[0]["remaining"]["facts"]] == [
-        "The learner moved to Tokyo.",
-        "The learner works at Sony.",
-    ]
+    assert [f["text"] for f in kept[0]["remaining"]["facts"]] == [TOKYO, TENNIS]
     assert app.retry_pending_extractions() == 1 and app.wait_for_extraction(10)
-    assert _facts(app) == ["The learner lives in Taipei.", "The learner moved to Tokyo.", "The learner works at Sony."]
+    assert _facts(app) == sorted(["The learner lives in Taipei.", "The learner plays golf.", TENNIS, TOKYO])
 
 
 def test_a_fact_said_twice_in_one_reading_is_stored_once(make_app, server):
@@ -171,3 +175,68 @@ def test_a_fact_said_twice_in_one_reading_is_stored_once(make_app, server):
     )
     say(app, "I have a cat. Did I say I have a cat?")
     assert _facts(app) == ["The learner has a cat."]
+
+
+def first_listed(action, *texts):
+    """Name the first of ``texts`` the decision lists (as a model would: the current one)."""
+
+    def answer(body):
+        _, listed = decision_input(body)
+        for text in texts:
+            if text in listed.values():
+                return naming(text, action)(body)
+        return dict(ADD)
+
+    return answer
+
+
+def test_facts_differing_only_in_a_symbol_are_both_kept(make_app, server):
+    """ "I know C and C++": two facts, not one said twice."""
+    app = make_app()
+    server.script(
+        "extraction",
+        extraction(fact("The learner knows C.", "identity"), fact("The learner knows C++.", "identity")),
+    )
+    server.script("reconcile", ADD)
+    say(app, "I know C and C++.")
+    assert set(_facts(app)) == {"The learner knows C.", "The learner knows C++."}
+
+
+def test_a_noop_naming_a_memory_an_earlier_fact_replaced_does_not_lose_the_fact(make_app, server):
+    app = make_app()
+    app.store.add("The learner lives in Taipei.", category="identity")
+    server.script(
+        "extraction",
+        extraction(
+            fact("The learner moved to Tokyo last month.", "identity"),
+            fact("The learner still lives in Taipei for now.", "identity"),
+        ),
+    )
+    # B agrees with Taipei while it is listed; one at a time it saw Tokyo instead and replaced it
+    noop_or_replace = lambda body: (  # noqa: E731
+        naming("The learner lives in Taipei.", "NOOP")(body)
+        if "The learner lives in Taipei." in decision_input(body)[1].values()
+        else first_listed("SUPERSEDE", "The learner moved to Tokyo last month.")(body)
+    )
+    answer = decide(Tokyo=naming("The learner lives in Taipei.", "SUPERSEDE"), still=noop_or_replace)
+    server.script("reconcile_many", answer)
+    server.script("reconcile", answer, answer)
+    say(app, "I moved to Tokyo last month. Well, I still live in Taipei for now.")
+    current = " ".join(_facts(app))
+    assert "Taipei" in current  # B said so, and nothing current says it any more
+    touched = [r for r in app.store.list(include_superseded=True) if not r.is_current]
+    assert not any(r.last_seen and r.last_seen > r.created_at for r in touched)
+
+
+def test_a_new_fact_is_decided_against_an_earlier_new_fact_of_the_reading(make_app, server):
+    # nothing stored yet: A is added; B ("...named Tom") used to be decided beside A
+    app = make_app()
+    server.script(
+        "extraction",
+        extraction(fact("The learner has a cat.", "identity"), fact("The learner has a cat named Tom.", "identity")),
+    )
+    server.script(
+        "reconcile", decide(Tom=naming("The learner has a cat.", "UPDATE", "The learner has a cat named Tom."))
+    )
+    say(app, "I have a cat. Her name is Tom.")
+    assert _facts(app) == ["The learner has a cat named Tom."]

@@ -44,11 +44,12 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import queue
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Literal
 
@@ -687,25 +688,41 @@ class Extractor:
         self, facts: list[ExtractedFact], job: ExtractionJob, outcome: ExtractionOutcome, again: list
     ) -> bool:
         """Each fact of a reading, on its own: planned (checked, embedded, its related
-        memories found), decided, applied. Facts that need a decision share one
-        call; returns True when the learner was deleted meanwhile."""
-        planned: list[PlannedFact] = []
-        for fact in facts:
-            if self.cancelled:
+        memories found), decided, applied. Facts are taken in rounds: a fact related
+        to an earlier fact of the round (close in meaning, or a word in common)
+        waits for the next round, planned again once the earlier one is stored, so
+        "I live in Tokyo. Well, Osaka." and "a cat" then "a cat named Tom" are
+        decided against each other, as one at a time. The facts of a round that need
+        a decision share one call. Returns True when the learner was deleted meanwhile."""
+        vectors: dict[str, list[float]] = {}  # a fact planned again is not embedded again
+        waiting = list(facts)
+        while waiting:
+            planned: list[PlannedFact] = []
+            later: list[ExtractedFact] = []
+            for fact in waiting:
+                if self.cancelled:
+                    return True
+                if outcome.full:  # nothing more can be added; the learner was told
+                    outcome.skipped.append(Skipped("fact", shorten(fact.text, 60), "memory is full"))
+                    continue
+                found: list[PlannedFact] = []
+                self._isolated(
+                    outcome,
+                    "fact",
+                    fact.text,
+                    lambda f=fact, out=found: out.extend(self._plan_fact(f, job, outcome, vectors)),
+                    again=again,
+                    item=fact,
+                )
+                for plan in found:
+                    (later if any(self._related(plan, p) for p in planned) else planned).append(plan)
+            if self._apply_round(planned, outcome, again):
                 return True
-            if outcome.full:  # nothing more can be added; the learner was told
-                outcome.skipped.append(Skipped("fact", shorten(fact.text, 60), "memory is full"))
-                continue
-            found: list[PlannedFact] = []
-            self._isolated(
-                outcome,
-                "fact",
-                fact.text,
-                lambda f=fact, out=found: out.extend(self._plan_fact(f, job, outcome, planned)),
-                again=again,
-                item=fact,
-            )
-            planned.extend(found)
+            waiting = [plan.fact for plan in later]
+        return False
+
+    def _apply_round(self, planned: list[PlannedFact], outcome: ExtractionOutcome, again: list) -> bool:
+        """Decide (in one shared call when several need it) and apply one round's facts."""
         deciding = [p for p in planned if p.candidates]
         decisions: dict[int, tuple[MemoryDecision, str | None]] = {}
         if len(deciding) > 1 and not self.cancelled:
@@ -735,11 +752,27 @@ class Extractor:
             )
         return False
 
+    def _related(self, a: PlannedFact, b: PlannedFact) -> bool:
+        """Whether one new fact may change what the other says (see _apply_facts): a
+        word in common, or within the store's related distance. A shared category
+        alone is not enough (most facts of a reading share one); a decision that
+        names a memory an earlier fact changed is decided again anyway."""
+        words = set(lexical.query_terms(a.text)) - _SUBJECT_TERMS
+        if words & (set(lexical.query_terms(b.text)) - _SUBJECT_TERMS):
+            return True
+        dot = sum(x * y for x, y in zip(a.vector, b.vector))
+        norms = math.sqrt(sum(x * x for x in a.vector)) * math.sqrt(sum(y * y for y in b.vector))
+        return bool(norms) and 1.0 - dot / norms <= self.store.related_distance
+
     def _plan_fact(
-        self, fact: ExtractedFact, job: ExtractionJob, outcome: ExtractionOutcome, earlier: list[PlannedFact]
+        self,
+        fact: ExtractedFact,
+        job: ExtractionJob,
+        outcome: ExtractionOutcome,
+        vectors: dict[str, list[float]] | None = None,
     ) -> list[PlannedFact]:
-        """Everything about one fact short of the decision; [] when it is already
-        known (stored, or said by an earlier fact of the same reading)."""
+        """Everything about one fact short of the decision; [] when it is already stored."""
+        vectors = {} if vectors is None else vectors
         store = self.store
         # Checked before anything is embedded or asked: raises for an empty or over-long text.
         text, memory_type, category = store.validate(fact.text, fact.memory_type, fact.category)
@@ -748,38 +781,52 @@ class Extractor:
         if existing is not None:
             self._refresh(existing.id, outcome)
             return []
-        if any(lexical.say_the_same(text, other.text) for other in earlier):
-            return []  # the reading says it twice (two messages of a batch): stored once
-        vector = store.embed([text])[0]  # once, for the candidates and for storing
+        vector = vectors.get(text) or store.embed([text])[0]  # once, for the candidates and for storing
+        vectors[text] = vector
         candidates = self.candidates(text, vector, category)
-        repeat = next(
-            (
-                c
-                for c in sorted(candidates, key=lambda c: c.distance)
-                if is_near_duplicate(store.embedder.name, text, c.record.content, c.distance)
-            ),
-            None,
-        )
+        repeat = self._repeat_of(text, candidates)
         if repeat is not None:
             self._refresh(repeat.record.id, outcome)
             return []
         return [PlannedFact(fact, text, memory_type, category, event_date, vector, candidates, job.said_at)]
 
+    def _repeat_of(self, text: str, candidates: list[Candidate]) -> Candidate | None:
+        """The listed memory that already says ``text`` (see is_near_duplicate), nearest first."""
+        return next(
+            (
+                c
+                for c in sorted(candidates, key=lambda c: c.distance)
+                if is_near_duplicate(self.store.embedder.name, text, c.record.content, c.distance)
+            ),
+            None,
+        )
+
     def _apply_planned(
         self, plan: PlannedFact, shared: tuple[MemoryDecision, str | None] | None, outcome: ExtractionOutcome
     ) -> None:
-        """Apply one planned fact: its decision from a shared call, else its own call."""
+        """Apply one planned fact: its decision from a shared call, else its own call.
+        A shared decision naming a memory that changed since it was listed is not
+        acted on: the fact is decided again, on its own, against the store as it is."""
         store = self.store
         text, candidates = plan.text, plan.candidates
+        if shared is not None:
+            decision, named = shared
+            target = store.get(named) if named else None
+            if named and (target is None or not target.is_current):
+                plan = replace(plan, candidates=self.candidates(text, plan.vector, plan.category))
+                text, candidates, shared = plan.text, plan.candidates, None
+                repeat = self._repeat_of(text, candidates)
+                if repeat is not None:  # the fact that changed it said this very thing
+                    self._refresh(repeat.record.id, outcome)
+                    return
         if shared is None:
             decision, target = self._decide(text, candidates)
-        else:
-            decision, named = shared
-            target = store.get(named) if named else None  # still current? an earlier fact may have changed it
-            target = target if target is not None and target.is_current else None
-        if decision.action == "NOOP" and candidates:
-            self._refresh((target or min(candidates, key=lambda c: c.distance).record).id, outcome)
-            return
+        if decision.action == "NOOP":
+            current = [c for c in candidates if (r := store.get(c.record.id)) is not None and r.is_current]
+            known = target or (min(current, key=lambda c: c.distance).record if current else None)
+            if known is not None:  # "already stored": only ever a memory that still says it
+                self._refresh(known.id, outcome)
+                return
         if decision.action == "UPDATE" and target is not None:
             merged = clean_text(decision.text or "")
             if not merged or len(merged) > MAX_MEMORY_CHARS:
