@@ -94,10 +94,61 @@ def test_facts_of_one_reading_that_may_change_each_other_are_decided_one_after_t
         naming("The learner lives in Taipei."),  # Tokyo replaces Taipei
         naming("The learner lives in Tokyo."),  # then Osaka, decided against Tokyo, replaces it
     )
+    say(app, "I live in Tokyo. Well, Osaka.")  # the shared answer (the fake's default) decides neither
+    assert _facts(app) == ["The learner lives in Osaka."]
+    # Osaka was planned again after Tokyo was stored, and decided against it
+    assert "The learner lives in Tokyo." in decision_input(server.of_kind("reconcile")[1])[1].values()
+
+
+def test_a_shared_answer_may_name_an_earlier_new_fact_by_its_letter(make_app, server):
+    app = make_app()
+    taipei = app.store.add("The learner lives in Taipei.", category="identity")
+    server.script(
+        "extraction",
+        extraction(fact("The learner lives in Tokyo.", "identity"), fact("The learner lives in Osaka.", "identity")),
+    )
+
+    def shared(body):
+        _, listed = decisions_input(body)
+        number = {text: n for n, text in listed.items()}
+        return {
+            "decisions": [
+                {"fact": "A", "action": "SUPERSEDE", "memory": number["The learner lives in Taipei."], "text": None},
+                {"fact": "B", "action": "SUPERSEDE", "memory": None, "earlier": "A", "text": None},
+            ]
+        }
+
+    server.script("reconcile_many", shared)
     say(app, "I live in Tokyo. Well, Osaka.")
     assert _facts(app) == ["The learner lives in Osaka."]
-    assert server.of_kind("reconcile_many") == []
-    assert "The learner lives in Tokyo." in decision_input(server.of_kind("reconcile")[1])[1].values()
+    assert server.of_kind("reconcile") == []  # one call decided both
+    history = [r.content for r in app.store.list(include_superseded=True)]
+    assert sorted(history) == [
+        "The learner lives in Osaka.",
+        "The learner lives in Taipei.",
+        "The learner lives in Tokyo.",
+    ]
+    assert not app.store.get(taipei.id).is_current
+
+
+def test_a_letter_that_is_not_an_earlier_fact_names_nothing(make_app, server):
+    app = make_app()
+    server.script(
+        "extraction",
+        extraction(fact("The learner has a cat.", "identity"), fact("The learner has a cat named Tom.", "identity")),
+    )
+    server.script(
+        "reconcile_many",
+        {
+            "decisions": [
+                {"fact": "A", "action": "SUPERSEDE", "memory": None, "earlier": "B", "text": None},  # a later fact
+                {"fact": "B", "action": "NOOP", "memory": None, "earlier": "B", "text": None},  # itself
+            ]
+        },
+    )
+    server.script("reconcile", ADD)
+    say(app, "I have a cat. Her name is Tom.")
+    assert sorted(_facts(app)) == ["The learner has a cat named Tom.", "The learner has a cat."]
 
 
 def test_a_fact_left_out_or_decided_malformed_gets_its_own_call(make_app, server, local_embedder):

@@ -222,6 +222,7 @@ class FactDecision(BaseModel):
     fact: str  # its letter in the list of new facts
     action: Literal["ADD", "UPDATE", "SUPERSEDE", "NOOP"]
     memory: int | None = None
+    earlier: str | None = None  # the letter of an earlier new fact it repeats, refines or replaces
     text: str | None = None
 
     @field_validator("memory", mode="before")
@@ -258,6 +259,20 @@ def _fact_label(index: int) -> str:
 def _fact_index(label: str, count: int) -> int | None:
     wanted = (label or "").strip().rstrip(".").upper()
     return next((n for n in range(count) if _fact_label(n) == wanted), None)
+
+
+@dataclass(frozen=True)
+class SharedDecision:
+    """One fact's part of a shared answer: the decision, and what it acts on, either a
+    listed memory (its id) or an earlier new fact of the reading (its plan, resolved
+    by ``on`` to the memory that fact left once it is applied)."""
+
+    decision: MemoryDecision
+    memory: str | None = None
+    earlier: PlannedFact | None = None
+
+    def on(self, memory: str | None) -> SharedDecision:
+        return replace(self, memory=memory)
 
 
 @dataclass
@@ -688,43 +703,33 @@ class Extractor:
         self, facts: list[ExtractedFact], job: ExtractionJob, outcome: ExtractionOutcome, again: list
     ) -> bool:
         """Each fact of a reading, on its own: planned (checked, embedded, its related
-        memories found), decided, applied. Facts are taken in rounds: a fact related
-        to an earlier fact of the round (close in meaning, or a word in common)
-        waits for the next round, planned again once the earlier one is stored, so
-        "I live in Tokyo. Well, Osaka." and "a cat" then "a cat named Tom" are
-        decided against each other, as one at a time. The facts of a round that need
-        a decision share one call. Returns True when the learner was deleted meanwhile."""
+        memories found), decided, applied in order. The facts that need a decision
+        share one call: those with related memories, and those related to another
+        new fact of the reading (close in meaning, or a word in common), which the
+        call may name by its letter ("I live in Tokyo. Well, Osaka.": Osaka replaces
+        Tokyo). A related fact the shared answer leaves out is planned again once
+        the facts before it are stored and decided on its own, as one at a time.
+        Returns True when the learner was deleted meanwhile."""
         vectors: dict[str, list[float]] = {}  # a fact planned again is not embedded again
-        waiting = list(facts)
-        while waiting:
-            planned: list[PlannedFact] = []
-            later: list[ExtractedFact] = []
-            for fact in waiting:
-                if self.cancelled:
-                    return True
-                if outcome.full:  # nothing more can be added; the learner was told
-                    outcome.skipped.append(Skipped("fact", shorten(fact.text, 60), "memory is full"))
-                    continue
-                found: list[PlannedFact] = []
-                self._isolated(
-                    outcome,
-                    "fact",
-                    fact.text,
-                    lambda f=fact, out=found: out.extend(self._plan_fact(f, job, outcome, vectors)),
-                    again=again,
-                    item=fact,
-                )
-                for plan in found:
-                    (later if any(self._related(plan, p) for p in planned) else planned).append(plan)
-            if self._apply_round(planned, outcome, again):
+        plans: list[PlannedFact] = []
+        for fact in facts:
+            if self.cancelled:
                 return True
-            waiting = [plan.fact for plan in later]
-        return False
-
-    def _apply_round(self, planned: list[PlannedFact], outcome: ExtractionOutcome, again: list) -> bool:
-        """Decide (in one shared call when several need it) and apply one round's facts."""
-        deciding = [p for p in planned if p.candidates]
-        decisions: dict[int, tuple[MemoryDecision, str | None]] = {}
+            if outcome.full:  # nothing more can be added; the learner was told
+                outcome.skipped.append(Skipped("fact", shorten(fact.text, 60), "memory is full"))
+                continue
+            self._isolated(
+                outcome,
+                "fact",
+                fact.text,
+                lambda f=fact: plans.extend(self._plan_fact(f, job, outcome, vectors)),
+                again=again,
+                item=fact,
+            )
+        related = {id(p): any(self._related(p, q) for q in plans if q is not p) for p in plans}
+        before = {id(p): any(self._related(p, q) for q in plans[:n]) for n, p in enumerate(plans)}
+        deciding = [p for p in plans if p.candidates or related[id(p)]]
+        decisions: dict[int, SharedDecision] = {}
         if len(deciding) > 1 and not self.cancelled:
             try:
                 decisions = self._decide_many(deciding)
@@ -732,25 +737,50 @@ class Extractor:
                 log.warning("%d facts kept to retry: %s", len(deciding), error)
                 again.extend(p.fact for p in deciding)
                 outcome.retry_reason = str(error)
-                planned = [p for p in planned if not p.candidates]
+                kept = {id(p) for p in deciding}
+                plans = [p for p in plans if id(p) not in kept]
             except Exception:  # a bug: each fact gets its own call instead
                 log.exception("the shared decision failed; deciding each fact on its own")
-        # A fact the shared answer left out (or decided malformed) gets its own call (_apply_planned).
-        for plan in planned:
+        stored: dict[int, str] = {}  # plan -> the memory it left (added, changed or seen again)
+        for plan in plans:
             if self.cancelled:
                 return True
             if outcome.full:
                 outcome.skipped.append(Skipped("fact", shorten(plan.text, 60), "memory is full"))
                 continue
+            shared = decisions.get(id(plan))
+            if shared is not None and shared.earlier is not None:
+                shared = shared.on(stored.get(id(shared.earlier)))
             self._isolated(
                 outcome,
                 "fact",
                 plan.text,
-                lambda p=plan: self._apply_planned(p, decisions.get(id(p)), outcome),
+                lambda p=plan, d=shared: self._apply_one(p, d, job, outcome, vectors, stored, before[id(p)]),
                 again=again,
                 item=plan.fact,
             )
         return False
+
+    def _apply_one(
+        self,
+        plan: PlannedFact,
+        shared: SharedDecision | None,
+        job: ExtractionJob,
+        outcome: ExtractionOutcome,
+        vectors: dict[str, list[float]],
+        stored: dict[int, str],
+        after_related: bool,
+    ) -> None:
+        if shared is None and after_related:
+            # Left to a call of its own, after a fact it may change: planned again, so
+            # it is decided against that fact's memory as one at a time would be.
+            fresh = self._plan_fact(plan.fact, job, outcome, vectors)
+            if not fresh:
+                return  # the earlier fact stored it already
+            plan = fresh[0]
+        memory = self._apply_planned(plan, shared, outcome)
+        if memory is not None:
+            stored[id(plan)] = memory
 
     def _related(self, a: PlannedFact, b: PlannedFact) -> bool:
         """Whether one new fact may change what the other says (see _apply_facts): a
@@ -802,23 +832,23 @@ class Extractor:
         )
 
     def _apply_planned(
-        self, plan: PlannedFact, shared: tuple[MemoryDecision, str | None] | None, outcome: ExtractionOutcome
-    ) -> None:
+        self, plan: PlannedFact, shared: SharedDecision | None, outcome: ExtractionOutcome
+    ) -> str | None:
         """Apply one planned fact: its decision from a shared call, else its own call.
         A shared decision naming a memory that changed since it was listed is not
         acted on: the fact is decided again, on its own, against the store as it is."""
         store = self.store
         text, candidates = plan.text, plan.candidates
         if shared is not None:
-            decision, named = shared
+            decision, named = shared.decision, shared.memory
             target = store.get(named) if named else None
-            if named and (target is None or not target.is_current):
+            if (named or shared.earlier is not None) and (target is None or not target.is_current):
                 plan = replace(plan, candidates=self.candidates(text, plan.vector, plan.category))
                 text, candidates, shared = plan.text, plan.candidates, None
                 repeat = self._repeat_of(text, candidates)
                 if repeat is not None:  # the fact that changed it said this very thing
                     self._refresh(repeat.record.id, outcome)
-                    return
+                    return repeat.record.id
         if shared is None:
             decision, target = self._decide(text, candidates)
         if decision.action == "NOOP":
@@ -826,7 +856,7 @@ class Extractor:
             known = target or (min(current, key=lambda c: c.distance).record if current else None)
             if known is not None:  # "already stored": only ever a memory that still says it
                 self._refresh(known.id, outcome)
-                return
+                return known.id
         if decision.action == "UPDATE" and target is not None:
             merged = clean_text(decision.text or "")
             if not merged or len(merged) > MAX_MEMORY_CHARS:
@@ -840,7 +870,7 @@ class Extractor:
                 event_date=plan.event_date,
             )
             outcome.updated.append((target.id, new.id))
-            return
+            return new.id
         if decision.action == "SUPERSEDE" and target is not None:
             new = store.supersede(
                 target.id,
@@ -852,7 +882,7 @@ class Extractor:
                 vector=plan.vector,
             )
             outcome.superseded.append((target.id, new.id))
-            return
+            return new.id
         # ADD, or an UPDATE/SUPERSEDE naming no current listed memory: adding never hides a true fact.
         added = store.add(
             text,
@@ -865,6 +895,7 @@ class Extractor:
             vector=plan.vector,
         )
         outcome.added.append(added.id)
+        return added.id
 
     def _refresh(self, memory_id: str, outcome: ExtractionOutcome) -> None:
         """A fact already known: its memory is seen again, nothing is added."""
@@ -880,13 +911,13 @@ class Extractor:
         decision = self._parse(RECONCILE_PROMPT, payload, MemoryDecision, "Memory reconciliation")
         return decision, self._listed(candidates, decision.memory)
 
-    def _decide_many(self, plans: list[PlannedFact]) -> dict[int, tuple[MemoryDecision, str | None]]:
+    def _decide_many(self, plans: list[PlannedFact]) -> dict[int, SharedDecision]:
         """One call decides several new facts of a reading, each against the union of
         their related memories: the instructions, the schema and the memories they
         share are paid once. Each decision names its memory by its number in that
-        union (every fact was shown all of it); a number outside it names none. A
-        fact the answer leaves out is not in the result: it is decided by a call
-        of its own."""
+        union (every fact was shown all of it), or an earlier new fact by its letter;
+        a number outside the union or a letter not before it names none. A fact the
+        answer leaves out is not in the result: it is decided by a call of its own."""
         union: list[Candidate] = []
         seen: set[str] = set()
         for plan in plans:
@@ -897,14 +928,18 @@ class Extractor:
         facts = "\n".join(f"{_fact_label(n)}. {plan.text}" for n, plan in enumerate(plans))
         payload = f"New facts:\n{facts}\n{self._listing(union)}"
         answer: MemoryDecisions = self._parse(RECONCILE_MANY_PROMPT, payload, MemoryDecisions, "Memory reconciliation")
-        decided: dict[int, tuple[MemoryDecision, str | None]] = {}
+        decided: dict[int, SharedDecision] = {}
         for item in answer.decisions:
             index = _fact_index(item.fact, len(plans))
             if index is None or id(plans[index]) in decided:
                 continue  # a fact not listed, or decided twice: the first decision holds
-            named = union[item.memory - 1].record.id if item.memory and 1 <= item.memory <= len(union) else None
             decision = MemoryDecision(action=item.action, memory=None, text=item.text)
-            decided[id(plans[index])] = (decision, named)
+            earlier = _fact_index(item.earlier or "", index)  # only a fact before it
+            if earlier is not None and item.action != "ADD":
+                decided[id(plans[index])] = SharedDecision(decision, earlier=plans[earlier])
+                continue
+            named = union[item.memory - 1].record.id if item.memory and 1 <= item.memory <= len(union) else None
+            decided[id(plans[index])] = SharedDecision(decision, memory=named)
         return decided
 
     @staticmethod
