@@ -291,3 +291,43 @@ def test_a_new_fact_is_decided_against_an_earlier_new_fact_of_the_reading(make_a
     )
     say(app, "I have a cat. Her name is Tom.")
     assert _facts(app) == ["The learner has a cat named Tom."]
+
+
+def test_a_fact_said_twice_in_other_words_is_stored_once_even_when_both_are_added(make_app, server):
+    app = make_app()
+    server.script(
+        "extraction",
+        extraction(
+            fact("The learner plays tennis on weekends.", "hobby"),
+            fact("On weekends the learner plays tennis.", "hobby"),
+        ),
+    )
+    server.script(
+        "reconcile_many",
+        {"decisions": [{"fact": letter, **ADD} for letter in "AB"]},
+    )
+    say(app, "I play tennis on weekends. On weekends I play tennis.")
+    assert _facts(app) == ["The learner plays tennis on weekends."]
+
+
+def test_a_decision_with_a_letter_that_names_no_earlier_fact_gets_its_own_call(make_app, server):
+    app = make_app()
+    dog = app.store.add("The learner has a dog.", category="identity")
+    seen = app.store.get(dog.id).last_seen
+    server.script(
+        "extraction",
+        extraction(fact("The learner has a cat.", "identity"), fact("The learner has a cat named Tom.", "identity")),
+    )
+    server.script(
+        "reconcile_many",
+        {
+            "decisions": [
+                {"fact": "A", **ADD},
+                {"fact": "B", "action": "NOOP", "memory": None, "earlier": "Fact A", "text": None},
+            ]
+        },
+    )
+    server.script("reconcile", ADD, ADD)
+    say(app, "I have a cat. Her name is Tom.")
+    assert "The learner has a cat named Tom." in _facts(app)
+    assert app.store.get(dog.id).last_seen == seen  # a NOOP naming nothing refreshes nothing

@@ -771,9 +771,10 @@ class Extractor:
         stored: dict[int, str],
         after_related: bool,
     ) -> None:
-        if shared is None and after_related:
-            # Left to a call of its own, after a fact it may change: planned again, so
-            # it is decided against that fact's memory as one at a time would be.
+        if after_related:
+            # After a fact it may repeat or change: planned again, so a repeat of what
+            # that fact just stored is caught (and seen again), and a call of its own
+            # is decided against that fact's memory, as one at a time would be.
             fresh = self._plan_fact(plan.fact, job, outcome, vectors)
             if not fresh:
                 return  # the earlier fact stored it already
@@ -934,12 +935,17 @@ class Extractor:
             if index is None or id(plans[index]) in decided:
                 continue  # a fact not listed, or decided twice: the first decision holds
             decision = MemoryDecision(action=item.action, memory=None, text=item.text)
-            earlier = _fact_index(item.earlier or "", index)  # only a fact before it
-            if earlier is not None and item.action != "ADD":
-                decided[id(plans[index])] = SharedDecision(decision, earlier=plans[earlier])
+            if item.action == "ADD":
+                decided[id(plans[index])] = SharedDecision(decision)
                 continue
+            if item.earlier:
+                earlier = _fact_index(item.earlier, index)  # only a fact before it
+                if earlier is not None:
+                    decided[id(plans[index])] = SharedDecision(decision, earlier=plans[earlier])
+                continue  # a letter that is not an earlier fact: decided by a call of its own
             named = union[item.memory - 1].record.id if item.memory and 1 <= item.memory <= len(union) else None
-            decided[id(plans[index])] = SharedDecision(decision, memory=named)
+            if named is not None:  # a change or a NOOP must name what it acts on, else its own call decides
+                decided[id(plans[index])] = SharedDecision(decision, memory=named)
         return decided
 
     @staticmethod
