@@ -218,17 +218,11 @@ class MemoryDecision(BaseModel):
         return _listed_number(value)
 
 
-class FactDecision(BaseModel):
-    fact: str  # its letter in the list of new facts
-    action: Literal["ADD", "UPDATE", "SUPERSEDE", "NOOP"]
-    memory: int | None = None
-    earlier: str | None = None  # the letter of an earlier new fact it repeats, refines or replaces
-    text: str | None = None
+class FactDecision(MemoryDecision):
+    """One new fact's decision in a shared answer: MemoryDecision's fields, and which fact."""
 
-    @field_validator("memory", mode="before")
-    @classmethod
-    def _number(cls, value: object) -> int | None:
-        return _listed_number(value)
+    fact: str  # its letter in the list of new facts
+    earlier: str | None = None  # the letter of an earlier new fact it repeats, refines or replaces
 
 
 class MemoryDecisions(BaseModel):
@@ -726,9 +720,10 @@ class Extractor:
                 again=again,
                 item=fact,
             )
-        related = {id(p): any(self._related(p, q) for q in plans if q is not p) for p in plans}
-        before = {id(p): any(self._related(p, q) for q in plans[:n]) for n, p in enumerate(plans)}
-        deciding = [p for p in plans if p.candidates or related[id(p)]]
+        pairs = {(a, b) for b in range(len(plans)) for a in range(b) if self._related(plans[a], plans[b])}
+        before = {id(p): any((a, n) in pairs for a in range(n)) for n, p in enumerate(plans)}
+        related = {n for pair in pairs for n in pair}
+        deciding = [p for n, p in enumerate(plans) if p.candidates or n in related]
         decisions: dict[int, SharedDecision] = {}
         if len(deciding) > 1 and not self.cancelled:
             try:
