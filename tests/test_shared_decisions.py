@@ -331,3 +331,42 @@ def test_a_decision_with_a_letter_that_names_no_earlier_fact_gets_its_own_call(m
     say(app, "I have a cat. Her name is Tom.")
     assert "The learner has a cat named Tom." in _facts(app)
     assert app.store.get(dog.id).last_seen == seen  # a NOOP naming nothing refreshes nothing
+
+
+def test_a_fact_may_name_an_earlier_fact_that_was_itself_planned_again(make_app, server):
+    """B refines A and C refines B, all three related: B is planned again after A is
+    stored, and C's letter still finds the memory B left, in the one shared call."""
+    app = make_app()
+    server.script(
+        "extraction",
+        extraction(
+            fact("The learner has a cat.", "identity"),
+            fact("The learner has a cat named Tom.", "identity"),
+            fact("The learner's cat Tom is black.", "identity"),
+        ),
+    )
+    server.script(
+        "reconcile_many",
+        {
+            "decisions": [
+                {"fact": "A", **ADD},
+                {
+                    "fact": "B",
+                    "action": "UPDATE",
+                    "memory": None,
+                    "earlier": "A",
+                    "text": "The learner has a cat named Tom.",
+                },
+                {
+                    "fact": "C",
+                    "action": "UPDATE",
+                    "memory": None,
+                    "earlier": "B",
+                    "text": "The learner has a black cat named Tom.",
+                },
+            ]
+        },
+    )
+    say(app, "I have a cat. Her name is Tom. Tom is black.")
+    assert _facts(app) == ["The learner has a black cat named Tom."]
+    assert server.of_kind("reconcile") == []  # one call decided all three

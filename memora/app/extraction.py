@@ -766,6 +766,7 @@ class Extractor:
         stored: dict[int, str],
         after_related: bool,
     ) -> None:
+        key = id(plan)  # later facts name this one by its first plan, even once it is planned again
         if after_related:
             # After a fact it may repeat or change: planned again, so a repeat of what
             # that fact just stored is caught (and seen again), and a call of its own
@@ -776,7 +777,7 @@ class Extractor:
             plan = fresh[0]
         memory = self._apply_planned(plan, shared, outcome)
         if memory is not None:
-            stored[id(plan)] = memory
+            stored[key] = memory
 
     def _related(self, a: PlannedFact, b: PlannedFact) -> bool:
         """Whether one new fact may change what the other says (see _apply_facts): a
