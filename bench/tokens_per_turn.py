@@ -146,12 +146,17 @@ KINDS = [  # (label, fake-server kinds)
 CACHE_MIN, CACHE_STEP = 1024, 128
 
 
+def schema_text(record) -> str:
+    """The structured-output schema a request carries, as text ("" for none)."""
+    fmt = (record.body.get("text") or {}).get("format") or {}
+    return json.dumps(fmt["schema"], ensure_ascii=False) if fmt.get("schema") else ""
+
+
 def request_parts(counter, record) -> tuple[int, str]:
     """Input tokens of one recorded request (instructions, messages and any
     structured-output schema, which the provider puts before the instructions),
     and its text in the order the provider reads it."""
-    fmt = (record.body.get("text") or {}).get("format") or {}
-    schema = json.dumps(fmt.get("schema"), ensure_ascii=False) if fmt.get("schema") else ""
+    schema = schema_text(record)
     instructions = record.body.get("instructions", "")
     tokens = counter.count_request(instructions, record.input) + counter.count(schema)
     return tokens, schema + instructions + "".join(str(m.get("content", "")) for m in record.input)
@@ -163,8 +168,7 @@ def request_anatomy(counter, records) -> str:
         return "no calls"
     parts = {"schema": 0, "instructions": 0, "input": 0}
     for record in records:
-        fmt = (record.body.get("text") or {}).get("format") or {}
-        parts["schema"] += counter.count(json.dumps(fmt["schema"], ensure_ascii=False)) if fmt.get("schema") else 0
+        parts["schema"] += counter.count(schema_text(record))
         parts["instructions"] += counter.count(record.body.get("instructions", ""))
         parts["input"] += counter.count_messages(record.input)
     return ", ".join(f"{name} {total / len(records):.0f}" for name, total in parts.items())
@@ -193,6 +197,7 @@ def main() -> int:
     turns, speaker_a, speaker_b, observed = load_turns(path)
 
     from helpers.fake_openai import default_answer
+    from helpers.scripts import ADD, decisions_input
 
     from memora.app.assistant import Memora
     from memora.engine.config import Settings
@@ -240,8 +245,7 @@ def main() -> int:
         server.script("summary", *[lambda body: answered("summary", scripted_summary(body))] * (2 * len(turns)))
 
         def shared_decision(body):  # several facts decided together: each one added, as most are
-            facts = re.findall(r"^([A-Z]\d*)\. ", body["input"][0]["content"].split("\nMemories:\n")[0], re.M)
-            decisions = [{"fact": f, "action": "ADD", "memory": None, "text": None} for f in facts]
+            decisions = [{"fact": letter, **ADD} for letter in decisions_input(body)[0]]
             return answered("reconcile_many", {"decisions": decisions})
 
         server.script("reconcile_many", *[shared_decision] * (2 * len(turns)))
