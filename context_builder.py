@@ -1,7 +1,9 @@
-"""Builds the single developer "background" message sent before each turn.
+"""Builds the single "background" message sent before each turn.
 
-One message with role ``developer`` (the model weighs it below the
-instructions and above the conversation, and it is replaced every turn) holds,
+One message, in the role the server reads (``developer`` for OpenAI, which
+weighs it below the instructions and above the conversation; ``system`` for
+servers whose chat templates know no developer role: ``memora/engine/servers.py``),
+replaced every turn, holds,
 in this order and each only when it has content:
 
 1. ``<user_profile>``: the structured profile (current state, read directly);
@@ -274,7 +276,7 @@ class KnowledgeItem:
 @dataclass(frozen=True)
 class Background:
     """The background of one request: ``messages()`` renders it as zero or one
-    developer messages, and ``drop_one`` shrinks it item by item, lowest
+    message in ``role``, and ``drop_one`` shrinks it item by item, lowest
     priority first, when the token budget demands it.
 
     It is not itself a list of messages: rendering it is the expensive part,
@@ -291,6 +293,7 @@ class Background:
     changes: tuple[str, ...] = ()  # memories the learner just corrected, to confirm
     mistakes: tuple[MistakeNote, ...] = ()  # most relevant first
     clock: bool = True  # the current-time line; dropped only when the message alone fills the budget
+    role: str = "developer"  # the role the server reads it in (servers.background_role)
 
     # -- rendering --------------------------------------------------------------
     def profile_lines(self) -> list[str]:
@@ -383,7 +386,7 @@ class Background:
 
     def messages(self) -> list[dict]:
         content = self.render()
-        return [{"role": "developer", "content": content}] if content else []
+        return [{"role": self.role, "content": content}] if content else []
 
     def _now(self) -> datetime:
         if self.now is None:
@@ -462,10 +465,11 @@ def build_background_messages(
     now: datetime | None = None,
     changes: Iterable[str] = (),
     mistakes: Iterable[MistakeNote] = (),
+    role: str = "developer",
 ) -> Background:
     """The background of one turn: profile + memories (+ digest, hint, notes).
 
-    Returns a ``Background``, whose ``messages()`` is one developer message,
+    Returns a ``Background``, whose ``messages()`` is one message in ``role``,
     or none when every section is empty.
     """
     ordered = sorted(memories, key=lambda m: m.score, reverse=True)
@@ -478,6 +482,7 @@ def build_background_messages(
         now=now,
         changes=tuple(changes),
         mistakes=tuple(mistakes),
+        role=role,
     )
 
 

@@ -18,7 +18,8 @@ What the store promises:
 * **No silent loss at the cap.** At ``memory_cap`` current memories ``add``
   raises ``MemoryFullError``; nothing old is dropped to make room.
 * **One vector space.** The collection records its embedding model; opening it
-  with another model is refused until ``reindex`` re-embeds everything.
+  with another model sets ``mismatch`` and refuses new vectors until the store's
+  own model is used again (``use_embedder``) or ``reindex`` re-embeds everything.
 """
 
 from __future__ import annotations
@@ -333,6 +334,15 @@ class LongTermMemoryStore:
         self._sync_catalog(force=True)
         self.finish_restore()
 
+    def use_embedder(self, embedder: Embedder) -> None:
+        """Embed with ``embedder`` from now on: the store's own model clears ``mismatch``;
+        any other sets it, until ``reindex`` re-embeds everything with it."""
+        self.embedder = embedder
+        stored = (self._coll().metadata or {}).get("embedding_model")
+        self.mismatch = (
+            stored if stored is not None and stored != embedder.name and self.count(include_superseded=True) else None
+        )
+
     def _coll(self):
         if self._collection is None or self._collection_epoch != self.connection.epoch:
             self._collection = self.connection.collection(
@@ -346,8 +356,7 @@ class LongTermMemoryStore:
         if self.mismatch:
             raise EmbeddingModelMismatch(
                 f"The memory store was built with {self.mismatch}, but Memora is set to {self.embedder.name}. "
-                "Set MEMORA_EMBEDDING_MODEL back, or type 'reindex' to re-embed all "
-                f"{self.count(include_superseded=True)} memories."
+                f"Type 'reindex' to re-embed all {self.count(include_superseded=True)} memories with it."
             )
 
     def _sync_catalog(self, remote_revision: str | None = None, *, force: bool = False) -> None:

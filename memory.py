@@ -230,6 +230,8 @@ class ConversationMemory:
         """Commit the turn: the fold plan, the user message and the reply."""
         if self._pending is None:
             raise MemoraError("finish_turn without a pending user message.")
+        if not assistant_reply.strip():  # an empty reply is a failed turn: it is never kept
+            raise MemoraError("The model returned an empty reply; that message was not kept.")
         if self._plan is not None:
             self.messages = self.messages[self._plan.drop :]
             self.summary = self._plan.summary
@@ -262,10 +264,11 @@ class ConversationMemory:
         }
 
     def load_state(self, state: dict) -> None:
+        # An empty reply kept by an older version is dropped: it would teach the model to answer nothing.
         self.messages = [
             {"role": m["role"], "content": str(m["content"])}
             for m in state.get("messages", [])
-            if m.get("role") in ("user", "assistant")
+            if m.get("role") in ("user", "assistant") and (m["role"] == "user" or str(m.get("content") or "").strip())
         ]
         self.summary = str(state.get("summary") or "")
         usage = state.get("usage") or {}

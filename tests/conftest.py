@@ -156,18 +156,25 @@ def tls_context():
 
 
 @pytest.fixture
-def make_app(make_settings, clock, tls_context):
+def make_app(make_settings, clock, tls_context, server):
     import openai
+    from helpers.openai_route import openai_http_client
 
     from memora.app.assistant import Memora
     from memora.engine.embeddings import HashEmbedder
 
     apps, clients = [], []
 
-    def build(*, settings=None, notices=None, embedder=None, **overrides):
+    def build(*, settings=None, notices=None, embedder=None, as_openai=False, **overrides):
+        """``as_openai``: Memora talks to OpenAI itself (no base URL), played by the stand-in."""
+        if as_openai:
+            overrides["base_url"] = None
         settings = settings or make_settings(**overrides)
         sink = notices if notices is not None else []
-        http = openai.DefaultHttpxClient(verify=tls_context)  # the openai client's own defaults
+        if as_openai:
+            http = openai_http_client(server.base_url, verify=tls_context)
+        else:
+            http = openai.DefaultHttpxClient(verify=tls_context)  # the openai client's own defaults
         clients.append(http)
         app = Memora.from_settings(
             settings, clock=clock, http_client=http, embedder=embedder or HashEmbedder(), notify=sink.append

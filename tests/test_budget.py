@@ -159,7 +159,7 @@ def test_summary_failure_keeps_the_full_window_when_it_fits(make_app, server):
         app.chat(f"message {i} " + "long words here " * 10, on_delta=lambda _: None)
     # every turn went through, with the whole history, because it still fit
     assert len(server.chats) == 6
-    assert server.chats[-1].roles == ["developer"] + ["user", "assistant"] * 5 + ["user"]
+    assert server.chats[-1].background and server.chats[-1].conversation_roles == ["user", "assistant"] * 5 + ["user"]
     assert app.memory.summary == ""
 
 

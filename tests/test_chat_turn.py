@@ -18,7 +18,7 @@ def chat(app, text):
 
 
 def test_turn_sends_one_developer_message_with_the_profile(make_app, server):
-    app = make_app()
+    app = make_app(as_openai=True)  # OpenAI reads the developer role
     app.profiles.set_english_level("b1")
     app.profiles.add_learning_goal("travel English for a trip to Japan")
     app.profiles.add_preference("short examples")
@@ -31,7 +31,7 @@ def test_turn_sends_one_developer_message_with_the_profile(make_app, server):
     assert request.body["stream"] is True
     assert request.body["store"] is False
     assert request.roles == ["developer", "user"]
-    developer = request.developer
+    developer = request.background
     assert GUARD_TEXT in developer
     assert (
         "<user_profile>\n- English level: B1\n- Learning goals: travel English for a trip to Japan\n"
@@ -42,11 +42,22 @@ def test_turn_sends_one_developer_message_with_the_profile(make_app, server):
     assert request.last_user == "Let's start today's practice."
 
 
+def test_on_another_server_the_background_travels_with_the_instructions_as_its_one_system_message(make_app, server):
+    app = make_app()  # a local OpenAI-compatible server (the stand-in answers no server probe)
+    app.profiles.set_english_level("b1")
+    chat(app, "Let's start today's practice.")
+    request = server.chats[-1]
+    assert request.roles == ["user"]  # no developer item for a chat template to drop, no second system item
+    instructions = request.body["instructions"]
+    assert instructions.startswith(SYSTEM_PROMPT + "\n\n" + GUARD_TEXT)
+    assert "<user_profile>\n- English level: B1\n</user_profile>" in instructions
+
+
 def test_with_nothing_to_say_the_background_is_one_line_with_the_time(make_app, server):
-    app = make_app()
+    app = make_app(as_openai=True)
     chat(app, "Hello!")
     assert server.chats[-1].roles == ["developer", "user"]
-    assert server.chats[-1].developer == "Current local time: 2026-11-29 10:00 (Sunday)"
+    assert server.chats[-1].background == "Current local time: 2026-11-29 10:00 (Sunday)"
 
 
 def test_memory_section_appears_only_when_a_memory_passes_the_threshold(make_app, server):
@@ -70,13 +81,13 @@ def test_memory_lines_show_their_age(make_app, server, clock):
     app.store.add("The learner practised ordering ramen in English", memory_type="episodic")
     clock.advance(days=3)
     chat(app, "Let's practise ordering ramen again")
-    developer = server.chats[-1].developer
+    developer = server.chats[-1].background
     assert "- [3 days ago · 2026-11-29] The learner practised ordering ramen in English" in developer
     assert "Current local time: 2026-12-02 10:00 (Wednesday)" in developer
 
 
 def test_history_is_sent_and_grows(make_app, server):
-    app = make_app()
+    app = make_app(as_openai=True)
     chat(app, "first")
     chat(app, "second")
     request = server.chats[-1]

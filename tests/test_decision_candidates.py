@@ -99,7 +99,7 @@ def test_moving_to_tokyo_supersedes_taipei_across_sessions(make_app, server, loc
 
     third = make_app(embedder=local_embedder)
     say(third, "Where should I go for dinner tonight?")
-    developer = server.chats[-1].developer
+    developer = server.chats[-1].background
     # The new fact is current, its "last month" resolved to the month it was said about.
     assert "The learner moved to Tokyo in Oct 2026 (last month)." in developer
     assert TAIPEI not in developer
@@ -204,7 +204,7 @@ def test_a_contradiction_near_an_old_fact_is_decided_not_merged_across_sessions(
     [decision] = server.of_kind("reconcile")  # asked, not merged as a duplicate
     assert before in listed(decision)
     say(second, "Third message.")
-    developer = server.chats[-1].developer
+    developer = server.chats[-1].background
     assert after in developer and before not in developer
 
 

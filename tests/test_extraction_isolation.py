@@ -111,7 +111,7 @@ def test_a_mixed_result_stores_every_good_item_and_skips_each_bad_one(make_app, 
     assert job["remaining"]["profile_changes"] == []
 
     say(app, "What do you know about me?")
-    developer = server.chats[-1].developer
+    developer = server.chats[-1].background
     for text in ("Ming", "cello", "mountains", "pass the IELTS exam with 7.0"):
         assert text in developer, text
     assert "x" * 50 not in developer
@@ -139,7 +139,7 @@ def test_items_whose_call_failed_run_again_in_the_next_session_without_a_second_
     contents = [r.content for r in again.store.list()]
     assert contents.count("The learner collects stamps.") == 1 and contents.count("The learner's name is Ming.") == 1
     say(again, "Any ideas for my weekend?")
-    assert "collects stamps" in server.chats[-1].developer
+    assert "collects stamps" in server.chats[-1].background
 
 
 def test_the_issue_case_a_5000_character_fact_loses_nothing_else_across_sessions(make_app, server):
@@ -161,7 +161,7 @@ def test_the_issue_case_a_5000_character_fact_loses_nothing_else_across_sessions
     assert again.wait_for_extraction(15)
     assert len(server.of_kind("extraction")) == 1  # not retried at the next start
     say(again, "Do you remember my name?")
-    developer = server.chats[-1].developer
+    developer = server.chats[-1].background
     assert "The learner's name is Ming." in developer
     assert "speak confidently at meetings" in developer
     assert "yyyy" not in developer

@@ -54,7 +54,7 @@ def test_no_read_path_shows_the_other_learner(two_learners, server, run_repl, tm
         ],
     )
     shown = "\n".join(line for line in t.text.splitlines() if not line.startswith("You: "))  # not Bob's own typing
-    developer = server.chats[-1].developer
+    developer = server.chats[-1].background
     data = json.loads(export.read_text())
     exported = json.dumps([data["profile"], data["memories"], data["pending_profile_changes"]])  # not Bob's own chat
     for secret in ALICE_SECRETS:

@@ -129,7 +129,7 @@ def test_a_turn_injects_notes_in_their_own_section_in_the_fixed_order(make_app, 
     app.store.add("The learner has a flight to Osaka.", category="schedule", created_at=app.now() - timedelta(days=5))
     app.store.add("The learner practised airport check-in dialogues last week.", memory_type="episodic")
     app.chat("How do I check in at the airport for my flight?", on_delta=lambda _: None)
-    developer = server.chats[-1].developer
+    developer = server.chats[-1].background
     order = [
         developer.index(f"<{tag}>")
         for tag in ("user_profile", "learner_digest", "follow_up", "knowledge_notes", "long_term_memories")

@@ -42,7 +42,7 @@ def test_the_name_is_in_the_background_many_turns_later_whatever_retrieval_finds
     request = server.chats[-1]
     digest = request.section("learner_digest")
     assert digest is not None and "- Name: [29 Nov] The learner's name is Xiaoming." in digest
-    assert request.developer.count("Xiaoming") == 1  # not repeated in the memories section
+    assert request.background.count("Xiaoming") == 1  # not repeated in the memories section
 
     say(app, "Do you remember who I am?")  # nothing in this question retrieves the name
     request = server.chats[-1]
@@ -75,7 +75,7 @@ def test_no_memories_means_no_digest_section(make_app, server):
     app.profiles.set_english_level("A2")
     app.chat("hello", on_delta=lambda _: None)
     assert server.chats[-1].section("learner_digest") is None
-    assert "learner_digest" not in server.chats[-1].developer
+    assert "learner_digest" not in server.chats[-1].background
 
 
 def test_digest_has_a_token_cap(make_app, server):
@@ -213,7 +213,7 @@ def test_now_anchor_states_date_time_and_weekday(make_app, server, clock):
     app.profiles.set_english_level("B1")
     clock.now = datetime(2026, 12, 3, 21, 30).astimezone()
     app.chat("hi", on_delta=lambda _: None)
-    assert "Current local time: 2026-12-03 21:30 (Thursday)" in server.chats[-1].developer
+    assert "Current local time: 2026-12-03 21:30 (Thursday)" in server.chats[-1].background
 
 
 # -- profile proposals -------------------------------------------------------------------

@@ -144,7 +144,7 @@ def test_a_grading_answer_that_is_not_json_becomes_a_self_rating_and_keeps_the_a
 ):
     app = make_app()
     app.ledger.record(_new(goed()))
-    server.script("grading", "this is not JSON at all")
+    server.script("grading", "this is not JSON at all", "still not JSON")  # the answer, and the repair's
     t = run_repl(app, ["review", "Yesterday I went to the market.", "4"])
     lines = segment_after(t.text, "review").splitlines()
     failure = [line for line in lines if line.startswith("Could not grade")]
@@ -245,7 +245,7 @@ def test_corrections_off_still_records_but_tells_the_tutor_not_to_correct(make_a
     t = run_repl(app, ["profile corrections off", "Yesterday I goed to the market.", "I like markets", "profile"])
     assert "Corrections: off." in t.text
     assert app.ledger.count() == 1
-    developer = server.chats[-1].developer
+    developer = server.chats[-1].background
     assert "Correction style: off. Do not correct the learner's English" in developer
     assert "corrections are off: do not point them out" in server.chats[-1].section("mistakes_to_watch")
     assert re.search(r"Corrections\s+off", t.text)
@@ -258,7 +258,7 @@ def test_the_default_style_is_important_and_not_spelled_out_each_turn(make_app, 
 
     app = make_app()
     run_repl(app, ["Hello there"])
-    assert "Correction style" not in server.chats[-1].developer
+    assert "Correction style" not in server.chats[-1].background
     assert "correct only mistakes that obscure the meaning" in SYSTEM_PROMPT
     assert "profile corrections all|important|off" in run_repl(app, ["profile corrections sometimes"]).text
 

@@ -225,10 +225,8 @@ def test_new_flag_starts_a_fresh_conversation(make_app, make_settings, server, c
     )
     assert fresh.memory.messages == []
     fresh.chat("second conversation", on_delta=lambda _: None)
-    assert [m["content"] for m in server.chats[-1].input] == [
-        "Current local time: 2026-11-29 10:00 (Sunday)",
-        "second conversation",
-    ]
+    assert server.chats[-1].background == "Current local time: 2026-11-29 10:00 (Sunday)"
+    assert [m["content"] for m in server.chats[-1].input] == ["second conversation"]
     fresh.close()
 
 

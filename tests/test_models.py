@@ -12,12 +12,15 @@ from memora.engine.embeddings import HashEmbedder, LocalEmbedder, OpenAIEmbedder
 from memora.engine.tokens import TokenCounter, approximate_tokens
 
 
-def test_with_an_api_key_memories_are_embedded_by_openai_through_the_base_url(make_settings, server, clock):
+def test_with_an_openai_key_memories_are_embedded_by_openai(make_settings, server, clock):
+    from helpers.openai_route import openai_http_client
+
     from memora.app.assistant import Memora
 
-    settings = make_settings()
+    settings = make_settings(base_url=None)  # OpenAI itself, played by the stand-in
     assert settings.effective_embedding_model == "text-embedding-3-small"
-    app = Memora.from_settings(settings, clock=clock, notify=lambda m: None)
+    http = openai_http_client(server.base_url)
+    app = Memora.from_settings(settings, clock=clock, notify=lambda m: None, http_client=http)
     assert isinstance(app.embedder, OpenAIEmbedder) and app.embedder.name == "openai:text-embedding-3-small"
     app.store.add("The learner collects stamps", memory_type="episodic")
     app.chat("The learner collects stamps, right?", on_delta=lambda _: None)
@@ -27,6 +30,7 @@ def test_with_an_api_key_memories_are_embedded_by_openai_through_the_base_url(ma
     assert "collects stamps" in server.chats[-1].section("long_term_memories")
     assert app.memory.usage.embeddings > 0  # the API's own usage figures are counted
     app.close()
+    http.close()
 
 
 def test_without_a_key_the_local_model_is_used(data_dir):
@@ -49,17 +53,21 @@ def test_local_embedder_gives_chromas_own_vectors(local_embedder):
         assert max(abs(x - y) for x, y in zip(a, b)) < 1e-5
 
 
-def test_a_store_built_with_another_model_is_refused_until_reindex(make_app, make_settings, run_repl, local_embedder):
+def test_a_store_built_with_another_model_keeps_it_and_reindex_switches(make_app, run_repl, local_embedder):
     app = make_app()  # hash embedding
     app.store.add("The learner sings in a choir")
     app.close()
     notices: list[str] = []
-    switched = make_app(embedder=local_embedder, notices=notices)
-    assert any("embedded with hash:v1-384" in n and "reindex" in n for n in notices)
+    switched = make_app(embedder=local_embedder, notices=notices)  # now set to the local model
+    [told] = [n for n in notices if "embedded with hash:v1-384" in n]
+    assert "keeps using hash:v1-384 so memory search works" in told and "'reindex'" in told
+    assert switched.store.mismatch is None and switched.embedder.name == "hash:v1-384"
     t = run_repl(switched, ["search choir", "reindex", "search choir"])
-    assert "Error: The memory store was built with hash:v1-384" in t.text
+    before, after = t.text.split("You: reindex", 1)
+    assert "The learner sings in a choir" in before and "Error" not in before  # search never went off
     assert "Re-embedded 1 memory with local:all-MiniLM-L6-v2." in t.text
-    assert t.text.rsplit("You: search choir", 1)[1].count("The learner sings in a choir") == 1
+    assert after.count("The learner sings in a choir") == 1
+    assert switched.store.embedder.name == "local:all-MiniLM-L6-v2"
 
 
 def test_unknown_models_count_with_o200k_base():

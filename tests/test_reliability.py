@@ -494,7 +494,7 @@ def test_embedding_failure_answers_without_memories_and_says_so_once(make_app, s
     assert len(server.chats) == 3
     for request in server.chats[1:]:
         assert request.section("long_term_memories") is None
-        assert "airport check-in dialogues" not in request.developer
+        assert "airport check-in dialogues" not in request.background
     assert t.text.count("Memora: Reply") == 2  # both turns answered
     notes = [line for line in t.text.splitlines() if "Answering without memories" in line]
     assert notes == ["Note: Answering without memories this time: The embedding request failed (503)."]

@@ -141,7 +141,7 @@ def test_a_real_process_chats_with_a_local_responses_server(tmp_path, server):
     assert result.returncode == 0, result.stderr
     assert "Memora: Hello Ming!" in result.stdout
     chats = server.chats
-    assert len(chats) == 1 and chats[0].roles == ["developer", "user"]
+    assert len(chats) == 1 and chats[0].conversation_roles == ["user"] and chats[0].background_role == "instructions"
     assert "- English level: B2\n- Preferences: short examples" in chats[0].section("user_profile")
     assert chats[0].section("long_term_memories") is None
     assert "Traceback" not in result.stderr

@@ -7,6 +7,8 @@ import json
 import pytest
 from conftest import run_chatbot
 
+from memora.engine.embeddings import HashEmbedder
+
 FACT = {
     "facts": [
         {
@@ -72,7 +74,9 @@ def test_a_memory_cap_below_the_count_is_refused_and_says_what_to_do(make_app, r
 def test_a_message_that_could_not_be_saved_is_told_at_the_next_prompt_and_reindex_retries_it(
     make_app, server, run_repl, local_embedder
 ):
-    old = make_app()  # memories embedded with the hash model
+    retired = HashEmbedder()
+    retired.name = "retired:model-1"  # a model this machine cannot run any more
+    old = make_app(embedder=retired)
     old.store.add("The learner sings in a choir")
     old.close()
     server.script("extraction", FACT, FACT)
@@ -203,16 +207,21 @@ def test_exit_during_the_warm_up_says_what_it_waits_for_and_stops_it(make_app, r
 
 from helpers.fake_openai import Error  # noqa: E402
 
+MALFORMED = "Memory extraction failed: the model's answer was not in the expected format, even after a repair request"
+
 
 @pytest.mark.parametrize(
     "answer, reason",
     [
         (Error(500, "scripted failure."), "Memory extraction failed with HTTP 500: scripted failure)"),
-        ("this is not json {", "Memory extraction failed: the model's answer was not in the expected format)"),
-        ('{"facts": "not a list"}', "Memory extraction failed: the model's answer was not in the expected format)"),
+        ("this is not json {", "Memory extraction failed: the model's answer was not in the expected format, even"),
+        (
+            '{"facts": "not a list"}',
+            "Memory extraction failed: the model's answer was not in the expected format, even",
+        ),
         (
             '{"facts": [], "profile_changes": []',
-            "Memory extraction failed: the model's answer was not in the expected format)",
+            "Memory extraction failed: the model's answer was not in the expected format, even",
         ),
     ],
     ids=["http-500", "not-json", "wrong-shape", "cut-off-json"],
@@ -220,7 +229,7 @@ from helpers.fake_openai import Error  # noqa: E402
 def test_an_extraction_failure_is_told_with_a_short_reason_and_one_full_stop(
     make_app, server, run_repl, answer, reason
 ):
-    server.script("extraction", answer)
+    server.script("extraction", answer, answer)  # the answer, and the same again to the repair request
     app = make_app()
     t = run_repl(app, ["I moved to Taipei last year.", "status"])
     [note] = [line for line in t.text.splitlines() if line.startswith("Note: Could not save memories")]

@@ -294,7 +294,7 @@ def test_two_disagreeing_facts_show_which_is_newer_in_a_later_session(make_app, 
         "- English learning: [19 Dec] The learner finds grammar hard.; [29 Nov] The learner finds grammar easy."
         in digest
     )
-    assert "the newer one holds" in server.chats[-1].developer
+    assert "the newer one holds" in server.chats[-1].background
 
 
 def test_a_plan_said_ten_days_ago_is_never_worded_as_upcoming(make_app, server, clock):
@@ -310,7 +310,7 @@ def test_a_plan_said_ten_days_ago_is_never_worded_as_upcoming(make_app, server, 
     later = make_app()
     later.chat("How did my job interview go, do you think?", on_delta=lambda _: None)
     request = server.chats[-1]
-    developer = request.developer
+    developer = request.background
     assert "next Tuesday" not in developer and "yesterday" not in developer
     assert "- Plans and events: [29 Nov] The learner has an English test on Tue 1 Dec (8 days ago)." in request.section(
         "learner_digest"
@@ -336,7 +336,7 @@ def test_remembered_first_person_text_reaches_the_model_as_the_learners_words(ma
     later.chat("What should I drink before class?", on_delta=lambda _: None)
     request = server.chats[-1]
     assert '- Other: [29 Nov] Learner said: "I drink green tea every morning"' in request.section("learner_digest")
-    assert "Other: I drink" not in request.developer
+    assert "Other: I drink" not in request.background
     assert [r.content for r in later.store.list()] == ["I drink green tea every morning"]  # stored as typed
 
 
@@ -348,8 +348,7 @@ def test_an_empty_profile_with_no_memories_still_gets_the_date_in_one_line(make_
     later = make_app()
     later.chat("Hello again!", on_delta=lambda _: None)
     request = server.chats[-1]
-    assert request.developer_messages == ["Current local time: 2026-12-02 15:00 (Wednesday)"]
-    assert request.roles[0] == "developer"
+    assert request.background == "Current local time: 2026-12-02 15:00 (Wednesday)"
 
 
 def test_why_shows_the_memories_as_the_model_read_them(make_app, server, clock, run_repl):
@@ -432,7 +431,7 @@ def test_a_plan_or_event_keeps_its_true_day_into_the_next_session(
     request = server.chats[-1]
     said = "[29 Nov]" if stored else "[29 Nov, yesterday]"  # an undated plan shows its age instead
     assert f"- Plans and events: {said} {shown}" in request.section("learner_digest")
-    assert "Dec 4" not in request.developer and "4 Dec" not in request.developer  # never the coming Friday
+    assert "Dec 4" not in request.background and "4 Dec" not in request.background  # never the coming Friday
 
 
 def test_remembered_plans_and_plural_words_reach_the_model_dated_and_as_the_learners(make_app, server, clock, run_repl):
@@ -446,7 +445,7 @@ def test_remembered_plans_and_plural_words_reach_the_model_dated_and_as_the_lear
     later = make_app()
     later.chat("Anything I should prepare after my oral exam?", on_delta=lambda _: None)
     # all three are "other": the digest shows the newest two, and the question brings back the oldest
-    developer = server.chats[-1].developer
+    developer = server.chats[-1].background
     assert len(server.chats[-1].section("learner_digest").split("; ")) == 2
     assert "oral exam" in server.chats[-1].section("long_term_memories")
     assert 'Learner said: "my oral exam is on Thu 3 Dec (yesterday)"' in developer

@@ -52,13 +52,15 @@ from memora.app.session import ChangeSet, PendingExtraction, SessionState, Sessi
 from memora.engine.activity import ActivityLog
 from memora.engine.chroma_backend import ChromaConnection
 from memora.engine.config import Settings
-from memora.engine.embeddings import Embedder, make_embedder
+from memora.engine.embeddings import Embedder, embedder_for_store, make_embedder
 from memora.engine.errors import ConfigError, EmbeddingError, LimitError, MemoraError, ModelNotConfigured
 from memora.engine.ledger import LedgerStore, correction_excerpt, relevant
 from memora.engine.llm import ModelClient, ReplyResult
+from memora.engine.model_facts import shutdown_note
 from memora.engine.prompts import SYSTEM_PROMPT
 from memora.engine.records import MemorySearchResult
 from memora.engine.retrieval import retrieve_relevant_memories
+from memora.engine.servers import is_openai_url
 from memora.engine.storage import ensure_private_dir
 from memora.engine.text_utils import quoted
 from memora.engine.timeutil import Clock, system_clock
@@ -153,7 +155,7 @@ class Memora:
         Chroma connection the settings name, unless given (tests give them)."""
         notifier = Notifier(notify)
         counter = TokenCounter(settings.model, warn=notifier)
-        model = ModelClient(settings, http_client=http_client)
+        model = ModelClient(settings, http_client=http_client, clock=clock)
         embedder = embedder or make_embedder(
             settings.effective_embedding_model,
             client_factory=model.openai if settings.chat_configured else None,
@@ -195,6 +197,7 @@ class Memora:
         self.counter = counter
         self.model = model
         self.embedder = embedder
+        self.switch_to: Embedder | None = None  # the configured model, while the store's own is kept
         self.connection = connection
         ensure_private_dir(settings.data_dir)
         ensure_private_dir(self.paths.folder)
@@ -225,6 +228,9 @@ class Memora:
             on_failure=self._extraction_failed,
         )
         if self.model.configured:
+            retiring = shutdown_note(settings.model, clock().date())
+            if retiring:
+                self.notify(retiring)
             for pending in self.turn.pending_jobs:
                 self.worker.submit(self._resumed_job(pending))
         if new_session:
@@ -246,10 +252,45 @@ class Memora:
 
             finish_interrupted_import(self)
         if store.mismatch:
+            self._settle_embedding_model()
+
+    def _settle_embedding_model(self) -> None:
+        """The store was built with another embedding model than the configured one.
+        Its own model is kept when it can run here, so search goes on working, and
+        'reindex' switches to the configured one; otherwise search is off and one
+        line says what the store's model needs. Never a silent switch."""
+        built_with, configured = self.store.mismatch, self.embedder
+        model = self.model
+        kept, needs = embedder_for_store(
+            built_with,
+            client_factory=model.openai if model.configured else None,
+            openai_itself=bool(self.settings.api_key) and is_openai_url(self.settings.base_url),
+            counter=self.counter.count,
+        )
+        if kept is not None:
+            self.store.use_embedder(kept)
+            self.embedder = kept
+            self.switch_to = configured
             self.notify(
-                f"Your memories were embedded with {store.mismatch} but Memora is set to "
-                f"{self.embedder.name}; memory search is off until you type 'reindex'."
+                f"Your memories were embedded with {built_with}; Memora is set to {configured.name} now, and keeps "
+                f"using {built_with} so memory search works. Type 'reindex' to re-embed them with {configured.name}."
             )
+        else:
+            self.notify(
+                f"Your memories were embedded with {built_with}, which {needs}; memory search is off until then, "
+                f"or until you type 'reindex' to re-embed them with {configured.name}."
+            )
+
+    def reindex(self) -> int:
+        """Re-embed every memory with the configured embedding model (the one a
+        mismatched store was kept from, if any), and the knowledge notes with it."""
+        if self.switch_to is not None:
+            self.store.use_embedder(self.switch_to)
+            self.embedder, self.switch_to = self.switch_to, None
+            self.knowledge.embedder = self.embedder
+        count = self.store.reindex()
+        self.knowledge.sync()
+        return count
 
     def _conversation_memory(self) -> ConversationMemory:
         settings = self.settings
@@ -378,6 +419,7 @@ class Memora:
             now=now,
             changes=[r.record.content for r in early.retractions] if early else (),
             mistakes=self._mistake_notes(text),
+            role=self.model.background_role.role,
         )
 
     def _roll_back_turn(self) -> None:

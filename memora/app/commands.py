@@ -777,8 +777,7 @@ class CommandRouter:
 
     def cmd_reindex(self, args: str) -> None:
         """reindex -- Re-embed all memories with the configured embedding model, then retry unsaved messages."""
-        count = self.app.store.reindex()
-        self.app.knowledge.sync()
+        count = self.app.reindex()
         self.console.say(f"Re-embedded {count} {'memory' if count == 1 else 'memories'} with {self.app.embedder.name}.")
         retried = self.app.retry_pending_extractions()
         if retried:  # messages that failed while the store did not match the model

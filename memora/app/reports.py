@@ -23,14 +23,34 @@ def status_rows(app: Memora) -> list[Table]:
         if app.model.configured
         else f"{settings.model} (not configured: set OPENAI_API_KEY or OPENAI_BASE_URL)"
     )
+    model = app.model
+    shutdown = model.shutdown()
+    if shutdown is not None:
+        model_state += f" (OpenAI announced its shutdown for {shutdown.isoformat()})"
+    embedding = app.embedder.name
+    if store.mismatch:
+        embedding += f" (store built with {store.mismatch}: type 'reindex')"
+    elif app.switch_to is not None:
+        embedding += f" (the store's model; set to {app.switch_to.name}: 'reindex' switches)"
     general = [
         ["learner", settings.user],
         ["model", model_state],
         ["model endpoint", settings.base_url or ("api.openai.com" if settings.api_key else "-")],
-        [
-            "embedding model",
-            app.embedder.name + (f" (store built with {store.mismatch}: type 'reindex')" if store.mismatch else ""),
-        ],
+    ]
+    if model.configured:
+        stats = model.structured
+        general += [
+            ["server", model.server.describe()],
+            ["background role", model.background_role.describe()],
+            ["reasoning effort", model.reasoning_line()],
+            [
+                "structured answers",
+                f"{stats.answers} this session, {stats.repaired} needed a repair request"
+                + (f", {stats.failed} still failed" if stats.failed else ""),
+            ],
+        ]
+    general += [
+        ["embedding model", embedding],
         ["token counting", app.counter.encoding_name],
         ["data folder", str(settings.data_dir)],
         ["profile", str(app.paths.profile)],
@@ -102,6 +122,8 @@ def why_report(app: Memora) -> list[Table]:
     section_rows = [[tag, str(tokens.get(tag, 0))] for tag in SECTION_TAGS if tag in tokens]
     section_rows.append(["(whole request)", f"{prepared.total_tokens} of {prepared.budget}"])
     tables: list[Table] = [("Sections of the last background", ["section", "tokens"], section_rows)]
+    choice = app.model.background_role
+    tables.append(("Sent as", ["role", "why"], [[background.role, choice.reason]]))
     if not background.has_data:
         sent = "only the current local time was sent" if background.clock else "no background message was sent"
         tables.append(("Background", ["note"], [[f"({sent})"]]))

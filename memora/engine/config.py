@@ -19,6 +19,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from memora.engine.errors import ConfigError
+from memora.engine.model_facts import DEFAULT_MODEL, EFFORTS, NO_REASONING
+from memora.engine.servers import BACKGROUND_ROLES, is_openai_url
 
 BASE_DIR = Path(__file__).resolve().parents[2]  # the folder of chatbot.py
 # The tutor's notes ship inside the package, so an installed Memora has them too.
@@ -42,7 +44,6 @@ def default_data_dir(code_dir: Path = BASE_DIR, env: Mapping[str, str] | None = 
 
 
 DEFAULT_USER = "default"
-DEFAULT_MODEL = "gpt-4.1-mini"
 OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
 LOCAL_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
@@ -84,6 +85,8 @@ DEFAULT_MAX_PROFILE_ITEMS = 100
 # so the call's fixed instructions and schema are paid once for several (see
 # extraction.BATCH_SHORT_TOKENS). 1 reads every message right after its reply.
 DEFAULT_EXTRACTION_BATCH = 8
+# The Responses API refuses a max_output_tokens below 16.
+MIN_OUTPUT_TOKENS = 16
 
 _USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 
@@ -127,7 +130,9 @@ class Settings:
     data_dir: Path = field(default_factory=default_data_dir)
     user: str = DEFAULT_USER
     model: str = DEFAULT_MODEL
-    embedding_model: str | None = None  # None: OpenAI with an API key, else local
+    embedding_model: str | None = None  # None: OpenAI with an API key and OpenAI's URL, else local
+    reasoning_effort: str | None = None  # None: per call kind (model_facts); "off": never sent
+    background_role: str | None = None  # None: the role the server reads (servers.py)
     api_key: str | None = field(default=None, repr=False)
     base_url: str | None = None
     token_budget: int = DEFAULT_TOKEN_BUDGET
@@ -161,6 +166,12 @@ class Settings:
             values["model"] = env["MEMORA_MODEL"].strip()
         if env.get("MEMORA_EMBEDDING_MODEL"):
             values["embedding_model"] = env["MEMORA_EMBEDDING_MODEL"].strip()
+        for key, var in (
+            ("reasoning_effort", "MEMORA_REASONING_EFFORT"),
+            ("background_role", "MEMORA_BACKGROUND_ROLE"),
+        ):
+            if env.get(var, "").strip():
+                values[key] = env[var].strip().lower()
         values["api_key"] = env.get("OPENAI_API_KEY") or None
         values["base_url"] = env.get("OPENAI_BASE_URL") or None
         ints = {
@@ -209,6 +220,22 @@ class Settings:
         for label, value in positive.items():
             if value <= 0:
                 raise ConfigError(f"The {label} must be positive, got {value}.")
+        for label, value in (
+            ("max output tokens (MEMORA_MAX_OUTPUT_TOKENS)", self.max_output_tokens),
+            ("summary tokens (MEMORA_SUMMARY_TOKENS)", self.summary_tokens),
+        ):
+            if 0 < value < MIN_OUTPUT_TOKENS:  # each is an output cap the API refuses below 16
+                raise ConfigError(f"The {label} must be at least {MIN_OUTPUT_TOKENS}, got {value}.")
+        if self.reasoning_effort is not None and self.reasoning_effort not in (*EFFORTS, NO_REASONING):
+            raise ConfigError(
+                f"MEMORA_REASONING_EFFORT must be one of {', '.join((*EFFORTS, NO_REASONING))}, "
+                f"got {self.reasoning_effort!r}."
+            )
+        if self.background_role is not None and self.background_role not in BACKGROUND_ROLES:
+            raise ConfigError(
+                f"MEMORA_BACKGROUND_ROLE must be developer or system, got {self.background_role!r} "
+                "(leave it unset to use the role the server reads)."
+            )
         if self.max_retries < 0 or self.proactive_days < 0:
             raise ConfigError("MEMORA_MAX_RETRIES and MEMORA_PROACTIVE_DAYS cannot be negative.")
         if not self.model:
@@ -265,10 +292,13 @@ class Settings:
 
     @property
     def effective_embedding_model(self) -> str:
-        """The embedding model name: explicit setting, else OpenAI with a key, else local."""
+        """The embedding model name: the explicit setting; else OpenAI's, with a key and
+        OpenAI itself; else the local model. A key for another server (LiteLLM, vLLM
+        ``--api-key``) says nothing about which embedding models it serves, so it never
+        switches embeddings to OpenAI's model there."""
         if self.embedding_model:
             return self.embedding_model
-        return OPENAI_EMBEDDING_MODEL if self.api_key else LOCAL_EMBEDDING_MODEL
+        return OPENAI_EMBEDDING_MODEL if self.api_key and is_openai_url(self.base_url) else LOCAL_EMBEDDING_MODEL
 
 
 def _is_loop(error: BaseException) -> bool:

@@ -151,10 +151,24 @@ class OpenAIEmbedder:
         self.model = model
         self.name = f"openai:{model}"
 
+    def _refused(self, client, error) -> EmbeddingError:
+        """A 400 or 404: the server does not serve this model (LiteLLM: "Invalid model
+        name"), so the fix is the setting that names it."""
+        where = getattr(getattr(client, "base_url", None), "host", None) or "the server"
+        body = getattr(error, "body", None)
+        detail = (body.get("message") if isinstance(body, dict) else None) or getattr(error, "message", "") or ""
+        detail = " ".join(str(detail).split())[:120]
+        return EmbeddingError(
+            f"The embedding request failed ({error.status_code}{': ' + detail if detail else ''}): {where} does not "
+            f"serve the embedding model '{self.model}'. Set MEMORA_EMBEDDING_MODEL to one it serves, or to "
+            f"'local' for the built-in {LOCAL_MODEL_NAME}."
+        )
+
     def embed(self, texts: Sequence[str]) -> EmbeddingResult:
         import openai
 
         texts = [t if t.strip() else "(empty)" for t in texts]
+        client = None
         try:
             client = self._client_factory()
             vectors: list[list[float]] = []
@@ -168,6 +182,8 @@ class OpenAIEmbedder:
         except MemoraError:
             raise
         except openai.APIStatusError as error:
+            if error.status_code in (400, 404):
+                raise self._refused(client, error) from None
             raise EmbeddingError(f"The embedding request failed ({error.status_code}).") from None
         except openai.APIConnectionError as error:
             raise EmbeddingError(f"The embedding service is unreachable ({type(error).__name__}).") from None
@@ -208,6 +224,26 @@ class HashEmbedder:
 def as_embedder(embedder: Embedder | None) -> Embedder:
     """The given ``Embedder``, or the local model when there is none."""
     return LocalEmbedder() if embedder is None else embedder
+
+
+def embedder_for_store(
+    name: str, *, client_factory: Callable[[], object] | None, openai_itself: bool, counter=None
+) -> tuple[Embedder | None, str]:
+    """The embedder a store built with ``name`` needs, if it can run here, else
+    (None, what it needs). ``openai_itself``: the client reaches OpenAI, the only
+    place OpenAI's own embedding models are served."""
+    kind, _, model = name.partition(":")
+    if kind == "local" and model == LOCAL_MODEL_NAME:
+        return LocalEmbedder(counter=counter), ""
+    if kind == "hash" and model.startswith("v1-") and model[3:].isdigit():
+        return HashEmbedder(int(model[3:])), ""
+    if kind == "openai" and model:
+        if model.startswith("text-embedding-") and not openai_itself:
+            return None, "is OpenAI's and needs OPENAI_API_KEY, with OPENAI_BASE_URL unset"
+        if client_factory is None:
+            return None, "is served by an embedding endpoint and needs OPENAI_API_KEY or OPENAI_BASE_URL"
+        return OpenAIEmbedder(client_factory, model), ""
+    return None, "is not one Memora knows"
 
 
 def make_embedder(model: str, *, client_factory: Callable[[], object] | None, counter=None) -> Embedder:

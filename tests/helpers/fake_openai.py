@@ -109,13 +109,38 @@ class Recorded:
         return [m["content"] for m in self.input if m.get("role") == "developer"]
 
     @property
-    def developer(self) -> str:
-        found = self.developer_messages
-        return found[0] if found else ""
+    def background_role(self) -> str | None:
+        """How the background was sent: ``developer`` or ``system`` (an input item), or
+        ``instructions`` (after Memora's own, where servers other than OpenAI get it)."""
+        for m in self.input:
+            if m.get("role") in ("developer", "system"):
+                return m["role"]
+        return "instructions" if self._in_instructions() else None
+
+    def _in_instructions(self) -> str:
+        from memora.engine.prompts import SYSTEM_PROMPT
+
+        instructions = str(self.body.get("instructions") or "")
+        return (
+            instructions.removeprefix(SYSTEM_PROMPT + "\n\n") if instructions.startswith(SYSTEM_PROMPT + "\n\n") else ""
+        )
+
+    @property
+    def background(self) -> str:
+        """The background message's text, however it was sent."""
+        for m in self.input:
+            if m.get("role") in ("developer", "system"):
+                return m["content"]
+        return self._in_instructions()
+
+    @property
+    def conversation_roles(self) -> list[str]:
+        """The roles of the input items after the background."""
+        return [m.get("role") for m in self.input if m.get("role") not in ("developer", "system")]
 
     def section(self, tag: str) -> str | None:
-        """The body of ``<tag>...</tag>`` in the developer message, or None."""
-        text = self.developer
+        """The body of ``<tag>...</tag>`` in the background message, or None."""
+        text = self.background
         start, end = f"<{tag}>\n", f"\n</{tag}>"
         if start not in text:
             return None

@@ -1,0 +1,72 @@
+"""Structured answers from servers with and without strict mode.
+
+OpenAI, vLLM and Ollama hold the model to the JSON schema sent as
+``text.format``, so the answer is the object itself. LM Studio ignores
+``text.format`` and many local models wrap their JSON anyway: in a code fence,
+or after a line such as "Here is the JSON:". ``parse_answer`` accepts all three
+and validates each candidate with the same pydantic model as a strict answer,
+so nothing looser than the schema ever gets in: a candidate that is not the
+schema's object is not an answer, whatever it looks like.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+T = TypeVar("T", bound=BaseModel)
+
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.S)
+_DECODER = json.JSONDecoder()
+
+
+class MalformedAnswer(ValueError):
+    """No candidate in the answer is a valid object of the schema; ``str()`` says why
+    in a line short enough to quote back to the model."""
+
+
+def candidates(text: str) -> list[str]:
+    """The texts that may hold the object, most likely first: the whole answer,
+    each fenced block, then each JSON object that starts somewhere in the text."""
+    text = text.strip()
+    found = [text] + [block.strip() for block in _FENCE.findall(text)]
+    for start in (m.start() for m in re.finditer(r"\{", text)):
+        try:
+            _, end = _DECODER.raw_decode(text, start)
+        except ValueError:
+            continue
+        found.append(text[start:end])
+    unique: list[str] = []
+    for candidate in found:
+        if candidate and candidate not in unique:
+            unique.append(candidate)
+    return unique
+
+
+def parse_answer(text: str, schema: type[T]) -> T:
+    """The first candidate that validates as ``schema``; ``MalformedAnswer`` otherwise."""
+    shape_error = json_error = None  # a JSON object of the wrong shape says more than prose does
+    for candidate in candidates(text or ""):
+        try:
+            return schema.model_validate_json(candidate)
+        except ValidationError as error:
+            if any(e.get("type") == "json_invalid" for e in error.errors()):
+                json_error = json_error or "the answer is not a JSON object"
+            else:
+                shape_error = shape_error or describe(error)
+    if not (text or "").strip():
+        raise MalformedAnswer("the answer was empty")
+    raise MalformedAnswer(shape_error or json_error or "the answer holds no JSON object")
+
+
+def describe(error: ValidationError) -> str:
+    """pydantic's errors in one line: where and what, without echoing the input."""
+    parts = []
+    for item in error.errors(include_url=False, include_input=False)[:3]:
+        where = ".".join(str(p) for p in item.get("loc", ())) or "the answer"
+        parts.append(f"{where}: {item.get('msg', 'invalid')}")
+    more = error.error_count() - len(parts)
+    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
