@@ -1,0 +1,354 @@
+"""Memora on the models and servers learners really run.
+
+What a learner notices when the server is not OpenAI, or the model reasons before it
+answers: the memory still reaches the model, the tutor still answers, structured
+answers still land, and every failure is one line naming the setting to change.
+Each test asserts on what was sent to the stand-in server and on what the learner saw.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from pathlib import Path
+
+import pytest
+from helpers.fake_openai import Error, StreamThenFail
+from helpers.scripts import extraction, fact, say
+
+from memora.engine.config import Settings
+from memora.engine.errors import ConfigError, ModelCallError
+from memora.engine.model_facts import DEFAULT_MODEL, shutdown_dates
+from memora.engine.prompts import SYSTEM_PROMPT
+
+
+def sdk_deprecated_models() -> dict[str, str]:
+    """The SDK's own "Deprecated values" note, read here independently of Memora's reader."""
+    import openai.types.shared.chat_model as chat_model
+
+    note = Path(chat_model.__file__).read_text(encoding="utf-8").split('"""Deprecated values:', 1)[1]
+    text = re.sub(r"\n\s+", " ", note)
+    found = {}
+    for names, day in re.findall(r"^- (.*?): Announced shutdown date: (\d{4}-\d\d-\d\d)", text, re.M):
+        for name in re.findall(r'"([^"]+)"', names):
+            found[name] = day
+    return found
+
+
+# -- the model ---------------------------------------------------------------------------
+
+
+def test_the_default_model_is_one_the_pinned_sdk_does_not_list_as_deprecated():
+    deprecated = sdk_deprecated_models()
+    assert "gpt-4.1-mini" in deprecated  # the note is read: the old default is in it
+    assert DEFAULT_MODEL not in deprecated
+    assert Settings().model == DEFAULT_MODEL
+    from typing import get_args
+
+    from openai.types.shared.chat_model import ChatModel
+
+    assert DEFAULT_MODEL in get_args(ChatModel)  # a model the SDK knows
+    # Memora's own reader agrees with this one, date for date
+    assert {name: day.isoformat() for name, day in shutdown_dates().items()} == deprecated
+
+
+def test_status_shows_the_model_and_its_announced_shutdown_date(make_app, run_repl):
+    app = make_app(model="gpt-4.1-mini")
+    t = run_repl(app, ["status"])
+    assert "gpt-4.1-mini (OpenAI announced its shutdown for 2027-01-14)" in t.text
+    current = run_repl(make_app(model=DEFAULT_MODEL), ["status"])
+    assert "announced its shutdown" not in current.text
+
+
+@pytest.mark.parametrize(
+    "today, expected",
+    [
+        (date(2026, 12, 1), None),  # more than 30 days ahead: only 'status' says it
+        (date(2026, 12, 20), "shuts down on 2027-01-14 (in 25 days)"),
+        (date(2027, 1, 14), "was shut down on 2027-01-14"),
+        (date(2027, 3, 1), "was shut down on 2027-01-14"),
+    ],
+)
+def test_a_model_past_or_near_its_shutdown_gets_one_line_at_start_naming_memora_model(make_app, clock, today, expected):
+    clock.now = clock.now.replace(year=today.year, month=today.month, day=today.day)
+    notices: list[str] = []
+    make_app(model="gpt-4.1-mini", notices=notices)
+    said = [n for n in notices if "gpt-4.1-mini" in n]
+    if expected is None:
+        assert said == []
+    else:
+        [line] = said
+        assert expected in line and "set MEMORA_MODEL" in line and DEFAULT_MODEL in line
+        assert "\n" not in line
+
+
+@pytest.mark.parametrize(
+    "answer, says",
+    [
+        (
+            Error(404, "The model `gpt-9-mini` does not exist or you do not have access to it."),
+            "does not know the model 'gpt-9-mini' (404). Set MEMORA_MODEL (or --model) to a model it serves",
+        ),
+        (Error(404, "model 'gpt-9-mini' not found"), "does not know the model 'gpt-9-mini' (404)"),  # Ollama's words
+        (Error(404, "The model `gpt-9-mini` does not exist."), "does not know the model 'gpt-9-mini' (404)"),  # vLLM
+    ],
+)
+def test_a_model_the_server_does_not_know_gets_one_line_naming_memora_model(make_app, server, answer, says):
+    server.script("chat", answer)
+    app = make_app(model="gpt-9-mini")
+    with pytest.raises(ModelCallError) as failure:
+        app.chat("Hello", on_delta=lambda _: None)
+    assert says in str(failure.value) and "\n" not in str(failure.value)
+    assert app.memory.messages == []  # nothing was kept
+
+
+def test_a_404_that_is_not_about_the_model_points_at_the_base_url(make_app, server):
+    server.script("chat", Error(404, "Not Found"))
+    with pytest.raises(ModelCallError) as failure:
+        make_app().chat("Hello", on_delta=lambda _: None)
+    assert "not found (404)" in str(failure.value) and "OPENAI_BASE_URL usually ends in /v1" in str(failure.value)
+
+
+# -- reasoning -------------------------------------------------------------------------------
+
+
+def test_on_openai_each_call_kind_gets_its_own_effort_and_room_for_it(make_app, server):
+    server.script("extraction", extraction(fact("The learner keeps bees.")))
+    app = make_app(as_openai=True, model="gpt-5.4-mini", extraction_batch=1)
+    say(app, "I keep bees on the roof of my building in Taichung.")
+    [chat] = server.chats
+    assert chat.body["reasoning"] == {"effort": "low"}  # the tutor: low, quick
+    assert chat.body["max_output_tokens"] == 800 + 2048  # the visible cap plus room for low reasoning
+    [read] = server.of_kind("extraction")
+    assert read.body["reasoning"] == {"effort": "none"}  # structured: the lowest the model takes
+
+
+@pytest.mark.parametrize(
+    "model, chat_effort, structured_effort",
+    [
+        ("gpt-5-mini", "low", "minimal"),  # gpt-5 takes minimal, not none
+        ("o4-mini", "low", "low"),  # the o-series starts at low
+        ("gpt-5.2-pro", "medium", "medium"),  # a pro model starts at medium
+        ("gpt-4.1-mini", None, None),  # not a reasoning model: the parameter is never sent
+    ],
+)
+def test_the_effort_sent_is_one_the_model_takes(make_app, server, model, chat_effort, structured_effort):
+    server.script("extraction", extraction())
+    app = make_app(as_openai=True, model=model, extraction_batch=1)
+    say(app, "I practised my presentation for tomorrow's meeting twice today.")
+    sent = server.chats[-1].body.get("reasoning")
+    assert sent == ({"effort": chat_effort} if chat_effort else None)
+    read = server.of_kind("extraction")[-1].body.get("reasoning")
+    assert read == ({"effort": structured_effort} if structured_effort else None)
+
+
+def test_a_400_naming_the_reasoning_parameter_is_retried_once_without_it_for_the_rest_of_the_session(
+    make_app, server, run_repl
+):
+    server.script(
+        "chat",
+        Error(400, "Unsupported parameter: 'reasoning.effort' is not supported with this model."),
+    )
+    app = make_app(as_openai=True, model="gpt-5.4-mini", extraction_batch=1)
+    t = run_repl(app, ["Hello there, how are you?", "What should we practise?", "status"])
+    assert "Memora: Reply 1." in t.text and "Memora: Reply 2." in t.text and "Error" not in t.text
+    first, retried, second = server.chats
+    assert first.body["reasoning"] == {"effort": "low"}
+    assert "reasoning" not in retried.body and "reasoning" not in second.body  # remembered
+    assert all("reasoning" not in r.body for r in server.of_kind("extraction"))
+    assert "not sent: the server refused the parameter this session" in t.text
+
+
+def test_on_another_server_reasoning_is_sent_only_when_asked_for(make_app, server):
+    server.script("extraction", extraction(), extraction())
+    app = make_app(extraction_batch=1)  # a local server: its models are unknown
+    say(app, "I walked to the station in the rain this morning.")
+    assert "reasoning" not in server.chats[-1].body and "reasoning" not in server.of_kind("extraction")[-1].body
+    asked = make_app(extraction_batch=1, reasoning_effort="medium")
+    say(asked, "I walked to the station in the rain again this evening.")
+    assert server.chats[-1].body["reasoning"] == {"effort": "medium"}
+    assert server.of_kind("extraction")[-1].body["reasoning"] == {"effort": "medium"}
+
+
+def test_reasoning_off_sends_the_parameter_to_no_call(make_app, server):
+    app = make_app(as_openai=True, model="gpt-5.4-mini", reasoning_effort="off")
+    app.chat("Hello", on_delta=lambda _: None)
+    assert "reasoning" not in server.chats[-1].body
+    # the model still reasons at its own default, so the cap keeps room for a medium effort
+    assert server.chats[-1].body["max_output_tokens"] == 800 + 6144
+
+
+def test_a_reply_cut_by_the_cap_before_any_text_is_asked_again_with_more_room(make_app, server):
+    server.script("chat", StreamThenFail("", end="incomplete"))  # the reasoning used the whole cap
+    app = make_app(as_openai=True, model="gpt-5.4-mini")
+    shown: list[str] = []
+    result = app.chat("Explain the present perfect, please.", on_delta=shown.append)
+    first, again = server.chats
+    assert again.body["max_output_tokens"] == 4 * 800 + 2048  # four times the visible cap, with the room
+    assert first.body["max_output_tokens"] == 800 + 2048
+    assert result.reply.text == "Reply 2." and "".join(shown) == "Reply 2."
+    assert app.memory.messages[-1] == {"role": "assistant", "content": "Reply 2."}
+
+
+def test_a_reply_that_stays_empty_is_one_line_and_never_enters_the_conversation(make_app, server):
+    server.script("chat", StreamThenFail("", end="incomplete"), StreamThenFail("", end="incomplete"))
+    app = make_app(as_openai=True, model="gpt-5.4-mini")
+    with pytest.raises(ModelCallError) as failure:
+        app.chat("Explain the present perfect, please.", on_delta=lambda _: None)
+    message = str(failure.value)
+    assert "used its whole output allowance" in message and "MEMORA_MAX_OUTPUT_TOKENS" in message
+    assert "\n" not in message
+    assert app.memory.messages == []
+    session = app.paths.session.read_text() if app.paths.session.exists() else ""
+    assert "Explain the present perfect" not in session
+
+
+def test_an_empty_reply_kept_by_an_older_version_is_dropped_when_the_session_loads(make_app, server):
+    import json
+
+    app = make_app()
+    app.chat("Hello", on_delta=lambda _: None)
+    app.close()
+    data = json.loads(app.paths.session.read_text())
+    data["messages"][-1]["content"] = ""  # what a reply cut off before any text used to leave
+    app.paths.session.write_text(json.dumps(data))
+    again = make_app()
+    assert [m["role"] for m in again.memory.messages] == ["user"]
+    again.chat("Are you there?", on_delta=lambda _: None)
+    assert all(m.get("content") for m in server.chats[-1].input)
+
+
+# -- settings ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "env, says",
+    [
+        ({"MEMORA_MAX_OUTPUT_TOKENS": "15"}, "MEMORA_MAX_OUTPUT_TOKENS) must be at least 16, got 15"),
+        ({"MEMORA_MAX_OUTPUT_TOKENS": "1"}, "must be at least 16"),
+        ({"MEMORA_SUMMARY_TOKENS": "8"}, "MEMORA_SUMMARY_TOKENS) must be at least 16, got 8"),
+        ({"MEMORA_REASONING_EFFORT": "turbo"}, "MEMORA_REASONING_EFFORT must be one of none, minimal, low"),
+        ({"MEMORA_BACKGROUND_ROLE": "assistant"}, "MEMORA_BACKGROUND_ROLE must be developer or system"),
+    ],
+)
+def test_settings_the_api_would_refuse_are_refused_up_front_in_one_line(tmp_path, env, says):
+    with pytest.raises(ConfigError) as failure:
+        Settings.from_env({"MEMORA_HOME": str(tmp_path), **env})
+    assert says in str(failure.value) and "\n" not in str(failure.value)
+
+
+def test_sixteen_output_tokens_is_accepted():
+    settings = Settings.from_env({"MEMORA_MAX_OUTPUT_TOKENS": "16", "MEMORA_SUMMARY_TOKENS": "16"})
+    assert settings.max_output_tokens == 16 and settings.summary_tokens == 16
+
+
+# -- the background's role ----------------------------------------------------------------------
+
+
+def test_memora_background_role_overrides_the_servers_role(make_app, server, run_repl):
+    app = make_app(background_role="developer")
+    app.profiles.set_english_level("b2")
+    t = run_repl(app, ["Hello there", "why"])
+    request = server.chats[-1]
+    assert request.roles == ["developer", "user"] and request.body["instructions"] == SYSTEM_PROMPT
+    assert "English level: B2" in request.section("user_profile")
+    assert re.search(r"developer\s+set by MEMORA_BACKGROUND_ROLE", t.text)
+
+
+def test_why_and_status_say_which_role_was_used_and_why(make_app, server, run_repl):
+    local = run_repl(make_app(), ["Hello there", "why", "status"])
+    assert "an OpenAI-compatible server" in local.text
+    assert "every chat template reads the system role" in local.text
+    openai = run_repl(make_app(as_openai=True), ["Hello there", "why", "status"])
+    assert "OpenAI reads the developer role" in openai.text
+
+
+# -- structured answers ---------------------------------------------------------------------
+
+FENCED = '```json\n{"facts": [{"text": "The learner keeps bees.", "memory_type": "semantic", "category": "hobby", \
+"event_phrase": null, "event_date": null}], "profile_changes": [], "corrections": []}\n```'
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        FENCED,
+        "Here is the JSON you asked for:\n" + FENCED,
+        "Sure! " + FENCED.removeprefix("```json\n").removesuffix("\n```") + " Let me know if you need more.",
+    ],
+    ids=["fenced", "after-a-line", "inside-prose"],
+)
+def test_a_json_answer_inside_fences_or_text_is_accepted_and_validated(make_app, server, answer):
+    server.script("extraction", answer)
+    app = make_app(extraction_batch=1)
+    say(app, "I keep bees on the roof of my building in Taichung.")
+    assert [r.content for r in app.store.list()] == ["The learner keeps bees."]
+    assert len(server.of_kind("extraction")) == 1  # no repair was needed
+    assert app.model.structured.repaired == 0
+
+
+def test_an_invalid_answer_gets_one_repair_request_quoting_the_error(make_app, server, run_repl):
+    server.script("extraction", '{"facts": "bees"}', extraction(fact("The learner keeps bees.", "hobby")))
+    app = make_app(extraction_batch=1)
+    t = run_repl(app, ["I keep bees on the roof of my building in Taichung.", "status"])
+    first, repair = server.of_kind("extraction")
+    asked = repair.input
+    assert [m["role"] for m in asked] == ["user", "assistant", "user"]
+    assert asked[1]["content"] == '{"facts": "bees"}'  # the model sees what it answered
+    assert "facts: Input should be a valid array" in asked[2]["content"]  # and what was wrong with it
+    assert "bees" not in asked[2]["content"].split("valid array")[0]  # the error does not echo the input
+    assert [r.content for r in app.store.list()] == ["The learner keeps bees."]
+    assert "1 needed a repair request" in t.text
+    # from now on this server gets the schema spelled out in the instructions too
+    assert '"facts"' not in first.body["instructions"]
+    say(app, "I also grow tomatoes on that roof every summer.")
+    assert "matching this JSON schema" in server.of_kind("extraction")[-1].body["instructions"]
+
+
+def test_an_answer_still_invalid_after_the_repair_keeps_the_job_and_loses_nothing(make_app, server):
+    server.script("extraction", "no json here", "still no json")
+    app = make_app(extraction_batch=1)
+    app.chat("I keep bees on the roof of my building in Taichung.", on_delta=lambda _: None)
+    app.wait_for_extraction(10)
+    assert app.store.list() == []
+    [kept] = app.pending_jobs  # kept to read again at the next start, as any failed call
+    assert kept.text == "I keep bees on the roof of my building in Taichung." and kept.attempts == 1
+    assert app.model.structured.failed == 1
+    [note] = app.take_unsaved_notes()
+    assert "even after a repair request" in note
+
+
+# -- embeddings ---------------------------------------------------------------------------------
+
+
+def test_a_key_for_a_local_server_never_switches_embeddings_to_openais_model(make_settings, clock):
+    from memora.app.assistant import Memora
+    from memora.engine.embeddings import LocalEmbedder
+
+    settings = make_settings()  # OPENAI_BASE_URL and OPENAI_API_KEY: a keyed gateway (LiteLLM, vLLM --api-key)
+    assert settings.api_key and settings.base_url
+    assert settings.effective_embedding_model == "all-MiniLM-L6-v2"
+    app = Memora.from_settings(settings, clock=clock, notify=lambda m: None)
+    assert isinstance(app.embedder, LocalEmbedder)
+    app.close()
+    assert make_settings(embedding_model="nomic-embed-text").effective_embedding_model == "nomic-embed-text"
+    assert make_settings(base_url=None).effective_embedding_model == "text-embedding-3-small"  # OpenAI itself
+
+
+def test_a_store_of_openais_model_without_a_key_says_what_it_needs_and_reindex_recovers(make_app, run_repl):
+    from memora.engine.embeddings import HashEmbedder
+
+    openai_built = HashEmbedder()
+    openai_built.name = "openai:text-embedding-3-small"
+    old = make_app(embedder=openai_built)
+    old.store.add("The learner sings in a choir")
+    old.close()
+    notices: list[str] = []
+    app = make_app(notices=notices, base_url=None, api_key=None)  # no key any more: the local default
+    [told] = [n for n in notices if "text-embedding-3-small" in n]
+    assert "needs OPENAI_API_KEY" in told and "memory search is off" in told and "'reindex'" in told
+    assert "MEMORA_EMBEDDING_MODEL back" not in told  # a variable the learner never set
+    t = run_repl(app, ["status", "reindex", "search choir"])
+    assert "store built with openai:text-embedding-3-small: type 'reindex'" in t.text
+    assert "Re-embedded 1 memory with hash:v1-384." in t.text
+    assert "The learner sings in a choir" in t.text.rsplit("You: search choir", 1)[1]
