@@ -209,6 +209,8 @@ def preload(app: Memora, stop: threading.Event) -> None:
         if app.model.configured:
             import openai  # noqa: F401
 
+            app.model.server  # noqa: B018 -- probe the server kind now, not before the first reply
+
     steps = (lambda: app.counter.count("warm up"), load_embedder, app.knowledge.sync, load_openai)
     try:
         for step in steps:
