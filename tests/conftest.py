@@ -7,6 +7,8 @@
 * ``server``: a local Responses API server (``fake_openai.py``).
 * ``make_app``: a ``Memora`` wired to that server, a temporary data folder,
   the deterministic hash embedding and an injectable clock.
+* ``litellm_proxy``: a real LiteLLM proxy (its own virtualenv, ``MEMORA_LITELLM``)
+  in front of a scripted chat-completions server (``chat_backend.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
 
 NETGUARD = TESTS / "netguard"
+# What the test run is told by CI, not settings of Memora's: kept when isolated_env clears the rest.
+_TEST_SETTINGS = {"MEMORA_REQUIRE_LOCAL_MODELS", "MEMORA_LITELLM"}
 _LOOPBACK = {"127.0.0.1", "::1", "localhost", "0.0.0.0"}
 MEMORY_BACKED_TMP = Path("/dev/shm")
 
@@ -85,7 +89,7 @@ def no_retry_backoff(monkeypatch):
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch, tmp_path):
     for name in list(os.environ):
-        if name.startswith(("MEMORA_", "OPENAI_", "CHROMA_")) and name != "MEMORA_REQUIRE_LOCAL_MODELS":
+        if name.startswith(("MEMORA_", "OPENAI_", "CHROMA_")) and name not in _TEST_SETTINGS:
             monkeypatch.delenv(name, raising=False)
     home = tmp_path / "memora-home"
     monkeypatch.setenv("MEMORA_HOME", str(home))
@@ -336,3 +340,47 @@ def run_chatbot(lines, *args: str, umask: int | None = None, **env):
         cwd=ROOT,
         preexec_fn=(lambda: os.umask(umask)) if umask is not None else None,
     )
+
+
+def litellm_or_skip() -> str:
+    """The LiteLLM proxy's command (``MEMORA_LITELLM``), or skip; under
+    ``MEMORA_REQUIRE_LOCAL_MODELS=1`` (CI) a missing one fails instead."""
+    path = os.environ.get("MEMORA_LITELLM", "")
+    if path and os.path.isfile(path) and os.access(path, os.X_OK):
+        return path
+    message = (f"MEMORA_LITELLM={path!r} is not an executable" if path else "MEMORA_LITELLM is not set") + (
+        " (the LiteLLM proxy's `litellm` command from its own virtualenv: python -m venv .venv-litellm && "
+        ".venv-litellm/bin/pip install -r requirements-litellm.txt && "
+        "export MEMORA_LITELLM=$PWD/.venv-litellm/bin/litellm; .ci/run does this)"
+    )
+    if os.environ.get("MEMORA_REQUIRE_LOCAL_MODELS") == "1":
+        pytest.fail(message + " and MEMORA_REQUIRE_LOCAL_MODELS=1")
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def litellm_proxy(tmp_path_factory):
+    """A real LiteLLM proxy on loopback in front of a scripted chat-completions server
+    (``helpers/chat_backend.py``), for the whole test session (``helpers/litellm_proxy.py``)."""
+    from helpers import litellm_proxy as proxies
+    from helpers.chat_backend import ChatBackend
+
+    executable = litellm_or_skip()
+    with ChatBackend() as backend:
+        try:
+            proxy = proxies.start(executable, backend, tmp_path_factory.mktemp("litellm"), NETGUARD)
+        except RuntimeError as error:
+            pytest.fail(str(error))
+        try:
+            yield proxy
+        finally:
+            proxy.stop()
+
+
+@pytest.fixture
+def litellm(litellm_proxy):
+    """The session's LiteLLM proxy, its backend emptied of what earlier tests left."""
+    litellm_proxy.backend.reset()
+    yield litellm_proxy
+    assert litellm_proxy.process.poll() is None, f"the LiteLLM proxy died:\n{litellm_proxy.log()}"
+    assert not litellm_proxy.backend.problems, litellm_proxy.backend.problems
