@@ -4,7 +4,8 @@
   test, even if the code under test swallows the exception.
 * ``isolated_env`` (autouse): data goes to a temporary folder and no real
   OpenAI or Chroma settings leak in from the environment.
-* ``server``: a local Responses API server (``fake_openai.py``).
+* ``server``: a local Responses API server (``fake_openai.py``); what it sends is checked
+  against the SDK's types at teardown.
 * ``make_app``: a ``Memora`` wired to that server, a temporary data folder,
   the deterministic hash embedding and an injectable clock.
 * ``litellm_proxy``: a real LiteLLM proxy (its own virtualenv, ``MEMORA_LITELLM``)
@@ -112,8 +113,13 @@ def disk_path():
 
 @pytest.fixture
 def server():
+    """The fake server; a test fails if anything it sent does not conform to the SDK's types
+    (``FakeOpenAIServer.violations``), so every answer of the suite is checked."""
     with FakeOpenAIServer() as srv:
         yield srv
+    assert not srv.violations, "the fake server sent payloads the SDK's types reject:\n" + "\n".join(
+        srv.violations[:20]
+    )
 
 
 @pytest.fixture

@@ -390,6 +390,7 @@ def command_world(tmp_path_factory):
     with FakeOpenAIServer() as server:
         _seed_learner(root / "seed", server.base_url)
         yield server, root
+    assert not server.violations, server.violations[:20]  # as the ``server`` fixture checks
 
 
 @contextmanager
