@@ -352,3 +352,266 @@ def test_a_store_of_openais_model_without_a_key_says_what_it_needs_and_reindex_r
     assert "store built with openai:text-embedding-3-small: type 'reindex'" in t.text
     assert "Re-embedded 1 memory with hash:v1-384." in t.text
     assert "The learner sings in a choir" in t.text.rsplit("You: search choir", 1)[1]
+
+
+# -- replayed real-format sequences (built from the SDK's types) ---------------------------------
+
+from helpers import fake_openai as wire  # noqa: E402
+
+
+def turn(app, text="Can you explain the present perfect?"):
+    shown: list[str] = []
+    result = app.chat(text, on_delta=shown.append)
+    return result, "".join(shown)
+
+
+def test_reasoning_items_before_the_message_are_not_shown(make_app, server):
+    server.script("chat", wire.Events(wire.reasoning_events("We use it for life experience.", "Plan the answer.")))
+    result, shown = turn(make_app(as_openai=True))
+    assert shown == result.reply.text == "We use it for life experience."
+    assert "Plan the answer" not in shown
+
+
+def test_annotations_and_the_done_events_leave_the_text_as_streamed(make_app, server):
+    server.script("chat", wire.Events(wire.annotated_events("See the note on irregular verbs.")))
+    result, shown = turn(make_app(as_openai=True))
+    assert shown == result.reply.text == "See the note on irregular verbs."
+
+
+def test_a_refusal_is_reported_as_a_refusal_and_nothing_is_kept(make_app, server):
+    server.script("chat", wire.Events(wire.refusal_events("I can't help with that request.")))
+    app = make_app(as_openai=True)
+    with pytest.raises(ModelCallError) as failure:
+        turn(app)
+    assert "declined to answer: I can't help with that request." in str(failure.value)
+    assert "empty reply" not in str(failure.value)
+    assert app.memory.messages == []
+
+
+def test_a_structured_refusal_keeps_the_job_and_says_the_model_declined(make_app, server):
+    server.script("extraction", wire.Body(wire.refusal_body("I can't do that.")))
+    app = make_app(extraction_batch=1)
+    app.chat("I keep bees on the roof of my building in Taichung.", on_delta=lambda _: None)
+    app.wait_for_extraction(10)
+    [note] = app.take_unsaved_notes()
+    assert "the model declined (I can't do that.)" in note
+    assert len(app.pending_jobs) == 1  # kept to read again
+
+
+def test_incomplete_with_text_is_kept_with_the_cut_off_note(make_app, server):
+    server.script("chat", wire.Events(wire.incomplete_events("The present perfect joins the past and", 800)))
+    result, shown = turn(make_app(as_openai=True))
+    assert result.reply.text == "The present perfect joins the past and" == shown
+    assert any(n.startswith("(reply cut off: max_output_tokens)") for n in result.notes)
+
+
+def test_incomplete_with_only_reasoning_is_asked_again_with_more_room(make_app, server):
+    server.script("chat", wire.Events(wire.incomplete_events("", 2848)))
+    app = make_app(as_openai=True)
+    result, shown = turn(app)
+    first, again = server.chats
+    assert again.body["max_output_tokens"] > first.body["max_output_tokens"]
+    assert shown == result.reply.text == "Reply 2."
+    assert not any("cut off" in n for n in result.notes)
+
+
+def test_an_error_event_mid_stream_rolls_the_turn_back_in_one_line(make_app, server):
+    server.script("chat", wire.Events(wire.error_midstream_events("Here is the first part of")))
+    app = make_app(as_openai=True)
+    with pytest.raises(ModelCallError) as failure:
+        turn(app)
+    assert "the model reported an error: The server had an error" in str(failure.value)
+    assert app.memory.messages == [] and "\n" not in str(failure.value)
+
+
+@pytest.mark.parametrize(
+    "should_retry, requests, says",
+    [
+        (False, 1, "rate limited (429); the server asks to wait 30 s"),  # the SDK did not retry
+        (True, 3, "rate limited (429) after 2 retries; the server asks to wait 30 s"),
+    ],
+)
+def test_a_429_says_how_many_retries_were_really_made(make_app, server, should_retry, requests, says):
+    server.script("chat", *[wire.rate_limited(30, should_retry=should_retry) for _ in range(3)])
+    app = make_app(as_openai=True, max_retries=2)
+    with pytest.raises(ModelCallError) as failure:
+        turn(app)
+    assert len(server.chats) == requests
+    assert says in str(failure.value)
+    assert "after 2 retries" not in str(failure.value) or requests == 3
+
+
+@pytest.mark.parametrize("status", ["completed", "incomplete"])
+def test_truncation_reported_inside_completed_shows_the_cut_off_note(make_app, server, status):
+    """vLLM (and LiteLLM's bridge) say it inside ``response.completed``, never with ``response.incomplete``."""
+    text = "one two three four five six seven eight nine ten"
+    server.script("chat", wire.Events(wire.truncated_completed_events(text, 5, status=status)))
+    result, shown = turn(make_app())
+    assert result.reply.text == shown == "one two three four five"
+    assert any(n.startswith("(reply cut off: max_output_tokens)") for n in result.notes)
+
+
+def test_on_ollama_a_response_whose_usage_is_at_the_cap_counts_as_cut_off(make_app, server):
+    """Ollama says nothing of a cut (status completed, no details): only the usage shows it."""
+    server.persona = "ollama"
+    server.script("chat", wire.Truncated(" ".join(["word"] * 40)))
+    app = make_app(max_output_tokens=16, reasoning_effort="none")
+    result, _ = turn(app)
+    assert server.chats[-1].body["max_output_tokens"] == 16
+    assert len(result.reply.text.split()) == 16
+    assert any(n.startswith("(reply cut off: max_output_tokens)") for n in result.notes)
+
+
+def test_two_output_messages_are_two_paragraphs(make_app, server):
+    server.script("chat", wire.Events(wire.two_messages_events("First part.", "Second part.")))
+    result, shown = turn(make_app(as_openai=True))
+    assert shown == result.reply.text == "First part.\n\nSecond part."
+
+
+def test_two_message_items_of_a_structured_answer_are_read_apart(make_app, server):
+    from openai.types.responses import Response
+
+    from memora.engine.llm import response_text
+
+    body = wire.two_messages_body("First part.", "Second part.")
+    assert response_text(Response.model_validate(body)) == ("First part.\n\nSecond part.", "")
+
+
+def test_a_summary_whose_body_is_null_keeps_the_turns_in_full(make_app, server):
+    server.script("summary", *[wire.null_body() for _ in range(20)])
+    app = make_app(token_budget=3000, recent_tokens=200, summary_tokens=100, background_tokens=200)
+    for i in range(6):
+        result, _ = turn(app, f"message {i} " + "long words here " * 10)
+    assert len(server.chats) == 6 and server.of_kind("summary")
+    assert any("Could not summarise older turns (the summary came back empty)" in n for n in result.notes)
+    assert app.memory.summary == ""
+
+
+def test_openais_model_not_found_names_memora_model_and_a_current_model(make_app, server):
+    server.script("chat", wire.model_not_found("gpt-4o-old"))
+    with pytest.raises(ModelCallError) as failure:
+        turn(make_app(as_openai=True, model="gpt-4o-old"))
+    said = str(failure.value)
+    assert "OpenAI at api.openai.com does not know the model 'gpt-4o-old'" in said
+    assert f"Set MEMORA_MODEL (or --model) to a model it serves: for example {DEFAULT_MODEL}." in said
+
+
+def test_a_model_past_its_shutdown_says_so_when_the_server_no_longer_knows_it(make_app, server, clock):
+    clock.now = clock.now.replace(year=2027, month=2, day=1)
+    server.script("chat", wire.model_not_found("gpt-4.1-mini"))
+    with pytest.raises(ModelCallError) as failure:
+        turn(make_app(as_openai=True, model="gpt-4.1-mini"))
+    assert "OpenAI shut it down on 2027-01-14" in str(failure.value) and "MEMORA_MODEL" in str(failure.value)
+
+
+def test_the_sdks_unsupported_parameter_answer_is_retried_without_reasoning(make_app, server):
+    server.script("chat", wire.unsupported_parameter())
+    result, _ = turn(make_app(as_openai=True, model="gpt-5.4-mini"))
+    assert result.reply.text.startswith("Reply ")
+    assert [("reasoning" in r.body) for r in server.chats] == [True, False]
+
+
+# -- the servers learners run --------------------------------------------------------------------
+
+
+def test_on_ollama_the_background_reaches_the_model(make_app, server, run_repl):
+    server.persona = "ollama"
+    app = make_app()
+    app.profiles.set_english_level("b1")
+    app.store.add("The learner works as a nurse in Taichung.", memory_type="semantic", category="identity")
+    t = run_repl(app, ["Hi, what do you know about my job?", "why", "status"])
+    request = server.chats[-1]
+    reached = request.body["instructions"] + "".join(m["content"] for m in request.model_input)
+    assert "- English level: B1" in reached and "nurse in Taichung" in reached  # nothing was dropped
+    assert "developer" not in request.roles
+    assert [p.path for p in server.probes][:1] == ["/api/version"]  # one probe told the kind
+    assert "Ollama at 127.0.0.1" in t.text and "answered GET /api/version (0.12.6)" in t.text
+    assert "drops developer messages" in t.text
+
+
+def test_on_ollama_a_forced_developer_role_is_what_ollama_drops(make_app, server):
+    server.persona = "ollama"
+    app = make_app(background_role="developer")
+    app.profiles.set_english_level("b1")
+    turn(app)
+    request = server.chats[-1]
+    assert request.roles == ["developer", "user"] and request.model_roles == ["user"]  # the override is honoured
+
+
+def test_on_vllm_the_background_is_never_a_developer_message(make_app, server, run_repl):
+    server.persona = "vllm"
+    app = make_app()
+    app.profiles.set_english_level("c1")
+    t = run_repl(app, ["Hello there, teacher", "status"])
+    assert "Memora: Reply 1." in t.text and "Unexpected message role" not in t.text
+    [request] = server.chats
+    assert request.status == 200 and "- English level: C1" in request.body["instructions"]
+    assert "vLLM at 127.0.0.1" in t.text and "answered GET /version (0.11.0)" in t.text
+
+
+@pytest.mark.parametrize("wrapping", ["fenced", "prose"])
+def test_on_lm_studio_structured_answers_land_and_the_schema_goes_in_the_instructions(make_app, server, wrapping):
+    server.persona = "lmstudio"
+    server.json_wrapping = wrapping
+    server.script("extraction", extraction(fact("The learner keeps bees.", "hobby")))
+    app = make_app(extraction_batch=1)
+    say(app, "I keep bees on the roof of my building in Taichung.")
+    assert [r.content for r in app.store.list()] == ["The learner keeps bees."]
+    [read] = server.of_kind("extraction")
+    assert "matching this JSON schema" in read.body["instructions"]  # LM Studio ignores text.format
+    assert app.model.server.kind.key == "lmstudio" and app.model.structured.repaired == 0
+
+
+def test_the_server_is_probed_once_per_session(make_app, server):
+    server.persona = "ollama"
+    app = make_app(extraction_batch=1)
+    server.script("extraction", extraction(), extraction())
+    say(app, "I walked to the station in the rain this morning.")
+    say(app, "I walked back home in the evening sunshine.")
+    assert [p.path for p in server.probes] == ["/api/version"]
+
+
+@pytest.mark.parametrize(
+    "url, kind",
+    [
+        ("http://localhost:11434/v1", "ollama"),
+        ("http://127.0.0.1:1234/v1", "lmstudio"),
+        ("http://localhost:4000", "litellm"),
+        ("http://gpu-box:8000/v1", "compatible"),
+        ("https://api.openai.com/v1", "openai"),
+        ("https://my-resource.openai.azure.com/openai/v1", "openai"),
+        (None, "openai"),
+    ],
+)
+def test_with_no_probe_answering_the_base_url_decides(url, kind):
+    from memora.engine.servers import detect_server
+
+    def unreachable(_url):
+        raise ConnectionError("nothing listens")
+
+    found = detect_server(url, unreachable)
+    assert found.kind.key == kind
+    assert found.kind.background_role == ("developer" if kind == "openai" else "system")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        Error(400, "/embeddings: Invalid model name passed in model=text-embedding-3-small. Call `/v1/models`"),
+        Error(404, 'model "text-embedding-3-small" not found, try pulling it first'),  # Ollama's words
+    ],
+    ids=["litellm-400", "ollama-404"],
+)
+def test_an_embedding_model_the_server_does_not_serve_gets_one_line_naming_the_setting(
+    make_settings, server, clock, run_repl, answer
+):
+    from memora.app.assistant import Memora
+
+    server.script("embeddings", answer, answer)
+    settings = make_settings(embedding_model="text-embedding-3-small")  # set by hand, for a gateway
+    app = Memora.from_settings(settings, clock=clock, notify=lambda m: None)
+    t = run_repl(app, ["remember I keep bees on the roof", "Hello there"])
+    lines = [line for line in t.text.splitlines() if "MEMORA_EMBEDDING_MODEL" in line]
+    assert lines and all("does not serve the embedding model 'text-embedding-3-small'" in line for line in lines)
+    assert any("to 'local' for the built-in all-MiniLM-L6-v2" in line for line in lines)
+    assert "Memora: Reply 1." in t.text  # the tutor still answers, without memories this time
