@@ -24,7 +24,9 @@ def test_200_turns_stay_within_the_budget_and_fold_into_a_summary(make_app, serv
     words = "airport hotel ticket luggage present perfect article phrase practise sentence meaning".split()
     replies = [" ".join(rng.choices(words, k=rng.randint(5, 120))) for _ in range(200)]
     server.script("chat", *replies)
-    app = make_app(token_budget=1500, recent_tokens=500, summary_tokens=150, background_tokens=300)
+    # OpenAI's path, where the background is its own message, so the wire is exactly what was budgeted
+    # (elsewhere it rides with the instructions, one message's framing fewer: test_server_compat)
+    app = make_app(token_budget=1500, recent_tokens=500, summary_tokens=150, background_tokens=300, as_openai=True)
     app.profiles.set_english_level("B1")
     app.profiles.add_learning_goal("travel English")
     for i in range(12):

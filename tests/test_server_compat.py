@@ -615,3 +615,17 @@ def test_an_embedding_model_the_server_does_not_serve_gets_one_line_naming_the_s
     assert lines and all("does not serve the embedding model 'text-embedding-3-small'" in line for line in lines)
     assert any("to 'local' for the built-in all-MiniLM-L6-v2" in line for line in lines)
     assert "Memora: Reply 1." in t.text  # the tutor still answers, without memories this time
+
+
+def test_with_the_background_in_the_instructions_the_request_is_never_above_its_budget(make_app, server):
+    from memora.engine.tokens import TokenCounter
+
+    app = make_app(token_budget=900, recent_tokens=300, summary_tokens=100, background_tokens=300)
+    app.profiles.set_english_level("b1")
+    counter = TokenCounter(app.settings.model)
+    for i in range(8):
+        turn(app, f"Turn {i}: " + "practise the airport vocabulary again " * 4)
+        request = server.chats[-1]
+        assert request.background_role == "instructions"
+        sent = counter.count_request(request.body["instructions"], request.input)
+        assert sent <= app.last_prepared.total_tokens <= 900  # one message's framing fewer, never more
