@@ -36,6 +36,7 @@ from pathlib import Path
 
 from memora.engine.catalog import MemoryCatalog
 from memora.engine.chroma_backend import ChromaConnection
+from memora.engine.deletions import DeletionLog
 from memora.engine.embeddings import Embedder, as_embedder
 from memora.engine.errors import CommandError, EmbeddingModelMismatch, MemoryFullError, StoreError
 from memora.engine.lexical import MINUS_SIGN, MINUS_SIGNS, say_the_same
@@ -242,8 +243,11 @@ class LongTermMemoryStore:
         memory_cap: int | None = None,
         clock: Clock = system_clock,
         recency_half_life_days: float | None = None,
+        deletions: DeletionLog | None = None,
     ):
         self.path = Path(path)
+        # What was forgotten, so a reading that started before cannot bring it back (deletions.py).
+        self.deletions = deletions or DeletionLog(self.path)
         self.user_id = user_id
         self.embedder: Embedder = as_embedder(embedding_function)
         self.connection = connection or ChromaConnection(self.path)
@@ -413,7 +417,7 @@ class LongTermMemoryStore:
                 self._sync_catalog(remote)
 
     @contextmanager
-    def _writing(self, *, new_vectors: bool = True):
+    def _writing(self, *, new_vectors: bool = True, guards: Sequence[tuple[str, Sequence[str]]] = (("memory", ()),)):
         """Cross-process write section: file lock, fresh view, one catalog transaction.
 
         Writes that add vectors need the store's own embedding model; deleting and
@@ -422,6 +426,10 @@ class LongTermMemoryStore:
         if new_vectors:
             self._check_model()
         with file_lock(self._catalog_path):
+            # A reading's write that a deletion since covers is dropped; the check and the
+            # deletions are under this same lock, so neither can slip between the other's steps.
+            for kind, keys in guards:
+                self.deletions.guard(kind, keys)
             self._sync_with_other_processes()
             undo: list = []
             self._undo_steps = undo  # the body registers how to undo its Chroma writes
@@ -571,7 +579,8 @@ class LongTermMemoryStore:
         return batch
 
     def _write_new(self, records: list[MemoryRecord], vectors: list[list[float]]) -> None:
-        with self._writing() as (db, collection):
+        keys = [k for r in records for k in self.deletions.text_keys(r.content)]
+        with self._writing(guards=(("text", keys),)) as (db, collection):
             self.catalog.insert(db, records, vectors)
             _upsert(collection, records, vectors)
 
@@ -621,12 +630,15 @@ class LongTermMemoryStore:
         source: str = "extracted",
         note: str | None = None,
         vector: list[float] | None = None,
+        said_at: datetime | None = None,
     ) -> MemoryRecord | None:
         """Mark ``old_id`` no longer current; store ``new_content`` as its successor.
 
         Nothing is deleted: the old record keeps its text with ``valid_until``,
         ``superseded_by`` and ``status=superseded``. Without ``new_content`` the
-        memory is retracted (a correction) and ``None`` is returned.
+        memory is retracted (a correction) and ``None`` is returned. ``said_at``:
+        when the successor was said (a reading's message), else now; it is what a
+        later, older fact is compared with ("newer wins").
         """
         old = self.require(old_id)
         if not old.is_current:
@@ -639,7 +651,7 @@ class LongTermMemoryStore:
             successor = MemoryRecord(
                 id=self._new_id(),
                 content=text,
-                created_at=now,
+                created_at=to_aware(said_at) if said_at is not None else now,
                 memory_type=kind,
                 category=cat,
                 source=source,
@@ -659,7 +671,10 @@ class LongTermMemoryStore:
             change_reason=reason,
             metadata={**old.metadata, **({"note": note} if note else {})},
         )
-        with self._writing() as (db, collection):
+        guards = [("memory", [old.id])]
+        if successor is not None:
+            guards.append(("text", self.deletions.text_keys(successor.content)))
+        with self._writing(guards=guards) as (db, collection):
             self.catalog.update(db, retired)
             collection.update(ids=[retired.id], metadatas=[to_chroma_metadata(retired)])
             if successor is not None:
@@ -717,6 +732,7 @@ class LongTermMemoryStore:
             doomed = [i for i, record in view.items() if record is None and i in stored]
             revived = [record for record in view.values() if record is not None]
             if doomed:
+                self._record_deleted([stored[i] for i in doomed])
                 self.catalog.delete(db, doomed)
                 collection.delete(ids=doomed)
             for record in revived:
@@ -741,6 +757,7 @@ class LongTermMemoryStore:
         ids = list(dict.fromkeys(chain + [record.id]))
         successor = record.superseded_by
         with self._writing(new_vectors=False) as (db, collection):
+            self._record_deleted([r for r in self.catalog.get_many(ids).values()])
             self.catalog.delete(db, ids)
             collection.delete(ids=ids)
             if successor:
@@ -756,6 +773,7 @@ class LongTermMemoryStore:
         """Delete every memory of this learner (``forget all``)."""
         count = self.count(include_superseded=True)
         with self._writing(new_vectors=False) as (db, collection):
+            self.deletions.record(self.user_id, "all")
             self.catalog.clear(db)
             self.connection.delete_collection(collection_name(self.user_id))
             self._collection = None
@@ -766,6 +784,7 @@ class LongTermMemoryStore:
     def drop(self) -> None:
         """Remove the learner's collection and catalog entirely (``forget user``)."""
         with file_lock(self._catalog_path):
+            self.deletions.record(self.user_id, "user")  # every process of this learner stops writing
             self.connection.delete_collection(collection_name(self.user_id))
             self.catalog.close()
             for suffix in ("", "-wal", "-shm", ".restoring.json"):
@@ -773,6 +792,16 @@ class LongTermMemoryStore:
         Path(str(self._catalog_path) + ".lock").unlink(missing_ok=True)
         self.erased = self.connection.compact() or self.connection.url is not None
         self._mark_erase_pending(not self.erased)
+
+    def _record_deleted(self, records: Iterable[MemoryRecord]) -> None:
+        """Deleted memories, by id and by keyed hashes of their text (call under the
+        write lock): a reading started before cannot name them or say them again."""
+        records = list(records)
+        if records:
+            self.deletions.record(self.user_id, "memory", [r.id for r in records])
+            self.deletions.record(
+                self.user_id, "text", [k for r in records for k in self.deletions.text_keys(r.content)]
+            )
 
     # -- deletion that leaves no copy ---------------------------------------------------
     def erase_deleted(self, *, full: bool = False) -> bool:

@@ -297,7 +297,8 @@ def test_a_whole_session_through_a_litellm_proxy(make_app, litellm, server):
     assert all(line in first for line in LINES[:3])  # one call read the three
     assert readings[1].last_user.endswith(LINES[3]) and readings[2].last_user.endswith(LINES[4])
     [decision] = structured("reconcile_many", "MemoryDecisions")
-    assert decision.last_user.startswith(f"New facts:\nA. {TOKYO}\nB. {TENNIS}\nMemories:\n")
+    said = "(29 Nov 10:00)"  # each fact with when it was said
+    assert decision.last_user.startswith(f"New facts:\nA. {TOKYO} {said}\nB. {TENNIS} {said}\nMemories:\n")
     assert backend.of_kind("reconcile") == []  # both decided in that one call
     [lookup] = structured("correction", "CorrectionDecision")
     assert ABROAD in lookup.last_user

@@ -149,7 +149,9 @@ LONG = (
 )
 
 
-def test_undo_takes_back_the_change_shown_and_leaves_a_held_message_to_be_read(make_app, server):
+def test_undo_takes_back_a_held_message_first_then_the_change_before(make_app, server):
+    """A held message is the learner's last message: undo takes it back (it is never read),
+    and undo again takes back the change that was shown before it."""
     server.script(
         "extraction",
         extraction(fact("The learner lives in Taipei.", "identity")),
@@ -159,11 +161,14 @@ def test_undo_takes_back_the_change_shown_and_leaves_a_held_message_to_be_read(m
     _chat(app, LONG)  # read at once: its change line is shown, with "'undo' takes this back"
     assert any("Taipei" in n and "undo" in n for n in app.notices)
     _chat(app, "I have a cat.")  # held: nothing shown yet
+    [line, more] = app.undo()
+    assert line.startswith("Undone: nothing from your message at") and "I have a cat." in line
+    assert "1 left" in more
+    assert app.held_messages == 0 and [m.content for m in app.store.list()] == ["The learner lives in Taipei."]
     lines = app.undo()
     assert any("Taipei" in line for line in lines) and app.store.list() == []
-    assert app.held_messages == 1  # not read by the undo, and not taken back by it
     assert app.wait_for_extraction(10)
-    assert [m.content for m in app.store.list()] == ["The learner has a cat."]
+    assert app.store.list() == [] and len(server.of_kind("extraction")) == 1  # the cat was never read
 
 
 def test_forget_all_drops_the_messages_not_read_yet(make_app, server, run_repl):

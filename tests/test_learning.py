@@ -297,7 +297,7 @@ def test_forget_user_and_forget_all_leave_no_byte_of_the_ledger(make_app, run_re
     assert app.ledger.count() == 1 and app.paths.activity.exists()
     assert files_holding(data_dir, "Qzmarket")
     t = run_repl(app, ["forget all", "DELETE"])
-    assert "Deleted 0 memories and 1 mistake." in t.text
+    assert "Deleted 0 memories, 1 mistake and the conversation." in t.text  # forget all clears the conversation too
     assert not app.paths.mistakes.exists() and not app.paths.activity.exists()
     # The conversation and the deck the learner wrote out are theirs to keep or delete.
     held = files_holding(data_dir, "Qzmarket")

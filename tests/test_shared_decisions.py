@@ -58,7 +58,7 @@ def test_two_unrelated_facts_of_one_message_are_decided_in_one_call_each_on_its_
     [call] = server.of_kind("reconcile_many")
     assert server.of_kind("reconcile") == []  # one call, not one per fact
     content = call.input[0]["content"]
-    assert content.startswith(f"New facts:\nA. {TOKYO}\nB. {TENNIS}\nMemories:\n")
+    assert content.startswith(f"New facts:\nA. {TOKYO} (29 Nov 10:00)\nB. {TENNIS} (29 Nov 10:00)\nMemories:\n")
     _, listed = decisions_input(call)
     assert {"The learner lives in Taipei.", "The learner plays golf."} <= set(listed.values())
     assert len(listed) == len(set(listed.values()))  # the union, each memory once

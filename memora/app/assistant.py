@@ -26,7 +26,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from context_builder import DIGEST_SECTIONS, MistakeNote, build_background_messages, build_user_digest
@@ -48,10 +48,19 @@ from memora.app.extraction import (
 from memora.app.knowledge import KnowledgeBase
 from memora.app.proactive import pick_follow_up
 from memora.app.proposals import ProfileProposal, ProposalStore
-from memora.app.session import ChangeSet, PendingExtraction, SessionState, SessionStore, UndoneMemory
+from memora.app.session import (
+    ChangeSet,
+    PendingExtraction,
+    SessionState,
+    SessionStore,
+    UndoneMemory,
+    new_owner,
+    release_owner,
+)
 from memora.engine.activity import ActivityLog
 from memora.engine.chroma_backend import ChromaConnection
 from memora.engine.config import Settings
+from memora.engine.deletions import DeletionLog
 from memora.engine.embeddings import Embedder, embedder_for_store, make_embedder
 from memora.engine.errors import ConfigError, EmbeddingError, LimitError, MemoraError, ModelNotConfigured
 from memora.engine.ledger import LedgerStore, correction_excerpt, relevant
@@ -204,7 +213,14 @@ class Memora:
         self.profiles = UserProfileStore(
             self.paths.profile, max_items=settings.max_profile_items, notify=self.notify, clock=clock
         )
-        self.ledger = LedgerStore(self.paths.mistakes, clock=clock, notify=self.notify)
+        # What was forgotten, shared by every learner and process of the data folder:
+        # a reading that started before a deletion cannot undo it (deletions.py).
+        self.deletions = DeletionLog(settings.db_dir)
+        self.owner = new_owner()  # this session's name, for claiming messages to read
+        self._known_jobs: set[str] = set()  # messages this session has held (SessionStore.save)
+        self.ledger = LedgerStore(
+            self.paths.mistakes, clock=clock, notify=self.notify, deletions=self.deletions, learner=settings.user
+        )
         self.activity = ActivityLog(self.paths.activity, clock=clock, notify=self.notify)
         self.proposals = ProposalStore(self.paths.proposals, notify=self.notify)
         self.sessions = SessionStore(self.paths.session, notify=self.notify)
@@ -226,6 +242,7 @@ class Memora:
             ),
             on_outcome=self._extraction_done,
             on_failure=self._extraction_failed,
+            claim=self._claim,
         )
         if self.model.configured:
             retiring = shutdown_note(settings.model, clock().date())
@@ -246,6 +263,7 @@ class Memora:
             memory_cap=settings.memory_cap,
             clock=self.clock,
             recency_half_life_days=settings.recency_half_life_days,
+            deletions=self.deletions,
         )
         if store.interrupted_import is not None:  # a crash cut an import short: undo the rest of it
             from memora.app.data_transfer import finish_interrupted_import
@@ -321,6 +339,10 @@ class Memora:
             state.changes, state.undone = previous.changes, previous.undone
         self.memory.load_state(state.model_dump(mode="json"))
         self.turn.pending_jobs = list(state.pending_extractions)
+        self._known_jobs |= {p.job_id for p in state.pending_extractions}
+        # The newest 'forget all' (or 'forget user') this session has taken in: a newer one,
+        # made by another process, clears this conversation too (_catch_up_deletions).
+        self._forgotten_at = self.deletions.newest(self.settings.user)
         self._changes = list(state.changes)
         self._undone = list(state.undone)
 
@@ -370,6 +392,7 @@ class Memora:
         text = self.check_message(text)
         now = self.clock()
         notes: list[str] = []
+        self._catch_up_deletions()
         with self._lock:
             self.memory.add_user_message(text)
             self.turn.turn_active = True
@@ -441,7 +464,10 @@ class Memora:
                 "at": now.isoformat(),
             }
             self.turn.last_prepared = prepared
-            job = PendingExtraction(job_id=uuid.uuid4().hex[:8], text=text, said_at=now)
+            job = PendingExtraction(
+                job_id=uuid.uuid4().hex[:8], text=text, said_at=now, generation=self.deletions.generation()
+            )
+            self._known_jobs.add(job.job_id)
             if skips_extraction(text):
                 # An acknowledgement or greeting holds no fact and no mistake: no call,
                 # and nothing left in the session file to read at the next start.
@@ -483,7 +509,9 @@ class Memora:
             return
         with self._lock:
             earlier = self._take_held()
-        self.worker.submit(ExtractionJob(job.text, job.said_at, job.job_id, prepared=early, earlier=earlier))
+        self.worker.submit(
+            ExtractionJob(job.text, job.said_at, job.job_id, prepared=early, earlier=earlier, generation=job.generation)
+        )
 
     def _hold(self, job: PendingExtraction) -> bool:
         """Keep a short message back, to be read with the next ones (see BATCH_SHORT_TOKENS)."""
@@ -505,21 +533,27 @@ class Memora:
     def _held_jobs(self) -> tuple[ExtractionJob, ...]:
         """The held messages, oldest first (call under the lock)."""
         held = set(self.turn.held)
-        return tuple(ExtractionJob(p.text, p.said_at, p.job_id) for p in self.turn.pending_jobs if p.job_id in held)
+        return tuple(
+            ExtractionJob(p.text, p.said_at, p.job_id, generation=p.generation)
+            for p in self.turn.pending_jobs
+            if p.job_id in held
+        )
 
     def _take_held(self) -> tuple[ExtractionJob, ...]:
         """The held messages, no longer held (call under the lock): the caller submits them."""
         jobs, self.turn.held = self._held_jobs(), []
         return jobs
 
-    def drop_unread_messages(self, timeout: float = 15.0) -> int:
-        """'forget all': let the reading under way finish (what it writes is deleted
-        with the rest), then drop every message not read yet, held or kept from a
-        failed reading, so nothing said before the deletion is remembered after it."""
-        self.worker.wait_idle(timeout)
+    def drop_unread_messages(self) -> int:
+        """'forget all': drop every message not read yet, held or kept from a failed
+        reading, and the conversation, so nothing said before the deletion is remembered
+        after it. A reading under way is not waited for: the deletion record refuses
+        its writes when it lands (deletions.py)."""
         with self._lock:
             dropped = len(self.turn.pending_jobs)
             self.turn.pending_jobs, self.turn.held = [], []
+            self.memory.reset()
+            self.turn.last_prepared = None
         self.save_session()
         return dropped
 
@@ -532,8 +566,48 @@ class Memora:
         if not jobs:
             return 0
         last = jobs[-1]
-        self.worker.submit(ExtractionJob(last.text, last.said_at, last.job_id, earlier=jobs[:-1]))
+        self.worker.submit(replace(last, earlier=jobs[:-1]))
         return len(jobs)
+
+    def _claim(self, job: ExtractionJob) -> ExtractionJob | None:
+        """(worker thread) The messages of ``job`` this session reads: not those said
+        before a 'forget all', nor those another running Memora has claimed or
+        already read; each one claimed atomically in the session file."""
+        newest = self.deletions.newest(self.settings.user)
+        unforgotten = [m for m in job.messages if m.generation >= newest]
+        granted = self.sessions.claim([m.job_id for m in unforgotten if m.job_id], self.owner)
+        keep = [m for m in unforgotten if not m.job_id or m.job_id in granted]
+        lost = set(job.job_ids) - {m.job_id for m in keep}
+        if lost:  # forgotten, or read by another process: not this session's to read or keep
+            log.info("not reading %d message(s): forgotten or claimed elsewhere", len(lost))
+            with self._lock:
+                self.turn.pending_jobs = [p for p in self.turn.pending_jobs if p.job_id not in lost]
+                self.turn.held = [i for i in self.turn.held if i not in lost]
+            self.save_session()
+        if not keep:
+            return None
+        if len(keep) == len(job.messages):
+            return job
+        last = keep[-1]
+        prepared = job.prepared if last is job else None
+        return replace(last, earlier=tuple(keep[:-1]), prepared=prepared)
+
+    def _catch_up_deletions(self) -> None:
+        """Another Memora of this learner ran 'forget all' (or 'forget user') since this
+        one last looked: its conversation and its messages not read yet go too."""
+        newest = self.deletions.newest(self.settings.user)
+        if newest <= self._forgotten_at:
+            return
+        self._forgotten_at = newest
+        if self.deletions.newest(self.settings.user, ("user",)) >= newest:
+            self.forget_learner()  # this learner was deleted elsewhere: write nothing more
+            return
+        with self._lock:
+            self.memory.reset()
+            self.turn.pending_jobs = [p for p in self.turn.pending_jobs if p.generation >= newest]
+            self.turn.held = [i for i in self.turn.held if any(p.job_id == i for p in self.turn.pending_jobs)]
+            self.turn.last_prepared = None
+        self._changes, self._undone = [], []
 
     def _read_correction_early(self, text: str, now: datetime) -> PreparedExtraction | None:
         """For a message that looks like a correction, read it before the reply
@@ -543,7 +617,8 @@ class Memora:
         with self._lock:
             earlier = self._held_jobs()
         try:
-            return self.worker.extractor.prepare(ExtractionJob(text, now, earlier=earlier))
+            generation = self.deletions.generation()
+            return self.worker.extractor.prepare(ExtractionJob(text, now, earlier=earlier, generation=generation))
         except MemoraError:
             return None  # read after the reply instead, like any message
 
@@ -616,7 +691,9 @@ class Memora:
                 prepared = PreparedExtraction(ExtractionResult.model_validate(pending.remaining))
             except ValueError:
                 log.warning("unreadable remaining items of job %s; reading the message again", pending.job_id)
-        return ExtractionJob(pending.text, pending.said_at, pending.job_id, prepared=prepared)
+        return ExtractionJob(
+            pending.text, pending.said_at, pending.job_id, prepared=prepared, generation=pending.generation
+        )
 
     def _note_skipped(self, outcome: ExtractionOutcome) -> None:
         for item in outcome.skipped:
@@ -799,12 +876,15 @@ class Memora:
 
     def undo(self) -> list[str]:
         """Take back the last memory change set; the lines to show the learner."""
-        # What the learner was shown: the queued reading finishes, held short messages
-        # stay held (nothing of theirs was shown, so undo must not take it back).
-        if not self.worker.wait_idle(15):
-            return ["Memory extraction of your last message is still running; type 'undo' again in a moment."]
+        # The learner takes back their last message's memories, read or not: a message
+        # not read yet (held to be read with the next ones, being read now, or kept
+        # from a failed reading) is newer than any change set, and is taken back
+        # without waiting for it (its reading's writes are refused when they land).
         with self._lock:
             change = self._changes[-1] if self._changes else None
+            unread = [p for p in self.turn.pending_jobs if change is None or p.said_at >= change.at]
+        if unread:
+            return self._take_back_unread(max(unread, key=lambda p: p.said_at))
         if change is None:
             return [
                 "Nothing to undo: no recorded memory change is left to take back "
@@ -841,6 +921,20 @@ class Memora:
             lines.append(f"('undo' again takes back the change before: {len(self._changes)} left.)")
         return lines
 
+    def _take_back_unread(self, message: PendingExtraction) -> list[str]:
+        """Undo for a message not read yet: nothing it says will be kept."""
+        self.deletions.record(self.settings.user, "reading", [message.job_id])
+        with self._lock:
+            self.turn.pending_jobs = [p for p in self.turn.pending_jobs if p.job_id != message.job_id]
+            self.turn.held = [i for i in self.turn.held if i != message.job_id]
+            left = len(self._changes) + len(self.turn.pending_jobs)
+        self.save_session()
+        at = message.said_at.astimezone(self.clock().tzinfo).strftime("%H:%M")
+        lines = [f"Undone: nothing from your message at {at} ({quoted(message.text, 60, end='')}) will be remembered."]
+        if left:
+            lines.append(f"('undo' again takes back the change before: {left} left.)")
+        return lines
+
     def undone_memory(self, memory_id: str) -> UndoneMemory | None:
         """The undo that deleted ``memory_id`` (or an id starting with it), if any."""
         key = (memory_id or "").strip().lower()
@@ -853,6 +947,9 @@ class Memora:
     def save_session(self) -> None:
         if self.turn.deleted:
             return  # 'forget user' removed this learner: writing now would bring a file back
+        self._catch_up_deletions()
+        if self.turn.deleted:
+            return
         with self._lock:  # snapshot and write together: an older snapshot never lands last
             state = self.memory.to_state()
             session = SessionState(
@@ -866,7 +963,7 @@ class Memora:
                 undone=list(self._undone),
             )
             try:
-                self.sessions.save(session)
+                self.sessions.save(session, known=self._known_jobs, owner=self.owner)
             except OSError as error:
                 self.notify(f"Could not save the session to {self.paths.session}: {error.strerror}.")
 
@@ -887,6 +984,7 @@ class Memora:
         self.read_held_messages()
         finished = self.worker.close(timeout)
         self.save_session()
+        release_owner(self.owner)  # its claims lapse: another session may read what is left
         return finished
 
     # -- what other modules ask of the session --------------------------------------------
@@ -894,7 +992,9 @@ class Memora:
         """This learner is being deleted: stop the worker and write nothing of theirs from now on."""
         with self._lock:
             self.turn.deleted = True
-        self.worker.cancel()
+        # No wait for the reading under way: its writes are refused when it lands (the
+        # 'user' deletion, and the worker's cancelled flag), however slow the server is.
+        self.worker.cancel(timeout=0)
 
     def set_memory_cap(self, cap: int | None) -> None:
         self.store.set_memory_cap(cap)

@@ -618,16 +618,24 @@ class CommandRouter:
         if args.lower() == "all":
             count = store.count(include_superseded=True)
             mistakes = self.app.ledger.count()
-            if count == 0 and mistakes == 0:
+            unread = len(self.app.pending_jobs)  # said, not read yet: it would be remembered later
+            turns = len(self.app.memory.messages) // 2
+            if count == 0 and mistakes == 0 and unread == 0 and turns == 0:
                 self.console.say("There are no memories to delete.")
                 return
-            also = f" and {mistakes} mistake{'s' if mistakes != 1 else ''}" if mistakes else ""
+            parts = [f"all {count} memories"]
+            if mistakes:
+                parts.append(f"{mistakes} mistake{'s' if mistakes != 1 else ''}")
+            if unread:
+                parts.append(f"{unread} message{'s' if unread != 1 else ''} not read for memories yet")
+            if turns:
+                parts.append("this conversation")
+            listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
             if self._confirm(
-                f"This deletes all {count} memories{also} of {self.app.settings.user}. "
-                f"Type {CONFIRM_WORD} to confirm: ",
+                f"This deletes {listed} of {self.app.settings.user}. Type {CONFIRM_WORD} to confirm: ",
                 CONFIRM_WORD,
             ):
-                self.app.drop_unread_messages()
+                self.app.drop_unread_messages()  # and the conversation; no wait for a reading under way
                 texts = [r.content for r in store.all_records()]
                 exports = ask_about_exports(self.console, learner_exports(self.app, self.app.settings.user))
                 deleted = store.delete_all()
@@ -640,6 +648,10 @@ class CommandRouter:
                 parts = [f"{deleted} memories"] + (
                     [f"{forgotten} mistake{'s' if forgotten != 1 else ''}"] if forgotten else []
                 )
+                if unread:
+                    parts.append(f"{unread} unread message{'s' if unread != 1 else ''}")
+                if turns:
+                    parts.append("the conversation")
                 if exports:
                     parts.append(f"{len(exports)} export file{'s' if len(exports) != 1 else ''}")
                 listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
@@ -676,7 +688,8 @@ class CommandRouter:
         if len(words) != 1:
             raise self.usage("forget")
         self._require_id_shape("forget", words[0])
-        self.app.wait_for_extraction(15)  # delete from a store that holds everything said so far
+        # No wait for readings under way or held messages: a reading of a message said
+        # before now cannot bring the forgotten text back (the store's deletion record).
         chain = store.history(words[0])
         deleted = store.delete(words[0])
         self.app.drop_changes(deleted)

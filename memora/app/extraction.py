@@ -59,6 +59,7 @@ from context_builder import retrieved_text
 from long_term_memory import LongTermMemoryStore, is_near_duplicate
 from memora.app.proposals import ProfileProposal, ProposalStore
 from memora.engine import lexical
+from memora.engine.deletions import DeletedMeanwhile, Fence
 from memora.engine.errors import (
     EmbeddingError,
     EmbeddingModelMismatch,
@@ -79,8 +80,9 @@ from memora.engine.prompts import (
 )
 from memora.engine.records import MAX_MEMORY_CHARS, MemoryRecord
 from memora.engine.retrieval import rank
+from memora.engine.slots import slot_cues, slots_of
 from memora.engine.text_utils import CJK_RANGES, clean_text, normalized_key, quoted, shorten
-from memora.engine.timeutil import now_anchor, resolve_event_date
+from memora.engine.timeutil import now_anchor, resolve_event_date, to_aware
 from memora.engine.tokens import TokenCounter
 from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
 
@@ -280,7 +282,9 @@ class PlannedFact:
     event_date: date | None
     vector: list[float]
     candidates: list[Candidate]
-    said_at: datetime
+    said_at: datetime  # when the message it came from was said
+    generation: int = 0  # that message's deletion generation
+    message: str = ""  # and its id
 
 
 class CorrectionDecision(BaseModel):
@@ -319,6 +323,9 @@ class ExtractionJob:
     # Short messages held back to be read with this one (oldest first): one call
     # reads them all, so its fixed instructions and schema are paid once.
     earlier: tuple[ExtractionJob, ...] = ()
+    # The deletion generation when the message was said: a deletion after it covers
+    # what reading it would write (deletions.py).
+    generation: int = 0
 
     @property
     def messages(self) -> tuple[ExtractionJob, ...]:
@@ -336,12 +343,36 @@ class ExtractionJob:
     def said_at_of(self, words: str | None) -> datetime:
         """When the message holding ``words`` was said (the latest one holding them);
         the job's own time when none does."""
+        return self.message_of(words).said_at
+
+    def message_of(self, words: str | None) -> ExtractionJob:
+        """The message holding ``words`` (the latest one holding them); the job's own when none does."""
         if words:
             key = normalized_key(words)
             for message in reversed(self.messages):
                 if key and key in normalized_key(message.text):
-                    return message.said_at
-        return self.said_at
+                    return message
+        return self
+
+    def message_of_fact(self, fact: ExtractedFact) -> ExtractionJob:
+        """The message a fact of the reading came from: the one holding its time phrase,
+        else the one sharing most of its words (the fact is the learner's words retold),
+        the latest on a tie. A message on its own is its own."""
+        if not self.earlier:
+            return self
+        if fact.event_phrase and self.message_of(fact.event_phrase) is not self:
+            return self.message_of(fact.event_phrase)
+        words = set(lexical.query_terms(fact.text)) - _SUBJECT_TERMS
+        best, best_shared = self, -1
+        for message in self.messages:
+            shared = len(words & set(lexical.query_terms(message.text)))
+            if shared >= best_shared:
+                best, best_shared = message, shared
+        return best
+
+    @property
+    def oldest_generation(self) -> int:
+        return min(m.generation for m in self.messages)
 
 
 @dataclass(frozen=True)
@@ -365,6 +396,7 @@ class ExtractionOutcome:
     notices: list[str] = field(default_factory=list)
     full: bool = False
     skipped: list[Skipped] = field(default_factory=list)
+    dropped: int = 0  # items a deletion since their message was said covers (not shown: they are forgotten)
     # Items whose own model or embedding call failed: run them again later.
     retry: ExtractionResult | None = None
     retry_reason: str | None = None
@@ -517,6 +549,24 @@ def may_change_profile(text: str) -> bool:
     return bool(_PROFILE_CUES.search(text))
 
 
+def _day(moment: datetime | None):
+    return to_aware(moment).astimezone().date() if moment is not None else None
+
+
+def _when(moment: datetime | None, days: set) -> str:
+    """ " (2 Dec)", or " (2 Dec 10:00)" on one of ``days`` (a new fact's): when it was said."""
+    if moment is None:
+        return ""
+    local = to_aware(moment).astimezone()
+    label = f"{local.day} {local:%b}" + (f" {local:%H:%M}" if local.date() in days else "")
+    return f" ({label})"
+
+
+def _newer(record: MemoryRecord, said_at: datetime) -> bool:
+    """Whether the memory was said (or edited) after ``said_at``."""
+    return to_aware(record.created_at) > to_aware(said_at)
+
+
 class Extractor:
     """Turns one learner message into memory and profile changes (synchronous)."""
 
@@ -533,6 +583,7 @@ class Extractor:
     ):
         self.model = model
         self.store = store
+        self.deletions = store.deletions
         self.ledger = ledger
         self.profiles = profiles
         self.proposals = proposals
@@ -608,9 +659,17 @@ class Extractor:
         outcome.retracted.append(record.id)
         outcome.notices.append(f"Got it, I've removed that from memory: {quoted(record.content, 120)}")
 
+    def _fence(self, message: ExtractionJob) -> Fence:
+        return Fence(self.store.user_id, message.generation, message.job_id)
+
     def extract(self, job: ExtractionJob) -> ExtractionOutcome:
-        """Read the message (unless already read) and apply everything it says, item by item."""
+        """Read the message (unless already read) and apply everything it says, item by item.
+
+        Each write is made under the fence of the message it came from: a deletion
+        since that message was said covers it, and it is dropped (``deletions.py``)."""
         outcome = ExtractionOutcome()
+        if all(self.deletions.covers(self._fence(m)) for m in job.messages):
+            return outcome  # what it said was deleted after it was said (or taken back): not even read
         result = job.prepared.result if job.prepared is not None else self.read(job)
         outcome.skipped.extend(Skipped(*rejected) for rejected in result._rejected)
         again: dict[str, list] = {
@@ -633,6 +692,7 @@ class Extractor:
                 ),
                 again=again["corrections"],
                 item=correction,
+                fence=self._fence(job.message_of(correction.evidence)),
             )
         if self._apply_facts(result.facts, job, outcome, again["facts"]):
             return outcome
@@ -648,11 +708,23 @@ class Extractor:
         for mistake in result.mistakes if self.ledger is not None else ():
             if self.cancelled:
                 return outcome
-            self._isolated(outcome, "mistake", mistake.original, lambda m=mistake: self._apply_mistake(m, job, outcome))
+            self._isolated(
+                outcome,
+                "mistake",
+                mistake.original,
+                lambda m=mistake: self._apply_mistake(m, job, outcome),
+                fence=self._fence(job.message_of(mistake.original)),
+            )
         for asked in result.asked_words if self.ledger is not None else ():
             if self.cancelled:
                 return outcome
-            self._isolated(outcome, "word", asked.word, lambda a=asked: self._offer_word(a, job, outcome))
+            self._isolated(
+                outcome,
+                "word",
+                asked.word,
+                lambda a=asked: self._offer_word(a, job, outcome),
+                fence=self._fence(job.message_of(asked.word)),
+            )
         if any(again.values()):
             outcome.retry = ExtractionResult(**again)
         return outcome
@@ -666,10 +738,15 @@ class Extractor:
         *,
         again: list | None = None,
         item=None,
+        fence: Fence | None = None,
     ) -> None:
-        """Apply one item; whatever goes wrong stays with that item."""
+        """Apply one item (its writes under ``fence``); whatever goes wrong stays with that item."""
         try:
-            apply()
+            with self.deletions.fenced(fence):
+                apply()
+        except DeletedMeanwhile as dropped:  # the learner forgot it since: nothing to say, nothing to retry
+            log.info("dropped a %s of a reading: %s", kind, dropped)
+            outcome.dropped += 1
         except RETRYABLE_ERRORS as error:
             if again is None:
                 outcome.skipped.append(Skipped(kind, shorten(label, 60), shorten(str(error), 120)))
@@ -720,6 +797,8 @@ class Extractor:
                 again=again,
                 item=fact,
             )
+        # In the order they were said: of two facts about one thing, the later one is applied last and holds.
+        plans.sort(key=lambda p: to_aware(p.said_at))
         pairs = {(a, b) for b in range(len(plans)) for a in range(b) if self._related(plans[a], plans[b])}
         before = {id(p): any((a, n) in pairs for a in range(n)) for n, p in enumerate(plans)}
         related = {n for pair in pairs for n in pair}
@@ -753,6 +832,7 @@ class Extractor:
                 lambda p=plan, d=shared: self._apply_one(p, d, job, outcome, vectors, stored, before[id(p)]),
                 again=again,
                 item=plan.fact,
+                fence=Fence(self.store.user_id, plan.generation, plan.message),
             )
         return False
 
@@ -780,10 +860,13 @@ class Extractor:
             stored[key] = memory
 
     def _related(self, a: PlannedFact, b: PlannedFact) -> bool:
-        """Whether one new fact may change what the other says (see _apply_facts): a
-        word in common, or within the store's related distance. A shared category
-        alone is not enough (most facts of a reading share one); a decision that
-        names a memory an earlier fact changed is decided again anyway."""
+        """Whether one new fact may change what the other says (see _apply_facts): the
+        same slot (a job, a home: ``slots.py``), a word in common, or within the store's
+        related distance. A shared category alone is not enough (most facts of a
+        reading share one); a decision that names a memory an earlier fact changed is
+        decided again anyway."""
+        if slots_of(a.text) & slots_of(b.text):
+            return True
         words = set(lexical.query_terms(a.text)) - _SUBJECT_TERMS
         if words & (set(lexical.query_terms(b.text)) - _SUBJECT_TERMS):
             return True
@@ -815,7 +898,21 @@ class Extractor:
         if repeat is not None:
             self._refresh(repeat.record.id, outcome)
             return []
-        return [PlannedFact(fact, text, memory_type, category, event_date, vector, candidates, job.said_at)]
+        said = job.message_of_fact(fact)
+        return [
+            PlannedFact(
+                fact,
+                text,
+                memory_type,
+                category,
+                event_date,
+                vector,
+                candidates,
+                said.said_at,
+                said.generation,
+                said.job_id,
+            )
+        ]
 
     def _repeat_of(self, text: str, candidates: list[Candidate]) -> Candidate | None:
         """The listed memory that already says ``text`` (see is_near_duplicate), nearest first."""
@@ -847,7 +944,15 @@ class Extractor:
                     self._refresh(repeat.record.id, outcome)
                     return repeat.record.id
         if shared is None:
-            decision, target = self._decide(text, candidates)
+            decision, target = self._decide(text, candidates, plan.said_at)
+        if decision.action in ("UPDATE", "SUPERSEDE") and target is not None and _newer(target, plan.said_at):
+            # Newer wins, by when it was said: a fact said before the memory it would
+            # change (a held message read after an edit, an older message read later)
+            # is old news, and never overturns it.
+            outcome.skipped.append(
+                Skipped("fact", shorten(text, 60), f"said before memory {target.id[:6]}, which is newer")
+            )
+            return None
         if decision.action == "NOOP":
             current = [c for c in candidates if (r := store.get(c.record.id)) is not None and r.is_current]
             known = target or (min(current, key=lambda c: c.distance).record if current else None)
@@ -865,6 +970,7 @@ class Extractor:
                 memory_type=plan.memory_type,
                 category=plan.category,
                 event_date=plan.event_date,
+                said_at=plan.said_at,
             )
             outcome.updated.append((target.id, new.id))
             return new.id
@@ -877,6 +983,7 @@ class Extractor:
                 category=plan.category,
                 event_date=plan.event_date,
                 vector=plan.vector,
+                said_at=plan.said_at,
             )
             outcome.superseded.append((target.id, new.id))
             return new.id
@@ -899,12 +1006,15 @@ class Extractor:
         self.store.touch(memory_id)
         outcome.duplicates.append(memory_id)
 
-    def _decide(self, text: str, candidates: list[Candidate]) -> tuple[MemoryDecision, MemoryRecord | None]:
+    def _decide(
+        self, text: str, candidates: list[Candidate], said_at: datetime | None = None
+    ) -> tuple[MemoryDecision, MemoryRecord | None]:
         """The model's decision about ``text`` beside its related memories, and the
         current memory it names (None when it names none that is still current)."""
         if not candidates:
             return MemoryDecision(action="ADD", memory=None, text=None), None
-        payload = f"New fact: {text}\n{self._listing(candidates)}"
+        days = {_day(said_at)} if said_at else set()
+        payload = f"New fact: {text}{_when(said_at, days)}\n{self._listing(candidates, days)}"
         decision = self._parse(RECONCILE_PROMPT, payload, MemoryDecision, "Memory reconciliation")
         return decision, self._listed(candidates, decision.memory)
 
@@ -922,8 +1032,9 @@ class Extractor:
                 if candidate.record.id not in seen:
                     seen.add(candidate.record.id)
                     union.append(candidate)
-        facts = "\n".join(f"{_fact_label(n)}. {plan.text}" for n, plan in enumerate(plans))
-        payload = f"New facts:\n{facts}\n{self._listing(union)}"
+        days = {_day(plan.said_at) for plan in plans}
+        facts = "\n".join(f"{_fact_label(n)}. {plan.text}{_when(plan.said_at, days)}" for n, plan in enumerate(plans))
+        payload = f"New facts:\n{facts}\n{self._listing(union, days)}"
         answer: MemoryDecisions = self._parse(RECONCILE_MANY_PROMPT, payload, MemoryDecisions, "Memory reconciliation")
         decided: dict[int, SharedDecision] = {}
         for item in answer.decisions:
@@ -945,11 +1056,15 @@ class Extractor:
         return decided
 
     @staticmethod
-    def _listing(candidates: list[Candidate]) -> str:
+    def _listing(candidates: list[Candidate], days: set | None = None) -> str:
         """The candidates as a decision is sent them: one numbered line each, best
-        first. The model names a memory by its number, a token or two where an id
-        took five, and the code maps it back (``_listed``)."""
-        return "Memories:\n" + "\n".join(f"{n}. {c.shown}" for n, c in enumerate(candidates, 1))
+        first, ending with when it was said (to the minute on a new fact's day, so
+        the model can tell which is newer). The model names a memory by its number,
+        a token or two where an id took five, and the code maps it back (``_listed``)."""
+        days = days if days is not None else set()
+        return "Memories:\n" + "\n".join(
+            f"{n}. {c.shown}{_when(c.record.created_at, days)}" for n, c in enumerate(candidates, 1)
+        )
 
     def _listed(self, candidates: list[Candidate], number: int | None) -> MemoryRecord | None:
         """The current memory listed as ``number``; None for a number outside the
@@ -979,9 +1094,21 @@ class Extractor:
             else []
         )
         remembered = [r.id for r in store.catalog.list(source="command", limit=DECISION_SAME_CATEGORY)]
+        # Memories of the same slot (a job, a home), whatever their words, distance or category:
+        # "works at Google" is what "a new job at a bakery" replaces (slots.py).
+        slots = slots_of(text)
+        same_slot = (
+            [
+                r.id
+                for r in store.catalog.list(limit=DECISION_SAME_CATEGORY)
+                if any(slot_cues(slot).search(r.content) for slot in slots)
+            ]
+            if slots
+            else []
+        )
         words = [t for t in lexical.query_terms(text) if t not in _SUBJECT_TERMS]
         scored, vectors = store.catalog.candidates(
-            words, DECISION_LEXICAL, [i for i, _ in dense] + same_category + remembered
+            words, DECISION_LEXICAL, [i for i, _ in dense] + same_category + remembered + same_slot
         )
         if not scored:
             return []
@@ -990,7 +1117,7 @@ class Extractor:
         vectors.update(store.catalog.vectors(missing))
         now = store.clock()
         ranked = rank(vector, [(i, d) for i, d in dense if i in scored], scored, vectors, now=now)
-        pools = [set(same_category), set(remembered)]
+        pools = [set(same_slot), set(same_category), set(remembered)]
         sources = [
             [r for r in ranked if r.id in dense_ids],
             [r for r in ranked if scored[r.id][1] > 0],
@@ -1110,10 +1237,14 @@ class ExtractionWorker:
         *,
         on_outcome: Callable[[ExtractionJob, ExtractionOutcome], None],
         on_failure: Callable[[ExtractionJob, str], None],
+        claim: Callable[[ExtractionJob], ExtractionJob | None] = lambda job: job,
     ):
         self.extractor = extractor
         self.on_outcome = on_outcome
         self.on_failure = on_failure
+        # Before a job is read: the messages of it this process may read (another
+        # process may have claimed them), or None to read none.
+        self.claim = claim
         self._queue: queue.Queue[ExtractionJob | Callable[[], None] | None] = queue.Queue()
         self._idle = threading.Event()
         self._idle.set()
@@ -1206,6 +1337,10 @@ class ExtractionWorker:
                     self._done_one()
                 continue
             try:
+                claimed = self.claim(job)
+                if claimed is None:
+                    continue
+                job = claimed
                 outcome = self.extractor.extract(job)
             except MemoraError as error:
                 log.warning("extraction failed: %s", error)

@@ -12,6 +12,8 @@ fresh conversation without touching the profile or memories.
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -41,6 +43,9 @@ class PendingExtraction(BaseModel):
     # (an ExtractionResult as JSON), so the next run neither reads the message again
     # nor re-applies what already landed.
     remaining: dict | None = None
+    generation: int = 0  # the deletion generation when it was said (deletions.py); 0: before there was one
+    # The Memora process reading it ("<pid>:<token>"): each message is read by one process only.
+    claimed_by: str | None = None
 
 
 class ChangeSet(BaseModel):
@@ -99,19 +104,119 @@ def migrate_session(data: dict) -> dict:
     return data
 
 
+_LIVE_OWNERS: set[str] = set()  # the owners of this process's open sessions
+
+
+def new_owner() -> str:
+    """A name for one running session, "<pid>:<token>", that other processes can check."""
+    owner = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    _LIVE_OWNERS.add(owner)
+    return owner
+
+
+def release_owner(owner: str) -> None:
+    _LIVE_OWNERS.discard(owner)
+
+
+def owner_alive(owner: str | None) -> bool:
+    """Whether the session that claimed a message still runs (a crashed one's claims lapse)."""
+    if not owner:
+        return False
+    pid, _, _token = owner.partition(":")
+    if not pid.isdigit():
+        return False
+    if int(pid) == os.getpid():
+        return owner in _LIVE_OWNERS
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
 class SessionStore:
+    """``memora_session.json``, shared by every Memora process of one learner.
+
+    The conversation is the last saver's; the messages not read yet are
+    everybody's: a save keeps the ones other processes added meanwhile, and a
+    message is read by the one process that claims it first (``claim``)."""
+
     def __init__(self, path: Path, *, notify: Callable[[str], None] | None = None):
         self.path = Path(path)
         self._notify = notify
+        self.seen: set[str] = set()  # message ids this process has seen in the file
 
     def load(self) -> SessionState:
-        return (
+        state = (
             load_model_file(
                 self.path, SessionState, migrate=migrate_session, notify=self._notify, label="saved session"
             )
             or SessionState()
         )
+        self.seen |= {p.job_id for p in state.pending_extractions}
+        return state
 
-    def save(self, state: SessionState) -> None:
+    def _on_disk(self) -> SessionState:
+        """The file as another process left it; an unreadable one counts as empty (the
+        caller's save replaces it)."""
+        try:
+            return load_model_file(self.path, SessionState, migrate=migrate_session, notify=None) or SessionState()
+        except Exception:
+            return SessionState()
+
+    def save(self, state: SessionState, *, known: set[str] | None = None, owner: str | None = None) -> SessionState:
+        """Write ``state``, keeping the unread messages other processes added since
+        (those not in ``known``, the ids this process has ever held) and the ones
+        another running process claimed. Returns what was written."""
         with file_lock(self.path):
+            if known is not None and self.path.exists():
+                disk = {p.job_id: p for p in self._on_disk().pending_extractions}
+                mine = []
+                for job in state.pending_extractions:
+                    there = disk.get(job.job_id)
+                    if there is None and job.job_id in self.seen:
+                        continue  # another process read it and removed it
+                    if there is not None and there.claimed_by != job.claimed_by and owner_alive(there.claimed_by):
+                        job = job.model_copy(update={"claimed_by": there.claimed_by})
+                    mine.append(job)
+                kept = {job.job_id for job in mine}
+
+                def theirs_to_keep(job: PendingExtraction) -> bool:
+                    if job.job_id in kept:
+                        return False
+                    claimed = job.claimed_by not in (None, owner) and owner_alive(job.claimed_by)
+                    return job.job_id not in known or claimed
+
+                theirs = [p for p in disk.values() if theirs_to_keep(p)]
+                pending = sorted(mine + theirs, key=lambda p: p.said_at)
+                state = state.model_copy(update={"pending_extractions": pending})
             atomic_write_model(self.path, state)
+            self.seen = {p.job_id for p in state.pending_extractions}
+        return state
+
+    def claim(self, job_ids: list[str], owner: str) -> set[str]:
+        """Claim messages for reading by ``owner``, atomically: the ones granted. A message
+        another running process claimed, or one gone from the file after this process saw
+        it there (another process read it), is not granted."""
+        with file_lock(self.path):
+            state = self._on_disk()
+            by_id = {p.job_id: p for p in state.pending_extractions}
+            granted: set[str] = set()
+            for job_id in job_ids:
+                there = by_id.get(job_id)
+                if there is None:
+                    if job_id not in self.seen:
+                        granted.add(job_id)  # never written (its save failed): nobody else can have it
+                    continue
+                if there.claimed_by in (None, owner) or not owner_alive(there.claimed_by):
+                    by_id[job_id] = there.model_copy(update={"claimed_by": owner})
+                    granted.add(job_id)
+            if any(by_id[i].claimed_by == owner for i in granted if i in by_id):
+                state = state.model_copy(update={"pending_extractions": list(by_id.values())})
+                atomic_write_model(self.path, state)
+            self.seen |= set(by_id)
+        return granted

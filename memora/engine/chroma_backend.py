@@ -183,6 +183,11 @@ class ChromaConnection:
           that record's vector, which the HNSW index replays on start before
           applying the delete; their document and metadata are blanked. (The
           vector and the operation stay, so a replay ends in the same state.)
+        * its full-text index (``embedding_fulltext_search``, FTS5 with trigrams):
+          a delete adds a tombstone to a newer index segment and leaves the
+          deleted text's three-character pieces in the older one until the two
+          are merged; in Chinese such a piece is a word. 'optimize' merges every
+          segment into one, which keeps only live rows' pieces.
         * the free space of the file, because Chroma's own SQLite does not zero
           deleted rows. VACUUM rebuilds the file; it is what Chroma's own
           ``chroma vacuum`` runs, takes an exclusive lock (other processes wait,
@@ -204,6 +209,8 @@ class ChromaConnection:
                     columns = {row[1] for row in db.execute("PRAGMA table_info(embeddings_queue)")}
                     if {"seq_id", "operation", "topic", "id", "metadata"} <= columns:
                         db.executescript(_SCRUB_DELETED_FROM_LOG)
+                    if db.execute(_HAS_FTS).fetchone():
+                        db.execute(_MERGE_FTS)
                     db.execute("VACUUM")
                     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.Error:
@@ -238,6 +245,8 @@ UPDATE embeddings_queue SET metadata = '{}'
                   WHERE d.topic = embeddings_queue.topic AND d.id = embeddings_queue.id);
 DROP TABLE temp.memora_deleted;
 """
+_HAS_FTS = "SELECT 1 FROM sqlite_master WHERE name = 'embedding_fulltext_search'"
+_MERGE_FTS = "INSERT INTO embedding_fulltext_search (embedding_fulltext_search) VALUES ('optimize')"
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 

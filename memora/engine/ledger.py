@@ -34,6 +34,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memora.engine import lexical, spaced
+from memora.engine.deletions import DeletionLog
 from memora.engine.errors import LimitError
 from memora.engine.storage import atomic_write_model, file_lock, load_model_file
 from memora.engine.text_utils import clean_text, clean_within
@@ -260,10 +261,33 @@ def relevant(mistakes: Iterable[Mistake], message: str, limit: int) -> list[Mist
 class LedgerStore:
     """A learner's ledger in ``memora_mistakes.json`` (locked, atomic)."""
 
-    def __init__(self, path: Path, *, clock: Callable[[], datetime], notify: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        path: Path,
+        *,
+        clock: Callable[[], datetime],
+        notify: Callable[[str], None] | None = None,
+        deletions: DeletionLog | None = None,
+        learner: str = "default",
+    ):
         self.path = Path(path)
         self.clock = clock
         self._notify = notify
+        # A reading that started before 'mistakes forget' or 'forget all' cannot bring a mistake back.
+        self.deletions = deletions
+        self.learner = learner
+
+    def _guard(self, original: str, corrected: str) -> None:
+        """Inside the ledger's lock: refuse a reading's mistake that a deletion since covers."""
+        if self.deletions is not None:
+            self.deletions.guard("mistake-text", [self.deletions.key("mistake", original, corrected)])
+
+    def _record_deleted(self, entries: list[Mistake]) -> None:
+        if self.deletions is not None and entries:
+            self.deletions.record(self.learner, "mistake", [m.id for m in entries])
+            keys = [self.deletions.key("mistake", e.original, e.corrected) for m in entries for e in m.examples]
+            if keys:
+                self.deletions.record(self.learner, "mistake-text", keys)
 
     def _load(self) -> _LedgerFile:
         return load_model_file(self.path, _LedgerFile, notify=self._notify, label="mistake ledger") or _LedgerFile()
@@ -313,6 +337,7 @@ class LedgerStore:
         example = Example(original=new.original, corrected=new.corrected, seen_at=when)
 
         def change(state: _LedgerFile) -> tuple[Mistake, bool]:
+            self._guard(new.original, new.corrected)
             for index, entry in enumerate(state.mistakes):
                 if entry.is_mistake and same_mistake(entry, new):
                     if any(
@@ -364,6 +389,7 @@ class LedgerStore:
         when = at or self.clock()
 
         def change(state: _LedgerFile) -> tuple[Mistake, bool]:
+            self._guard(word, meaning)
             for entry in state.mistakes:
                 if not entry.is_mistake and entry.examples and entry.examples[0].original.casefold() == word.casefold():
                     return entry, False
@@ -426,6 +452,7 @@ class LedgerStore:
         def change(state: _LedgerFile) -> Mistake | None:
             for entry in state.mistakes:
                 if entry.id == mistake_id:
+                    self._record_deleted([entry])
                     state.mistakes.remove(entry)
                     return entry
             return None
@@ -440,5 +467,7 @@ class LedgerStore:
         """Forget every entry; returns how many there were. The file is removed."""
         with file_lock(self.path):
             n = len(self._load().mistakes)
+            if self.deletions is not None:
+                self.deletions.record(self.learner, "all")
             self.path.unlink(missing_ok=True)
         return n

@@ -4,6 +4,19 @@ from __future__ import annotations
 
 import re
 
+# Each line of a decision ends with when it was said: " (2 Dec)", or " (2 Dec 10:00)" on a new fact's day.
+SAID = re.compile(r" \(\d{1,2} [A-Z][a-z]{2}(?: \d\d:\d\d)?\)$")
+
+
+def said_when(line: str) -> str | None:
+    """The time label a decision line ends with, or None."""
+    found = SAID.search(line)
+    return found.group(0)[2:-1] if found else None
+
+
+def unlabelled(line: str) -> str:
+    return SAID.sub("", line)
+
 
 def fact(text, category="habit", memory_type="semantic", event_phrase=None, event_date=None):
     return {
@@ -30,7 +43,8 @@ def decision_input(request) -> tuple[str, dict[int, str]]:
     (or its body): the new or wrong fact, and the listed memories by number."""
     body = getattr(request, "body", request)
     fact_line, _, listing = body["input"][0]["content"].partition("\nMemories:\n")
-    listed = {int(m.group(1)): m.group(2) for m in re.finditer(r"^(\d+)\. (.*)$", listing, re.MULTILINE)}
+    listed = {int(m.group(1)): unlabelled(m.group(2)) for m in re.finditer(r"^(\d+)\. (.*)$", listing, re.MULTILINE)}
+    fact_line = "\n".join(unlabelled(line) for line in fact_line.split("\n"))
     return fact_line.split(": ", 1)[1] if ": " in fact_line else fact_line, listed  # several facts: all of them
 
 
@@ -58,8 +72,8 @@ def decisions_input(request) -> tuple[dict[str, str], dict[int, str]]:
     facts by letter, and the listed memories by number."""
     body = getattr(request, "body", request)
     facts_part, _, listing = body["input"][0]["content"].partition("\nMemories:\n")
-    facts = {m.group(1): m.group(2) for m in re.finditer(r"^([A-Z]\d*)\. (.*)$", facts_part, re.MULTILINE)}
-    listed = {int(m.group(1)): m.group(2) for m in re.finditer(r"^(\d+)\. (.*)$", listing, re.MULTILINE)}
+    facts = {m.group(1): unlabelled(m.group(2)) for m in re.finditer(r"^([A-Z]\d*)\. (.*)$", facts_part, re.MULTILINE)}
+    listed = {int(m.group(1)): unlabelled(m.group(2)) for m in re.finditer(r"^(\d+)\. (.*)$", listing, re.MULTILINE)}
     return facts, listed
 
 

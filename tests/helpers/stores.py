@@ -51,3 +51,27 @@ def chroma_wrapped(store, wrap):
     finally:
         del connection.collection  # the class's method again
         connection.refresh()
+
+
+def pieces(text: str, *kept: str) -> list[str]:
+    """The three-character pieces of ``text`` that a full-text index may keep (Chroma's
+    FTS5 trigram index), and for Chinese the two-character ones too (the catalog's CJK
+    bigrams): in Chinese a piece is a word. Pieces that also occur in ``kept`` (texts
+    that stay) are left out, and so are pieces with a space in them."""
+    import re
+
+    from memora.engine.text_utils import CJK_RANGES
+
+    cjk = re.compile(f"[{CJK_RANGES}]")
+    found: list[str] = []
+    folded = text.casefold()
+    for size in (2, 3):
+        for start in range(len(folded) - size + 1):
+            piece = folded[start : start + size]
+            if not piece.strip() or " " in piece or (size == 2 and not all(cjk.match(c) for c in piece)):
+                continue
+            if not any(piece.isalnum() or cjk.match(c) for c in piece):
+                continue
+            if piece not in found and not any(piece in k.casefold() for k in kept):
+                found.append(piece)
+    return found
