@@ -549,13 +549,22 @@ class Memora:
         reading, and the conversation, so nothing said before the deletion is remembered
         after it. A reading under way is not waited for: the deletion record refuses
         its writes when it lands (deletions.py)."""
+        elsewhere = self.sessions.unread_on_disk()  # other terminals' too: known now, so the save drops them
         with self._lock:
-            dropped = len(self.turn.pending_jobs)
+            dropped = len({p.job_id for p in self.turn.pending_jobs} | elsewhere)
+            self._known_jobs |= elsewhere
             self.turn.pending_jobs, self.turn.held = [], []
             self.memory.reset()
             self.turn.last_prepared = None
         self.save_session()
         return dropped
+
+    def unread_messages(self) -> int:
+        """Messages said and not read for memories yet, in this terminal or another one
+        of this learner (what 'forget all' deletes besides the stores)."""
+        with self._lock:
+            mine = {p.job_id for p in self.turn.pending_jobs}
+        return len(mine | self.sessions.unread_on_disk())
 
     def read_held_messages(self) -> int:
         """Queue the held short messages now (exit, a new session, undo: Memora must be up to date)."""

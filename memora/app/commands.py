@@ -618,7 +618,7 @@ class CommandRouter:
         if args.lower() == "all":
             count = store.count(include_superseded=True)
             mistakes = self.app.ledger.count()
-            unread = len(self.app.pending_jobs)  # said, not read yet: it would be remembered later
+            unread = self.app.unread_messages()  # said, not read yet (here or in another terminal)
             turns = len(self.app.memory.messages) // 2
             if count == 0 and mistakes == 0 and unread == 0 and turns == 0:
                 self.console.say("There are no memories to delete.")

@@ -78,7 +78,7 @@ from memora.engine.prompts import (
     RECONCILE_MANY_PROMPT,
     RECONCILE_PROMPT,
 )
-from memora.engine.records import MAX_MEMORY_CHARS, MemoryRecord
+from memora.engine.records import MAX_MEMORY_CHARS, STATUS_SUPERSEDED, MemoryRecord
 from memora.engine.retrieval import rank
 from memora.engine.slots import slot_cues, slots_of
 from memora.engine.text_utils import CJK_RANGES, clean_text, normalized_key, quoted, shorten
@@ -564,7 +564,11 @@ def _when(moment: datetime | None, days: set) -> str:
 
 def _newer(record: MemoryRecord, said_at: datetime) -> bool:
     """Whether the memory was said (or edited) after ``said_at``."""
-    return to_aware(record.created_at) > to_aware(said_at)
+    return _before(said_at, record.created_at)
+
+
+def _before(a: datetime, b: datetime) -> bool:
+    return to_aware(a) < to_aware(b)
 
 
 class Extractor:
@@ -891,6 +895,12 @@ class Extractor:
         if existing is not None:
             self._refresh(existing.id, outcome)
             return []
+        said = job.message_of_fact(fact)
+        replaced = store.catalog.find_exact(text, status=STATUS_SUPERSEDED)
+        if replaced is not None and replaced.valid_until is not None and _before(said.said_at, replaced.valid_until):
+            # Old news: this very text was changed (an edit, a later fact) after it was said.
+            outcome.skipped.append(Skipped("fact", shorten(text, 60), f"said before {replaced.id[:6]} was changed"))
+            return []
         vector = vectors.get(text) or store.embed([text])[0]  # once, for the candidates and for storing
         vectors[text] = vector
         candidates = self.candidates(text, vector, category)
@@ -898,7 +908,6 @@ class Extractor:
         if repeat is not None:
             self._refresh(repeat.record.id, outcome)
             return []
-        said = job.message_of_fact(fact)
         return [
             PlannedFact(
                 fact,

@@ -198,6 +198,11 @@ class SessionStore:
             self.seen = {p.job_id for p in state.pending_extractions}
         return state
 
+    def unread_on_disk(self) -> set[str]:
+        """The ids of the messages not read yet that the file lists (any process's)."""
+        with file_lock(self.path):
+            return {p.job_id for p in self._on_disk().pending_extractions} if self.path.exists() else set()
+
     def claim(self, job_ids: list[str], owner: str) -> set[str]:
         """Claim messages for reading by ``owner``, atomically: the ones granted. A message
         another running process claimed, or one gone from the file after this process saw

@@ -427,10 +427,13 @@ class MemoryCatalog:
             params.append(int(limit))
         return [_record(row) for row in self._query(sql, tuple(params))]
 
-    def find_exact(self, content: str) -> MemoryRecord | None:
+    def find_exact(self, content: str, *, status: str = STATUS_CURRENT) -> MemoryRecord | None:
+        """A memory of ``status`` saying ``content`` (compared as ``normalized_key``); the
+        latest to end, for superseded ones."""
         rows = self._query(
-            f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND status = ? AND norm_key = ? LIMIT 1",
-            (self.user_id, STATUS_CURRENT, normalized_key(content)),
+            f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND status = ? AND norm_key = ? "
+            "ORDER BY valid_until_ts DESC LIMIT 1",
+            (self.user_id, status, normalized_key(content)),
         )
         return _record(rows[0]) if rows else None
 

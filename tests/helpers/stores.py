@@ -53,6 +53,15 @@ def chroma_wrapped(store, wrap):
         connection.refresh()
 
 
+def new_pieces(root: Path, text: str, *kept: str) -> list[str]:
+    """``pieces`` of ``text`` not already in some file under ``root`` (SQLite's own schema
+    text holds "cod" and "ock", a vector's bytes may spell "291"): call it before the
+    text is stored, and look for the result after it is deleted."""
+    candidates = pieces(text, *kept)
+    present = {piece for hits in files_holding(root, *candidates).values() for piece in hits}
+    return [piece for piece in candidates if piece not in present]
+
+
 def pieces(text: str, *kept: str) -> list[str]:
     """The three-character pieces of ``text`` that a full-text index may keep (Chroma's
     FTS5 trigram index), and for Chinese the two-character ones too (the catalog's CJK

@@ -1,0 +1,345 @@
+"""A deletion wins over every reading in flight or held, and newer wins by when it was said.
+
+Each reading here is held at the stand-in server (``server.hold``) while the learner
+deletes, so "the reading lands after the deletion" happens in that order every run,
+with no sleep. What must hold: the deletion is decided at once, whatever is still
+at the server, and nothing said before it comes back when the reading lands, in
+this process or in another one on the same data; and a fact said before a memory
+never overturns it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers.scripts import decisions_input, extraction, fact, said_when
+from helpers.stores import files_holding, new_pieces
+
+from memora.app.commands import ExitRequested
+
+BEES = "The learner keeps bees on the roof."
+SAID = "I keep bees on the roof of my building, and yesterday I goed to the roof to check them and sell the honey."
+SECRET = "zqxjvkq plus 我的密碼是藍色鯨魚"
+
+
+def with_mistake(*facts):
+    return {
+        **extraction(*facts),
+        "mistakes": [
+            {"original": "I goed to the roof", "corrected": "I went to the roof", "rule": "go: went", "kind": "grammar"}
+        ],
+    }
+
+
+def no_waiting(app, monkeypatch) -> list[str]:
+    """Record every wait for the reading under way (there must be none): a deletion is
+    decided at once, since a slow server could outlast any wait."""
+    waits: list[str] = []
+    worker = app.worker
+
+    def wait_idle(timeout=None):
+        waits.append(f"wait_idle({timeout})")
+        return worker._idle.is_set()
+
+    monkeypatch.setattr(worker, "wait_idle", wait_idle)
+    thread = worker._thread
+    monkeypatch.setattr(thread, "join", lambda timeout=None: waits.append(f"join({timeout})") if timeout else None)
+    return waits
+
+
+def command(app, *lines: str) -> str:
+    """Type one command (and its confirmations) at the REPL's router, without leaving the REPL."""
+    from conftest import Transcript
+
+    from memora.app.commands import CommandRouter, run_command
+    from memora.app.terminal import PlainConsole
+
+    transcript = Transcript(lines[1:])
+    console = PlainConsole(transcript.read, transcript.write)
+    app.set_notify(console.notice)
+    assert run_command(CommandRouter(app, console), lines[0])
+    return transcript.text
+
+
+def contents(app) -> list[str]:
+    return sorted(r.content for r in app.store.list(include_superseded=True))
+
+
+# -- a deletion while a reading is at the server ----------------------------------------------
+
+
+def forget_all(app):
+    return ["forget all", "DELETE"]
+
+
+def forget_the_fact(app):
+    [record] = app.store.list(text="bees")
+    return [f"forget {record.id}"]
+
+
+def forget_the_mistake(app):
+    [entry] = app.ledger.all()
+    return [f"mistakes forget {entry.id}"]
+
+
+def undo_the_remember(app):
+    return ["undo"]
+
+
+@pytest.mark.parametrize(
+    "setup, delete, gone",
+    [
+        (None, forget_all, "everything"),
+        ("remember", forget_the_fact, "fact"),
+        ("remember-then-say", forget_the_fact, "fact"),
+        ("mistake", forget_the_mistake, "mistake"),
+        ("say-then-remember", undo_the_remember, "fact"),
+    ],
+    ids=["forget-all", "forget-id", "forget-id-reworded", "mistakes-forget", "undo-of-an-add"],
+)
+def test_a_deletion_while_a_reading_runs_is_decided_at_once_and_the_reading_brings_nothing_back(
+    make_app, server, run_repl, data_dir, clock, monkeypatch, setup, delete, gone
+):
+    app = make_app(extraction_batch=1, timeout=60)  # the reading could answer long after a 15 s wait
+    if setup in ("remember", "remember-then-say"):
+        run_repl(app, [f"remember {BEES}"])
+    if setup == "mistake":
+        server.script("extraction", with_mistake())
+        app.chat("Last week I goed to the roof to see the bees at sunrise, and they were all fine.", on_delta=print)
+        assert app.wait_for_extraction(10) and len(app.ledger.all()) == 1
+    # the reading of a message said before the deletion repeats the fact and the mistake
+    repeat = "The learner keeps bees on the roof" if setup != "remember-then-say" else "The learner keeps roof bees."
+    held = server.hold("extraction", with_mistake(fact(repeat, "hobby")))
+    app.chat(SAID, on_delta=lambda _: None)
+    held.wait_arrived()
+    if setup == "say-then-remember":  # the remember is the last change: undo takes it back
+        clock.advance(minutes=1)
+        run_repl(app, [f"remember {BEES}"], settle=False)
+    lines = delete(app)
+    waits = no_waiting(app, monkeypatch)
+    t = command(app, *lines)
+    assert not held.answered.is_set()  # decided while the reading was still at the server
+    assert waits == []
+    monkeypatch.setattr(app.worker, "wait_idle", type(app.worker).wait_idle.__get__(app.worker))
+    assert "Cancelled" not in t and "Error" not in t
+    held.release()
+    assert app.wait_for_extraction(10)
+    if gone in ("everything", "fact"):
+        assert not any("bees" in c for c in contents(app))
+        assert not any("remembered" in n and "bees" in n for n in app.notices)
+    if gone in ("everything", "mistake"):
+        assert app.ledger.all() == []
+    if gone == "everything":
+        assert files_holding(data_dir, "keeps bees", "goed to the roof") == {}
+    app.close()
+    again = make_app()
+    assert again.store.list(text="bees") == [] if gone != "mistake" else True
+
+
+def test_forget_all_counts_held_messages_as_data_and_they_are_never_read(make_app, server, run_repl):
+    server.script("extraction", extraction(fact("The learner has a cat.", "identity")))
+    app = make_app()
+    for line in ("I have a cat.", "Her name is Momo."):  # short: held to be read with the next
+        app.chat(line, on_delta=lambda _: None)
+    assert app.held_messages == 2 and app.store.count() == 0
+    t = run_repl(app, ["forget all", "DELETE"], settle=False)
+    assert "There are no memories to delete" not in t.text
+    assert "2 messages not read for memories yet and this conversation" in t.text
+    assert "Deleted 0 memories, 2 unread messages and the conversation." in t.text
+    app.close()
+    assert server.of_kind("extraction") == []  # never read: said before the deletion
+    assert make_app().store.count(include_superseded=True) == 0
+
+
+def test_forget_all_clears_the_conversation_so_the_next_request_carries_none_of_it(make_app, server, run_repl):
+    app = make_app()
+    app.chat("Hi! My name is Lin and I work as a nurse in Taichung.", on_delta=lambda _: None)
+    t = run_repl(app, ["forget all", "DELETE", "Hello again"], settle=False)
+    assert "and the conversation." in t.text
+    request = server.chats[-1]
+    assert all("nurse in Taichung" not in m["content"] for m in request.input)
+    assert "Taichung" not in request.body["instructions"]
+    assert "Taichung" not in app.paths.session.read_text()
+
+
+def test_forget_all_in_another_terminal_wins_over_the_message_this_one_holds(make_app, server, run_repl, data_dir):
+    server.script("extraction", extraction(fact("The learner lives in Tokyo.", "identity")))
+    first = make_app()
+    second = make_app()  # a second terminal, same learner, open before the first holds anything
+    first.chat("I live in Tokyo.", on_delta=lambda _: None)  # held
+    assert first.held_messages == 1
+    t = run_repl(second, ["forget all", "DELETE"], settle=False)
+    assert "Deleted" in t.text
+    second.close()
+    first.close()  # the first terminal leaves last: it reads what it held
+    assert make_app().store.list(include_superseded=True) == []
+    assert server.of_kind("extraction") == []
+    assert "I live in Tokyo." not in (data_dir / "memora_session.json").read_text()
+
+
+def test_forget_user_while_a_reading_runs_leaves_nothing_and_waits_for_nothing(
+    make_app, make_settings, server, run_repl, data_dir, monkeypatch
+):
+    app = make_app(settings=make_settings(user="ming", extraction_batch=1, timeout=60))
+    held = server.hold("extraction", with_mistake(fact(BEES, "hobby")))
+    app.chat(SAID, on_delta=lambda _: None)
+    held.wait_arrived()
+    waits = no_waiting(app, monkeypatch)
+    with pytest.raises(ExitRequested):  # the learner deleted themselves: the REPL ends
+        command(app, "forget user ming", "ming")
+    assert not held.answered.is_set()
+    assert waits == []
+    held.release()
+    app.worker.wait_idle(10)
+    assert not (data_dir / "users" / "ming").exists()
+    assert files_holding(data_dir, "bees", "goed") == {}
+
+
+# -- deleted means gone, pieces included -------------------------------------------------------
+
+
+def forget_id(app, secret):
+    [record] = app.store.list(text=secret.split()[-1])
+    return [f"forget {record.id}"]
+
+
+def edited_then_forgotten(app, secret):
+    [record] = app.store.list(text=secret.split()[-1])
+    edited = app.store.edit(record.id, secret + " edited")
+    return [f"forget {edited.id}"]
+
+
+@pytest.mark.parametrize(
+    "delete",
+    [forget_id, lambda app, secret: ["forget all", "DELETE"], lambda app, secret: ["undo"], edited_then_forgotten],
+    ids=["forget-id", "forget-all", "undo-of-remember", "edited-then-forgotten"],
+)
+@pytest.mark.parametrize("secret", [SECRET, "The learner's locker code is Qwvxzyk 7291 at Plimbury gym"])
+def test_no_piece_of_forgotten_text_stays_in_any_file(make_app, run_repl, data_dir, delete, secret):
+    app = make_app()
+    kept = "The learner plays the oboe in an orchestra."
+    app.store.add(kept)
+    unique = new_pieces(data_dir, secret, kept)  # its pieces no file held before
+    run_repl(app, [f"remember {secret}"])
+    lines = delete(app, secret)
+    assert files_holding(data_dir, *unique)  # the pieces were really on disk
+    run_repl(app, lines)
+    assert files_holding(data_dir, *unique) == {}, "pieces of the forgotten text stay"
+
+
+# -- newer wins, by when it was said -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "older, newer",
+    [
+        ("The learner works at Google.", "The learner got a new job at a bakery."),
+        ("The learner lives in Taipei.", "The learner moved to Osaka last month."),
+        ("The learner studies law at NTU.", "The learner is now a chemistry student at Kyoto University."),
+        ("The learner has an IELTS exam on Friday.", "The learner's test was postponed to next month."),
+        ("The learner's name is Ming.", "The learner is called Lin by everyone."),
+    ],
+    ids=["job", "home", "studies", "exam", "name"],
+)
+def test_facts_of_one_reading_filling_one_slot_reach_the_same_decision(make_app, server, local_embedder, older, newer):
+    """However far apart their words and embeddings: the same slot is enough."""
+    server.script("extraction", extraction(fact(older, "identity"), fact(newer, "other")))
+
+    def answer(body):
+        facts, _ = decisions_input(body)
+        letters = {text: letter for letter, text in facts.items()}
+        return {
+            "decisions": [
+                {"fact": letters[older], "action": "ADD", "memory": None, "earlier": None, "text": None},
+                {
+                    "fact": letters[newer],
+                    "action": "SUPERSEDE",
+                    "memory": None,
+                    "earlier": letters[older],
+                    "text": None,
+                },
+            ]
+        }
+
+    server.script("reconcile_many", answer)
+    app = make_app(extraction_batch=1, embedder=local_embedder)  # the real distances: the gate was there
+    app.chat("Some news about me, a lot changed in the last few weeks and I wanted you to know.", on_delta=print)
+    assert app.wait_for_extraction(10)
+    [decision] = server.of_kind("reconcile_many")
+    facts, _ = decisions_input(decision)
+    assert set(facts.values()) == {older, newer}
+    assert [r.content for r in app.store.list()] == [newer]
+
+
+def test_a_held_message_read_after_an_edit_never_overturns_it(make_app, server, clock):
+    app = make_app()
+    record = app.store.add("The learner lives in Tokyo.", category="identity").record
+    server.script("extraction", extraction(fact("The learner lives in Tokyo.", "identity")))
+    app.chat("Still in Tokyo, by the way.", on_delta=lambda _: None)  # held
+    assert app.held_messages == 1
+    clock.advance(minutes=5)
+    osaka = app.store.edit(record.id, "The learner lives in Osaka.")
+    assert app.wait_for_extraction(10)  # the held message is read now, after the edit
+    assert [r.content for r in app.store.list()] == ["The learner lives in Osaka."]
+    assert app.store.get(osaka.id).is_current
+    assert server.of_kind("reconcile") == []  # the very text the edit replaced: old news, no call
+    assert any("said before" in s.reason and "was changed" in s.reason for s in app.extraction_skipped)
+
+
+def test_an_older_fact_never_supersedes_a_newer_memory_whatever_the_decision_says(make_app, server, clock):
+    app = make_app()
+    server.script("extraction", extraction(fact("The learner lives in Kyoto.", "identity")))
+    app.chat("By the way, I live in Kyoto.", on_delta=lambda _: None)  # held
+    clock.advance(minutes=5)
+    osaka = app.store.edit(app.store.add("The learner lives in Nara.", category="identity").record.id, "x")
+    osaka = app.store.edit(osaka.id, "The learner lives in Osaka.")
+    server.script("reconcile", {"action": "SUPERSEDE", "memory": 1, "text": None})  # the model gets it wrong
+    assert app.wait_for_extraction(10)
+    assert app.store.get(osaka.id).is_current
+    [decision] = server.of_kind("reconcile")
+    sent = decision.input[0]["content"]
+    assert sent.startswith("New fact: The learner lives in Kyoto. (29 Nov 10:00)")  # when each was said
+    assert "1. The learner lives in Osaka. (29 Nov 10:05)" in sent
+    assert any("said before memory" in s.reason for s in app.extraction_skipped)
+
+
+def test_a_reading_that_lists_the_later_fact_first_still_ends_with_the_later_one(make_app, server, clock):
+    tokyo, osaka = "The learner lives in Tokyo.", "The learner lives in Osaka now."
+    # the model lists what was said last first
+    server.script("extraction", extraction(fact(osaka, "identity"), fact(tokyo, "identity")))
+
+    def answer(body):
+        facts, _ = decisions_input(body)
+        assert list(facts.values()) == [tokyo, osaka]  # sent in the order they were said
+        return {
+            "decisions": [
+                {"fact": "A", "action": "ADD", "memory": None, "earlier": None, "text": None},
+                {"fact": "B", "action": "SUPERSEDE", "memory": None, "earlier": "A", "text": None},
+            ]
+        }
+
+    server.script("reconcile_many", answer)
+    app = make_app()
+    app.chat("I live in Tokyo.", on_delta=lambda _: None)  # held
+    clock.advance(minutes=20)
+    app.chat("Actually I moved, I live in Osaka now.", on_delta=lambda _: None)
+    assert app.wait_for_extraction(10)
+    assert [r.content for r in app.store.list()] == [osaka]
+    [decision] = server.of_kind("reconcile_many")
+    lines = decision.input[0]["content"].splitlines()
+    assert [said_when(line) for line in lines[1:3]] == ["29 Nov 10:00", "29 Nov 10:20"]
+
+
+def test_a_held_message_is_read_by_exactly_one_process(make_app, server):
+    server.script("extraction", extraction(fact("The learner lives in Tokyo.", "identity")))
+    first = make_app()
+    first.chat("I live in Tokyo.", on_delta=lambda _: None)  # held by the first terminal
+    second = make_app()  # the second terminal starts: it finds the held message in the session file
+    assert second.wait_for_extraction(10)
+    first.close()
+    second.close()
+    assert len(server.of_kind("extraction")) == 1
+    assert [r.content for r in make_app().store.list()] == ["The learner lives in Tokyo."]
+    saved = json.loads(first.paths.session.read_text())
+    assert saved["pending_extractions"] == []
