@@ -747,6 +747,21 @@ def local_date(moment: datetime, now: datetime) -> date:
     return to_aware(moment).astimezone(to_aware(now).tzinfo).date()
 
 
+def said_day(moment: datetime, now: datetime | None = None) -> date:
+    """The calendar day ``moment`` fell on where it was said: its date at its own UTC offset.
+
+    Memora's clock is local, and every moment is stored with the offset it was
+    taken at; the offset is all a day needs (the zone's name would matter only
+    for arithmetic across its changes of offset, and a said moment is only ever
+    read, never moved). So "tomorrow", said on Thursday at 23:30 in Los Angeles,
+    is Friday wherever it is read. A moment with no offset (naive) is read in
+    the zone of ``now``, as before offsets were kept.
+    """
+    if moment.tzinfo is not None or now is None:
+        return moment.date()
+    return local_date(moment, now)
+
+
 def short_date(day: date, today: date, *, weekday: bool = False) -> str:
     """``Tue 24 Nov`` (``24 Nov`` without the weekday); the year only when it is not this one."""
     text = f"{day.day} {_MONTHS[day.month - 1]}"
@@ -842,6 +857,8 @@ def resolve_time_phrases(
     """``text`` with its time phrases replaced by absolute dates placed relative
     to ``now`` ("next Tuesday", said on Sun 29 Nov and read on 9 Dec, becomes
     "on Tue 1 Dec (8 days ago)"; "on Dec 3" becomes "on Thu 3 Dec (6 days ago)").
+    A phrase is read on the day it was said, where it was said (``said_day``),
+    and placed relative to today in ``now``'s zone, where the learner is now.
 
     ``event_date``, when known, is the authority for the phrase it belongs to
     (it was settled when the learner spoke, by a model that read the whole
@@ -850,7 +867,7 @@ def resolve_time_phrases(
     events only: in a habit it recurs).
     """
     today = local_date(now, now)
-    base = local_date(said_at, now)
+    base = said_day(said_at, now)  # resolved where it was said, placed relative to today here
     mentions = [
         m
         for m in _mentions(text, base)
