@@ -188,3 +188,76 @@ def test_every_view_of_a_memory_resolves_it_where_it_was_said(make_app, server, 
     said = {m["content"]: m["created_at"] for m in exported["memories"]}
     assert said[plan] == "2026-12-03T23:30:00-08:00"
     assert said["my driving test is tomorrow"] == "2026-12-03T23:30:00-08:00"
+
+
+# -- a batch never spans two local days, each message counted where it was said ----------------
+
+HELD = "I went to a jazz concert yesterday."  # short: held to be read with the next ones
+CORRECTION = "No, I never said I like jazz."  # read before its reply, with what is held
+LATER = "Wish me luck!"
+SAME_DAY = "Thanks, that helps a lot."
+
+# (how the second message is read, the first said where and when, the second, the readings expected)
+BATCH_DAYS = [
+    # a correction is read before its reply: what was held from the day before is not in that call
+    ("correction", (LA, 2026, 12, 3, 23, 59), CORRECTION, (LA, 2026, 12, 4, 0, 0), [[HELD], [CORRECTION]]),
+    # Thu 23:30 in Los Angeles, then ten minutes later in Tokyo, Fri 16:40: Thursday, then Friday
+    ("correction", (LA, 2026, 12, 3, 23, 30), CORRECTION, (TOKYO, 2026, 12, 4, 16, 40), [[HELD], [CORRECTION]]),
+    # Fri 08:00 in Tokyo, then Thu 16:10 in Los Angeles (Fri 09:10 in Tokyo): Friday, then Thursday
+    ("correction", (TOKYO, 2026, 12, 4, 8, 0), CORRECTION, (LA, 2026, 12, 3, 16, 10), [[HELD], [CORRECTION]]),
+    # Thu 15:00 in Los Angeles (Fri 08:00 in Tokyo), then Fri 09:00 in Tokyo (Thu 16:00 in Los Angeles):
+    # one day in either zone, but Thursday where the first was said and Friday where the second was
+    ("correction", (LA, 2026, 12, 3, 15, 0), CORRECTION, (TOKYO, 2026, 12, 4, 9, 0), [[HELD], [CORRECTION]]),
+    ("correction", (LA, 2026, 12, 3, 22, 0), CORRECTION, (LA, 2026, 12, 3, 23, 0), [[HELD, CORRECTION]]),
+    # an ordinary message: the one held from the day before is read alone, the new one held, read at exit
+    ("exit", (LA, 2026, 12, 3, 23, 59), LATER, (LA, 2026, 12, 4, 0, 0), [[HELD], [LATER]]),
+    ("exit", (LA, 2026, 12, 3, 15, 0), LATER, (TOKYO, 2026, 12, 4, 9, 0), [[HELD], [LATER]]),
+    ("exit", (TOKYO, 2026, 12, 4, 8, 0), LATER, (LA, 2026, 12, 3, 16, 10), [[HELD], [LATER]]),
+    ("exit", (LA, 2026, 12, 3, 22, 0), SAME_DAY, (LA, 2026, 12, 3, 23, 0), [[HELD, SAME_DAY]]),
+    # a new session reads what the old one held
+    ("new session", (LA, 2026, 12, 3, 23, 59), LATER, (LA, 2026, 12, 4, 0, 0), [[HELD], [LATER]]),
+    # both left unread by a reading that failed, then a crash: the next start reads them
+    ("resumed", (LA, 2026, 12, 3, 23, 59), LATER, (LA, 2026, 12, 4, 0, 0), [[HELD], [LATER]]),
+]
+
+
+def _at(when: tuple) -> str:
+    zone, _, _, day, hour, minute = when
+    return f"{zone.split('/')[1]} {day} Dec {hour:02d}:{minute:02d}"
+
+
+def _readings(server, said: list[str]) -> list[list[str]]:
+    """Which messages each extraction call read, in the order they were said."""
+    return [[text for text in said if text in request.input[-1]["content"]] for request in server.of_kind("extraction")]
+
+
+@pytest.mark.parametrize(
+    "path, first_at, second, second_at, readings",
+    BATCH_DAYS,
+    ids=[f"{b[0]}: {_at(b[1])} then {_at(b[3])}" for b in BATCH_DAYS],
+)
+def test_a_batch_never_spans_two_days_counted_where_each_message_was_said(
+    make_app, server, travel, path, first_at, second, second_at, readings
+):
+    from helpers.fake_openai import Error
+
+    travel(*first_at)
+    app = make_app()
+    if path == "resumed":
+        server.script("extraction", Error(500, "down"), Error(500, "down"), Error(500, "down"))
+    app.chat(HELD, on_delta=lambda _: None)
+    assert app.worker.wait_idle(10) and app.held_messages == 1
+    travel(*second_at)
+    app.chat(second, on_delta=lambda _: None)
+    assert app.worker.wait_idle(10)
+    if path == "exit":
+        app.close()
+    elif path == "new session":
+        app.reset_session()
+    elif path == "resumed":
+        app.read_held_messages()
+        assert app.worker.wait_idle(10)
+        del server.requests[:]  # what the failed readings sent
+        app = make_app()  # no close(): the process died with both messages unread
+    assert app.worker.wait_idle(10)
+    assert sorted(_readings(server, [HELD, second])) == sorted(readings)

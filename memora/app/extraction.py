@@ -42,13 +42,14 @@ in the profile is not added twice, a retracted memory is no longer current.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
 import queue
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Literal
@@ -80,7 +81,7 @@ from memora.engine.prompts import (
 from memora.engine.records import MAX_MEMORY_CHARS, MemoryRecord
 from memora.engine.retrieval import rank
 from memora.engine.text_utils import CJK_RANGES, clean_text, normalized_key, quoted, shorten
-from memora.engine.timeutil import now_anchor, resolve_event_date
+from memora.engine.timeutil import now_anchor, resolve_event_date, said_day
 from memora.engine.tokens import TokenCounter
 from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
 
@@ -342,6 +343,17 @@ class ExtractionJob:
                 if key and key in normalized_key(message.text):
                     return message.said_at
         return self.said_at
+
+
+def batches_by_day(jobs: Sequence[ExtractionJob]) -> list[ExtractionJob]:
+    """Held messages (oldest first) as the readings that take them: one for each run
+    of messages said on one local day, each message's day counted where it was said
+    (``said_day``), so a batch never spans two days and a fact is dated with its own."""
+    batches = []
+    for _, run in itertools.groupby(jobs, key=lambda job: said_day(job.said_at)):
+        *earlier, last = run
+        batches.append(ExtractionJob(last.text, last.said_at, last.job_id, earlier=tuple(earlier)))
+    return batches
 
 
 @dataclass(frozen=True)
