@@ -225,7 +225,7 @@ def test_no_piece_of_forgotten_text_stays_in_any_file(make_app, run_repl, data_d
     lines = delete(app, secret)
     assert files_holding(data_dir, *unique)  # the pieces were really on disk
     run_repl(app, lines)
-    assert files_holding(data_dir, *unique) == {}, "pieces of the forgotten text stay"
+    assert files_holding(data_dir, *unique, secret) == {}, "pieces of the forgotten text stay"
 
 
 # -- newer wins, by when it was said -----------------------------------------------------------

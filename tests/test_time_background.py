@@ -9,7 +9,7 @@ import pytest
 from helpers.scripts import extraction, fact
 
 from context_builder import DigestItem, build_background_messages, memory_text
-from memora.engine.timeutil import resolve_time_phrases
+from memora.engine.timeutil import relative_days, resolve_time_phrases
 from memora.engine.tokens import TokenCounter
 from memory import ContextBudget, ConversationMemory
 
@@ -455,3 +455,62 @@ def test_remembered_plans_and_plural_words_reach_the_model_dated_and_as_the_lear
     assert sorted(r.content for r in later.store.list()) == sorted(
         ["my oral exam is on Dec 3", "we moved to Osaka last month", "我們下週二考試"]
     )  # stored as typed
+
+
+# -- a plan moved to another day is moved forward, whatever the tense ------------------------
+
+TUESDAY = (2026, 12, 1, 10, 0)  # Tue 1 Dec: the Friday gone is 27 Nov, the coming one 4 Dec
+# (the fact as extracted, its event phrase (None: the model gave none), the day it is stored with)
+RESCHEDULED = [
+    ("The learner's exam was moved to Friday.", "Friday", date(2026, 12, 4)),
+    ("The learner's exam was moved to Friday.", None, date(2026, 12, 4)),
+    ("The learner's exam was moved to Friday.", "to Friday", date(2026, 12, 4)),
+    ("The learner's exam has been moved to Friday.", "Friday", date(2026, 12, 4)),
+    ("The learner's interview was changed to Thursday.", "Thursday", date(2026, 12, 3)),
+    ("The learner's dentist appointment was put off until Monday.", "Monday", date(2026, 12, 7)),
+    ("The learner's exam was postponed to Friday.", "Friday", date(2026, 12, 4)),
+    ("The learner's lesson was rescheduled for Wednesday.", None, date(2026, 12, 2)),
+    ("The learner's lesson got rescheduled to Wed.", "Wed", date(2026, 12, 2)),
+    ("The learner's flight was pushed back to Saturday.", "Saturday", date(2026, 12, 5)),
+    ("The learner's meeting got delayed until Thursday.", "until Thursday", date(2026, 12, 3)),
+    ("The learner's exam was brought forward to Monday.", "Monday", date(2026, 12, 7)),
+    ("The learner's exam was moved up to Wednesday.", "Wednesday", date(2026, 12, 2)),
+    ("The learner's class was moved to this Friday.", "this Friday", date(2026, 12, 4)),
+    ("The learner moved the exam to Friday.", "Friday", date(2026, 12, 4)),
+    ("The learner put the dentist off until Thursday.", "Thursday", date(2026, 12, 3)),
+    ("The learner's party was moved from Saturday to Sunday.", "Sunday", date(2026, 12, 6)),
+    # said on a Tuesday, "moved to Tuesday" is the next one, not today's and not the one gone
+    ("The learner's exam was moved to Tuesday.", "Tuesday", date(2026, 12, 8)),
+    # the same verbs before other kinds of day
+    ("The learner's trip was postponed to the weekend.", "the weekend", date(2026, 12, 5)),
+    ("The learner's exam was moved to Dec 10.", "Dec 10", date(2026, 12, 10)),
+    ("The learner's exam was moved to the 15th.", "the 15th", date(2026, 12, 15)),
+    # Chinese
+    ("學員的考試改到週五了。", "週五", date(2026, 12, 4)),
+    ("學員的考試已經推遲到週五。", "週五", date(2026, 12, 4)),
+    ("學員的課改成週四了。", "週四", date(2026, 12, 3)),
+    ("學員的面試延到下週二了。", "下週二", date(2026, 12, 8)),
+    # not a move to a day: the day is when something happened
+    ("The learner moved to Osaka last Friday.", "last Friday", date(2026, 11, 27)),
+    ("The learner moved to Osaka on Friday.", "on Friday", date(2026, 11, 27)),
+    ("The learner's exam was moved on Friday.", "on Friday", date(2026, 11, 27)),
+    ("The learner changed to a new school on Monday.", "on Monday", date(2026, 11, 30)),
+    ("The learner postponed the trip last Friday.", "last Friday", date(2026, 11, 27)),
+    ("The learner had a test on Friday.", "on Friday", date(2026, 11, 27)),
+    ("學員上週五搬到大阪了。", "上週五", date(2026, 11, 27)),
+]
+
+
+@pytest.mark.parametrize("text, phrase, day", RESCHEDULED, ids=[f"{r[0]} / {r[1]}" for r in RESCHEDULED])
+def test_a_plan_moved_to_another_day_points_forward_whatever_the_tense(make_app, server, clock, text, phrase, day):
+    clock.now = datetime(*TUESDAY).astimezone()
+    app = make_app()
+    server.script("extraction", extraction(fact(text, "schedule", event_phrase=phrase)))
+    say(app, "About my plans.")
+    assert [r.event_date for r in app.store.list(category="schedule")] == [day]
+    clock.advance(hours=2)  # read the same day, Tue 1 Dec
+    app.chat("What is coming up?", on_delta=lambda _: None)
+    line = next(x for x in server.chats[-1].section("learner_digest").split("\n") if "Plans and events" in x)
+    label = f"{day:%a} {day.day} {day:%b}"
+    assert label in line and f"({relative_days(day, date(2026, 12, 1))})" in line
+    assert ("27 Nov" in line) == (day == date(2026, 11, 27))  # never the Friday gone for a moved plan

@@ -27,7 +27,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import date, datetime
 
 from context_builder import DIGEST_SECTIONS, MistakeNote, build_background_messages, build_user_digest
 from long_term_memory import LongTermMemoryStore
@@ -41,6 +41,7 @@ from memora.app.extraction import (
     Extractor,
     PreparedExtraction,
     Skipped,
+    batches_by_day,
     looks_like_correction,
     may_change_profile,
     skips_extraction,
@@ -72,7 +73,7 @@ from memora.engine.retrieval import retrieve_relevant_memories
 from memora.engine.servers import is_openai_url
 from memora.engine.storage import ensure_private_dir
 from memora.engine.text_utils import quoted
-from memora.engine.timeutil import Clock, system_clock
+from memora.engine.timeutil import Clock, said_day, system_clock
 from memora.engine.tokens import TokenCounter
 from memory import ContextBudget, ConversationMemory, PreparedContext
 from user_profile import UserProfileStore
@@ -218,6 +219,7 @@ class Memora:
         self.deletions = DeletionLog(settings.db_dir)
         self.owner = new_owner()  # this session's name, for claiming messages to read
         self._known_jobs: set[str] = set()  # messages this session has held (SessionStore.save)
+        self._reading: set[str] = set()  # messages the worker has claimed and is reading now
         self.ledger = LedgerStore(
             self.paths.mistakes, clock=clock, notify=self.notify, deletions=self.deletions, learner=settings.user
         )
@@ -499,12 +501,11 @@ class Memora:
             self.worker.submit_task(lambda: self.store.push_metadata(hint.memory_id))
         if early is None and skips_extraction(job.text):
             return  # never queued (see _commit_turn)
-        with self._lock:
-            held = self._held_jobs()
-        if held and held[-1].said_at.date() != job.said_at.date():
-            # A batch never spans two days: a fact is dated with its batch, and
-            # "yesterday" said before midnight must not be read as today's.
-            self.read_held_messages()
+        # A batch never spans two days: a fact is dated with its batch, and
+        # "yesterday" said before midnight must not be read as today's. What is
+        # held from another day (each message's day counted where it was said)
+        # is read now, on its own; what this day holds stays for this message.
+        self.read_held_messages(keep_day=said_day(job.said_at))
         if early is None and self._hold(job):
             return
         with self._lock:
@@ -539,10 +540,14 @@ class Memora:
             if p.job_id in held
         )
 
-    def _take_held(self) -> tuple[ExtractionJob, ...]:
-        """The held messages, no longer held (call under the lock): the caller submits them."""
-        jobs, self.turn.held = self._held_jobs(), []
-        return jobs
+    def _take_held(self, keep_day: date | None = None) -> tuple[ExtractionJob, ...]:
+        """The held messages, no longer held (call under the lock): the caller submits them.
+        ``keep_day``: those said on that day (``said_day``) stay held."""
+        held = self._held_jobs()
+        taken = tuple(j for j in held if keep_day is None or said_day(j.said_at) != keep_day)
+        kept = {j.job_id for j in held} - {j.job_id for j in taken}
+        self.turn.held = [job_id for job_id in self.turn.held if job_id in kept]
+        return taken
 
     def drop_unread_messages(self) -> int:
         """'forget all': drop every message not read yet, held or kept from a failed
@@ -566,16 +571,15 @@ class Memora:
             mine = {p.job_id for p in self.turn.pending_jobs}
         return len(mine | self.sessions.unread_on_disk())
 
-    def read_held_messages(self) -> int:
-        """Queue the held short messages now (exit, a new session, undo: Memora must be up to date)."""
+    def read_held_messages(self, *, keep_day: date | None = None) -> int:
+        """Queue the held short messages now (exit, a new session, undo: Memora must be up to date),
+        one reading for each day they were said on; ``keep_day``: those said that day stay held."""
         with self._lock:
-            jobs = self._take_held()
+            jobs = self._take_held(keep_day)
             if self.turn.deleted:
                 return 0  # 'forget user' removed this learner: their words are not sent anywhere
-        if not jobs:
-            return 0
-        last = jobs[-1]
-        self.worker.submit(replace(last, earlier=jobs[:-1]))
+        for batch in batches_by_day(jobs):
+            self.worker.submit(batch)
         return len(jobs)
 
     def _claim(self, job: ExtractionJob) -> ExtractionJob | None:
@@ -595,6 +599,8 @@ class Memora:
             self.save_session()
         if not keep:
             return None
+        with self._lock:
+            self._reading = {m.job_id for m in keep}
         if len(keep) == len(job.messages):
             return job
         last = keep[-1]
@@ -620,11 +626,12 @@ class Memora:
 
     def _read_correction_early(self, text: str, now: datetime) -> PreparedExtraction | None:
         """For a message that looks like a correction, read it before the reply
-        (with any held messages: one call reads them all)."""
+        (with the messages held from its day: one call reads them all; those of
+        another day are read on their own after the reply, see ``_after_reply``)."""
         if self.store.mismatch or not looks_like_correction(text):
             return None
         with self._lock:
-            earlier = self._held_jobs()
+            earlier = tuple(h for h in self._held_jobs() if said_day(h.said_at) == said_day(now))
         try:
             generation = self.deletions.generation()
             return self.worker.extractor.prepare(ExtractionJob(text, now, earlier=earlier, generation=generation))
@@ -688,6 +695,7 @@ class Memora:
     def _job_finished(self, job: ExtractionJob) -> None:
         done = set(job.job_ids)
         with self._lock:
+            self._reading = set()
             self.turn.pending_jobs = [p for p in self.turn.pending_jobs if p.job_id not in done]
         self.save_session()
 
@@ -768,6 +776,7 @@ class Memora:
         it has failed too often."""
         gave_up = False
         with self._lock:
+            self._reading = set()  # its claim lapses: it is read again here, or by whoever starts next
             self.turn.extraction_failures += 1
             self.turn.extraction_error = f"{self.clock().strftime('%H:%M')} {reason}"
             if remaining is not None and job.earlier:
@@ -972,7 +981,7 @@ class Memora:
                 undone=list(self._undone),
             )
             try:
-                self.sessions.save(session, known=self._known_jobs, owner=self.owner)
+                self.sessions.save(session, known=self._known_jobs, owner=self.owner, reading=set(self._reading))
             except OSError as error:
                 self.notify(f"Could not save the session to {self.paths.session}: {error.strerror}.")
 

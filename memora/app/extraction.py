@@ -42,13 +42,14 @@ in the profile is not added twice, a retracted memory is no longer current.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
 import queue
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Literal
@@ -82,7 +83,7 @@ from memora.engine.records import MAX_MEMORY_CHARS, STATUS_SUPERSEDED, MemoryRec
 from memora.engine.retrieval import rank
 from memora.engine.slots import slot_cues, slots_of
 from memora.engine.text_utils import CJK_RANGES, clean_text, normalized_key, quoted, shorten
-from memora.engine.timeutil import now_anchor, resolve_event_date, to_aware
+from memora.engine.timeutil import now_anchor, resolve_event_date, said_day, to_aware
 from memora.engine.tokens import TokenCounter
 from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
 
@@ -373,6 +374,17 @@ class ExtractionJob:
     @property
     def oldest_generation(self) -> int:
         return min(m.generation for m in self.messages)
+
+
+def batches_by_day(jobs: Sequence[ExtractionJob]) -> list[ExtractionJob]:
+    """Held messages (oldest first) as the readings that take them: one for each run
+    of messages said on one local day, each message's day counted where it was said
+    (``said_day``), so a batch never spans two days and a fact is dated with its own."""
+    batches = []
+    for _, run in itertools.groupby(jobs, key=lambda job: said_day(job.said_at)):
+        *earlier, last = run
+        batches.append(replace(last, earlier=tuple(earlier)))
+    return batches
 
 
 @dataclass(frozen=True)

@@ -168,10 +168,19 @@ class SessionStore:
         except Exception:
             return SessionState()
 
-    def save(self, state: SessionState, *, known: set[str] | None = None, owner: str | None = None) -> SessionState:
+    def save(
+        self,
+        state: SessionState,
+        *,
+        known: set[str] | None = None,
+        owner: str | None = None,
+        reading: set[str] = frozenset(),
+    ) -> SessionState:
         """Write ``state``, keeping the unread messages other processes added since
         (those not in ``known``, the ids this process has ever held) and the ones
-        another running process claimed. Returns what was written."""
+        another running process claimed. ``reading``: the messages ``owner`` is reading
+        now, claimed by it; its other ones are unclaimed (a failed reading lets go).
+        Returns what was written."""
         with file_lock(self.path):
             if known is not None and self.path.exists():
                 disk = {p.job_id: p for p in self._on_disk().pending_extractions}
@@ -180,9 +189,12 @@ class SessionStore:
                     there = disk.get(job.job_id)
                     if there is None and job.job_id in self.seen:
                         continue  # another process read it and removed it
-                    if there is not None and there.claimed_by != job.claimed_by and owner_alive(there.claimed_by):
-                        job = job.model_copy(update={"claimed_by": there.claimed_by})
-                    mine.append(job)
+                    claim = None
+                    if job.job_id in reading:
+                        claim = owner
+                    elif there is not None and there.claimed_by != owner and owner_alive(there.claimed_by):
+                        claim = there.claimed_by
+                    mine.append(job.model_copy(update={"claimed_by": claim}))
                 kept = {job.job_id for job in mine}
 
                 def theirs_to_keep(job: PendingExtraction) -> bool:

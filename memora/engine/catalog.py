@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from memora.engine import lexical
-from memora.engine.records import STATUS_CURRENT, MemoryRecord, catalog_columns, from_catalog_row
+from memora.engine.records import STATUS_CURRENT, MemoryRecord, catalog_columns, from_catalog_row, offset_columns
 from memora.engine.storage import FILE_MODE, ensure_private_dir, file_lock, quarantine
 from memora.engine.text_utils import normalized_key
 
@@ -96,6 +96,9 @@ DROP TABLE IF EXISTS meta;
 _COLUMNS = ", ".join([*_RECORD_COLUMNS, "extra"])
 _WRITE_COLUMNS = ", ".join([*_RECORD_COLUMNS, *_DERIVED_COLUMNS])
 _EXPECTED_COLUMNS = {"rid", *_RECORD_COLUMNS, *_DERIVED_COLUMNS}
+# Added to a version-5 catalog in place, not rebuilt: its rows have no offset
+# and read in local time, as they did when it was written.
+_OFFSET_COLUMNS = offset_columns()
 _WRITE_PLACEHOLDERS = ", ".join("?" * (len(_RECORD_COLUMNS) + len(_DERIVED_COLUMNS)))
 # A candidate row carries its whole record, so the results need no second read.
 _CANDIDATE_COLUMNS = (
@@ -224,6 +227,11 @@ class MemoryCatalog:
             self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             version = self.get_meta("schema_version")
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(memories)")}
+            missing = _EXPECTED_COLUMNS - columns
+            if columns and version == str(SCHEMA_VERSION) and missing and missing <= _OFFSET_COLUMNS:
+                for name in sorted(missing):  # from before datetimes kept their UTC offset
+                    self._db.execute(f"ALTER TABLE memories ADD COLUMN {name} INTEGER")
+                columns |= missing
             # An older layout (another version, or none recorded beside an existing
             # table), or a new record field (other columns, same version number).
             if (version is not None and version != str(SCHEMA_VERSION)) or (

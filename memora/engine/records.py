@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields, replace
-from datetime import date, datetime
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 from memora.engine.text_utils import clean_within
@@ -44,7 +44,9 @@ class Stored:
     ``kind`` is "text", "id" (a memory id), "choice" (one of ``choices``),
     "datetime" or "date". Datetimes are also stored as a number (``ts_key`` in
     Chroma, the ``column`` in the catalog) because Chroma's filters and
-    SQLite's ordering compare numbers, not ISO strings.
+    SQLite's ordering compare numbers, not ISO strings. The catalog keeps each
+    datetime's UTC offset beside its number (``offset_column``), as Chroma's ISO
+    string does, so a moment reads back on the local day it was taken on.
     """
 
     kind: str = "text"
@@ -142,6 +144,11 @@ class StoredField:
     def kind(self) -> str:
         return self.how.kind
 
+    @property
+    def offset_column(self) -> str:
+        """A datetime's catalog column for its UTC offset in seconds (``created_ts`` → ``created_utc_offset``)."""
+        return self.column.removesuffix("_ts") + "_utc_offset"
+
 
 def stored_fields(record_type: type = MemoryRecord) -> tuple[StoredField, ...]:
     """The persisted fields of ``record_type`` (``MemoryRecord`` or a subclass), in order."""
@@ -234,7 +241,36 @@ def catalog_columns(record_type: type = MemoryRecord) -> dict[str, tuple[str, Ca
         if spec.name == "id":
             declared += " UNIQUE"
         columns[spec.column] = (declared, _catalog_writer(spec))
+        if spec.kind == "datetime":
+            # Nullable: a row written before offsets were kept has none (see ``_moment``).
+            columns[spec.offset_column] = ("INTEGER", _offset_writer(spec.name))
     return columns
+
+
+def offset_columns(record_type: type = MemoryRecord) -> frozenset[str]:
+    """The catalog columns that hold datetimes' UTC offsets (added in place to an older catalog)."""
+    return frozenset(spec.offset_column for spec in stored_fields(record_type) if spec.kind == "datetime")
+
+
+def _offset_writer(name: str) -> Callable[[Any], Any]:
+    def offset(record: Any) -> int | None:
+        value = getattr(record, name)
+        return int(value.utcoffset().total_seconds()) if value is not None and value.tzinfo is not None else None
+
+    return offset
+
+
+def _moment(timestamp: float | None, offset: int | None) -> datetime | None:
+    """A catalog datetime at the UTC offset it was written with; one written before
+    offsets were kept (or with an impossible one) reads in local time, as it always did."""
+    if timestamp is None:
+        return None
+    if offset is not None:
+        try:
+            return datetime.fromtimestamp(timestamp, timezone(timedelta(seconds=offset)))
+        except (ValueError, OverflowError, OSError):
+            pass
+    return datetime.fromtimestamp(timestamp).astimezone()
 
 
 def _catalog_writer(spec: StoredField) -> Callable[[Any], Any]:
@@ -252,7 +288,7 @@ def from_catalog_row(row: Any, record_type: type = MemoryRecord, *, extras: dict
     for spec in stored_fields(record_type):
         value = row[spec.column]
         if spec.kind == "datetime":
-            value = datetime.fromtimestamp(value).astimezone() if value is not None else None
+            value = _moment(value, row[spec.offset_column])
         elif spec.kind == "date":
             value = parse_date(value)
         values[spec.name] = value

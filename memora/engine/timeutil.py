@@ -254,6 +254,77 @@ _GRAMMAR = re.compile(
     re.IGNORECASE,
 )
 
+# A verb that moves a plan to another day points forward, whatever its tense:
+# "the exam was moved to Friday" is the coming Friday, as "has been moved to
+# Friday" is, and "moved to the 15th", "postponed until the weekend", "改到週五了"
+# likewise. These rows are part of the grammar: a day right after one of them is
+# never read as past, and in running text a bare weekday, "the weekend" or "the
+# 15th" after one names a day, as "on Friday" does. Only right after it: in "moved
+# to Osaka on Friday" and "was moved on Friday" the day is when the moving happened.
+# Each row: the verb's forms, its particles ("up", "off"; needed when the verb
+# alone does not move a plan: "put off", "bring forward"), the words before the day.
+_RESCHEDULE_ROWS = (
+    (r"mov(?:e|es|ed|ing)", r"up|forward|back", False, r"to"),
+    (r"chang(?:e|es|ed|ing)", r"", False, r"to"),
+    (r"switch(?:es|ed|ing)?", r"", False, r"to"),
+    (r"shift(?:s|ed|ing)?", r"", False, r"to"),
+    (r"put(?:s|ting)?", r"off|back", True, r"to|till|until"),
+    (r"postpon(?:e|es|ed|ing)", r"", False, r"to|till|until"),
+    (r"defer(?:s|red|ring)?", r"", False, r"to|till|until"),
+    (r"delay(?:s|ed|ing)?", r"", False, r"to|till|until"),
+    (r"push(?:es|ed|ing)?", r"back|forward|out", False, r"to|till|until"),
+    (r"bump(?:s|ed|ing)?", r"up|back", False, r"to"),
+    (r"reschedul(?:e|es|ed|ing)", r"", False, r"to|for|till|until"),
+    (r"rebook(?:s|ed|ing)?", r"", False, r"to|for"),
+    (r"rearrang(?:e|es|ed|ing)", r"", False, r"to|for"),
+    (r"br(?:ing|ings|inging|ought)", r"forward", True, r"to"),
+    (r"pull(?:s|ed|ing)?", r"forward", True, r"to"),
+)
+_ZH_RESCHEDULE = (
+    r"改到|改成|改在|改為|改为|延到|延後到|延后到|延期到|延遲到|延迟到|推遲到|推迟到|推到|推後到|推后到"
+    r"|挪到|換到|换到|調到|调到|提前到|順延到|顺延到"
+)
+# What may stand between the verb and the day: what is moved ("moved the exam to
+# Friday") and where from ("from Saturday to Sunday").
+_MOVED_THING = r"(?:\s+(?:it|them|this|that|(?:the|my|our|his|her|their|your|a|an)(?:\s+[\w'\u2019-]+){1,2}))?"
+_MOVED_FROM = r"(?:\s+from\s+[^.,;:!?\n]{1,30}?)?"
+_RESCHEDULED_BEFORE = re.compile(
+    r"(?:\b(?:"
+    + "|".join(
+        verb
+        + _MOVED_THING
+        + (rf"\s+(?:{particles})" if required else rf"(?:\s+(?:{particles}))?" if particles else "")
+        + _MOVED_THING
+        + _MOVED_FROM
+        + rf"\s+(?:{before})"
+        for verb, particles, required, before in _RESCHEDULE_ROWS
+    )
+    + r")\s+|(?:"
+    + _ZH_RESCHEDULE
+    + r")\s*)$",
+    re.IGNORECASE,
+)
+# A bare weekday after such a verb names a day unless a word follows it that
+# makes it part of a name ("switched to Monday classes").
+_DAY_ENDS = re.compile(
+    r"(?!\s+(?!(?:at|and|or|but|to|until|till|before|after|in|for|instead|because|so|then|this|next|from|when|with)\b)[a-z])"
+)
+
+
+def _rescheduled(text: str, start: int) -> bool:
+    """Whether the time phrase at ``start`` comes right after a verb that moves a plan."""
+    return bool(_RESCHEDULED_BEFORE.search(text[max(0, start - 120) : start]))
+
+
+def _moved_to(sentence: str, phrase: str) -> bool:
+    """Whether ``phrase`` stands in ``sentence`` right after a verb that moves a plan
+    (the phrase may begin with the verb's own last word: "to Friday")."""
+    found = re.search(re.escape(phrase.strip()), sentence, re.IGNORECASE)
+    return found is not None and any(
+        _rescheduled(sentence, found.start() + m.start()) for m in _GRAMMAR.finditer(phrase.strip())
+    )
+
+
 # Tense decides a bare day ("had a test on Friday" is the Friday gone, "has a
 # test on Friday" the coming one). A clause reads as past when it has a past
 # verb and nothing present or future beside it.
@@ -634,18 +705,23 @@ def _mentions(text: str, base: date, *, phrase: bool = False, past: bool | None 
     found = []
     for match in _GRAMMAR.finditer(text):
         g = match.groupdict()
+        moved = _rescheduled(text, match.start())  # "was moved to Friday": ahead, whatever the tense
         if g.get("bare_wd"):
             word = g["bare_wd"].rstrip(".")
             # "sun", "sat" and "wed" are words too: a weekday only when capitalised
             if word.lower() in _WORD_ABBR and not word[0].isupper():
                 continue
-            # in running text only "on Friday", "on Thurs" name a day
-            if not phrase and (not g.get("bare_on") or (word.lower() not in WEEKDAYS and not word[0].isupper())):
+            # in running text only "on Friday", "on Thurs" (or "moved to Friday") name a day
+            named = g.get("bare_on") or (moved and _DAY_ENDS.match(text, match.end()))
+            if not phrase and (not named or (word.lower() not in WEEKDAYS and not word[0].isupper())):
                 continue
-        if (g.get("we_bare") or (g.get("dom") and not g.get("dom_on"))) and not phrase:
+        if (g.get("we_bare") or (g.get("dom") and not g.get("dom_on"))) and not phrase and not moved:
             continue
         try:
-            tense = _is_past(_clause(text, match.start(), match.end())) if past is None else past
+            if moved:
+                tense = False
+            else:
+                tense = _is_past(_clause(text, match.start(), match.end())) if past is None else past
             resolved = _resolve(match, base, tense)
         except (ValueError, OverflowError):  # "in 99999 years", "Feb 30": left as said
             continue
@@ -693,11 +769,13 @@ def resolve_relative_date(phrase: str | None, now: datetime, *, sentence: str | 
     to its first day, or to today when it is under way, the earliest day the
     plan can fall on, so a follow-up never comes before the event.
     ``sentence``: the sentence the phrase comes from; its tense decides a bare
-    day ("had a test on Friday" is the Friday just gone).
+    day ("had a test on Friday" is the Friday just gone), except after a verb
+    that moves a plan ("was moved to Friday" is the coming one).
     """
     if not phrase or not phrase.strip():
         return None
-    return _first_day(phrase.strip(), now.date(), phrase=True, past=_is_past(sentence) if sentence else None)
+    past = _is_past(sentence) and not _moved_to(sentence, phrase) if sentence else None
+    return _first_day(phrase.strip(), now.date(), phrase=True, past=past)
 
 
 def _first_day(text: str, base: date, *, phrase: bool, past: bool | None = None) -> date | None:
@@ -745,6 +823,21 @@ _DAY_ABBR = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 def local_date(moment: datetime, now: datetime) -> date:
     """The calendar day of ``moment`` in the time zone of ``now``."""
     return to_aware(moment).astimezone(to_aware(now).tzinfo).date()
+
+
+def said_day(moment: datetime, now: datetime | None = None) -> date:
+    """The calendar day ``moment`` fell on where it was said: its date at its own UTC offset.
+
+    Memora's clock is local, and every moment is stored with the offset it was
+    taken at; the offset is all a day needs (the zone's name would matter only
+    for arithmetic across its changes of offset, and a said moment is only ever
+    read, never moved). So "tomorrow", said on Thursday at 23:30 in Los Angeles,
+    is Friday wherever it is read. A moment with no offset (naive) is read in
+    the zone of ``now``, as before offsets were kept.
+    """
+    if moment.tzinfo is not None or now is None:
+        return moment.date()
+    return local_date(moment, now)
 
 
 def short_date(day: date, today: date, *, weekday: bool = False) -> str:
@@ -842,6 +935,8 @@ def resolve_time_phrases(
     """``text`` with its time phrases replaced by absolute dates placed relative
     to ``now`` ("next Tuesday", said on Sun 29 Nov and read on 9 Dec, becomes
     "on Tue 1 Dec (8 days ago)"; "on Dec 3" becomes "on Thu 3 Dec (6 days ago)").
+    A phrase is read on the day it was said, where it was said (``said_day``),
+    and placed relative to today in ``now``'s zone, where the learner is now.
 
     ``event_date``, when known, is the authority for the phrase it belongs to
     (it was settled when the learner spoke, by a model that read the whole
@@ -850,7 +945,7 @@ def resolve_time_phrases(
     events only: in a habit it recurs).
     """
     today = local_date(now, now)
-    base = local_date(said_at, now)
+    base = said_day(said_at, now)  # resolved where it was said, placed relative to today here
     mentions = [
         m
         for m in _mentions(text, base)

@@ -66,7 +66,9 @@ def pieces(text: str, *kept: str) -> list[str]:
     """The three-character pieces of ``text`` that a full-text index may keep (Chroma's
     FTS5 trigram index), and for Chinese the two-character ones too (the catalog's CJK
     bigrams): in Chinese a piece is a word. Pieces that also occur in ``kept`` (texts
-    that stay) are left out, and so are pieces with a space in them."""
+    that stay) are left out, and so are pieces with a space in them and pieces of hex
+    digits only, which Memora's ids and hashes spell by chance (the whole text is
+    still looked for as it is)."""
     import re
 
     from memora.engine.text_utils import CJK_RANGES
@@ -81,6 +83,8 @@ def pieces(text: str, *kept: str) -> list[str]:
                 continue
             if not any(piece.isalnum() or cjk.match(c) for c in piece):
                 continue
+            if re.fullmatch(r"[0-9a-f]+", piece):
+                continue  # ids, revisions and keyed hashes are hex: such a piece turns up by chance
             if piece not in found and not any(piece in k.casefold() for k in kept):
                 found.append(piece)
     return found
