@@ -992,6 +992,23 @@ class Memora:
             self.turn.last_prepared = None
         self.save_session()
 
+    def bring_up_to_date(self, say: Callable[[str], None]) -> bool:
+        """Before a command shows what Memora knows: read the held messages and wait
+        (bounded by the model call's timeout) for the readings under way, saying so in
+        one line while it waits. What they change is announced first, as after a reply.
+        True when nothing was left unread."""
+        if not self.model.configured or self.turn.deleted:
+            return True
+        with self._lock:
+            waiting = bool(self.turn.held) or self.worker.pending > 0
+        if not waiting:
+            return True
+        say("Reading your last messages for memories first…")
+        done = self.wait_for_extraction(self.settings.timeout + 5)
+        if not done:
+            say("Still reading; this shows what Memora knows so far.")
+        return done
+
     def wait_for_extraction(self, timeout: float | None = 30.0) -> bool:
         """Read every message said so far (held ones too) and wait, bounded, until done."""
         self.read_held_messages()

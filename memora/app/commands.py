@@ -276,6 +276,16 @@ class CommandSpec:
     handler: Callable[[str], None]
 
 
+# Commands that show or change what Memora knows: the messages held to be read with the
+# next ones are read first, so what they show includes what the learner just said (a
+# mistake the tutor just corrected is in 'mistakes' and 'review'). 'forget' and 'undo' are
+# not here: they decide at once and a reading still to land is refused what they
+# deleted (deletions.py), and 'status' reports what is held.
+SHOWS_WHAT_IS_KNOWN = frozenset(
+    {"memories", "memory", "mistakes", "review", "search", "why", "export", "progress", "history", "page"}
+)
+
+
 class CommandRouter:
     """Finds and runs commands against a ``Memora`` app, printing to a ``Console``."""
 
@@ -360,7 +370,11 @@ class CommandRouter:
             return False
         # Split on any whitespace, as is_command does ("help\tx", "profile\u3000goal x").
         word, *rest = stripped.split(maxsplit=1)
-        spec = self.specs[word.lower().lstrip("/")]
+        name = word.lower().lstrip("/")
+        spec = self.specs[name]
+        argument = rest[0].strip() if rest else ""
+        if name in SHOWS_WHAT_IS_KNOWN and not (name == "mistakes" and argument.lower().startswith("forget")):
+            self.app.bring_up_to_date(self.console.notice)
         spec.handler(rest[0].strip() if rest else "")
         return True
 
