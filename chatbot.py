@@ -211,7 +211,9 @@ def preload(app: Memora, stop: threading.Event) -> None:
 
             app.model.server  # noqa: B018 -- probe the server kind now, not before the first reply
 
-    steps = (lambda: app.counter.count("warm up"), load_embedder, app.knowledge.sync, load_openai)
+    # The server's kind first: the first reply needs it (which role the background goes in),
+    # and a slow server's probe then overlaps the learner's typing, not their wait.
+    steps = (load_openai, lambda: app.counter.count("warm up"), load_embedder, app.knowledge.sync)
     try:
         for step in steps:
             if stop.is_set():

@@ -409,6 +409,11 @@ class LongTermMemoryStore:
         if generation != self._seen_generation:
             self.connection.refresh()
             self._seen_generation = generation
+            # Another process may have re-embedded everything with another model ('reindex'):
+            # this one's vectors no longer fit, and searching with them would fail.
+            stored = (self._coll().metadata or {}).get("embedding_model")
+            if stored and stored != self.embedder.name:
+                self.mismatch = stored
         if self.connection.url is not None:  # a Chroma server: other machines may have written
             fresh = self.connection.collection(collection_name(self.user_id), create=False)
             remote = (fresh.metadata or {}).get("revision")
@@ -431,6 +436,8 @@ class LongTermMemoryStore:
             for kind, keys in guards:
                 self.deletions.guard(kind, keys)
             self._sync_with_other_processes()
+            if new_vectors:
+                self._check_model()  # again: another process may have re-embedded the store meanwhile
             undo: list = []
             self._undo_steps = undo  # the body registers how to undo its Chroma writes
             try:
@@ -893,8 +900,8 @@ class LongTermMemoryStore:
 
     def dense_candidates(self, vector: list[float], n: int) -> list[tuple[str, float]]:
         """``[(id, cosine distance)]`` from Chroma, nearest first (ids only, no payload)."""
-        self._check_model()
         self._sync_with_other_processes()
+        self._check_model()
         try:
             result = self._coll().query(query_embeddings=[vector], n_results=n, include=["distances"])
         except Exception as error:

@@ -388,3 +388,34 @@ def test_a_failing_backend_fails_the_turn_with_the_status_through_litellm(make_a
     assert litellm.api_key not in str(failed.value)
     assert app.memory.messages == []
     assert len(litellm.backend.chats) == 1  # the proxy did not retry (num_retries 0)
+
+
+@pytest.mark.slow
+def test_an_embedding_model_the_proxy_was_not_configured_with_is_one_line_naming_the_setting(
+    make_settings, litellm, clock, run_repl
+):
+    """LiteLLM answers 400 "Invalid model name" for an embedding model it was not given."""
+    from memora.app.assistant import Memora
+
+    settings = make_settings(
+        base_url=litellm.base_url,
+        api_key=litellm.api_key,
+        model=litellm.model,
+        embedding_model="text-embedding-3-small",
+    )
+    app = Memora.from_settings(settings, clock=clock, notify=lambda m: None)
+    t = run_repl(app, ["remember I keep bees on the roof"])
+    [line] = [line for line in t.text.splitlines() if "MEMORA_EMBEDDING_MODEL" in line]
+    assert "(400" in line and "does not serve the embedding model 'text-embedding-3-small'" in line
+
+
+@pytest.mark.slow
+def test_by_default_embeddings_stay_local_behind_a_keyed_proxy(make_settings, litellm, clock):
+    """A key for the proxy is not a key for OpenAI's embedding model: memory stays on."""
+    from memora.app.assistant import Memora
+    from memora.engine.embeddings import LocalEmbedder
+
+    settings = make_settings(base_url=litellm.base_url, api_key=litellm.api_key, model=litellm.model)
+    app = Memora.from_settings(settings, clock=clock, notify=lambda m: None)
+    assert isinstance(app.embedder, LocalEmbedder)
+    assert app.model.server.kind.key == "litellm"  # told by its /health/liveliness

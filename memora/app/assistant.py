@@ -63,14 +63,20 @@ from memora.engine.chroma_backend import ChromaConnection
 from memora.engine.config import Settings
 from memora.engine.deletions import DeletionLog
 from memora.engine.embeddings import Embedder, embedder_for_store, make_embedder
-from memora.engine.errors import ConfigError, EmbeddingError, LimitError, MemoraError, ModelNotConfigured
+from memora.engine.errors import (
+    ConfigError,
+    EmbeddingError,
+    EmbeddingModelMismatch,
+    LimitError,
+    MemoraError,
+    ModelNotConfigured,
+)
 from memora.engine.ledger import LedgerStore, correction_excerpt, relevant
 from memora.engine.llm import ModelClient, ReplyResult
 from memora.engine.model_facts import shutdown_note
 from memora.engine.prompts import SYSTEM_PROMPT
 from memora.engine.records import MemorySearchResult
 from memora.engine.retrieval import retrieve_relevant_memories
-from memora.engine.servers import is_openai_url
 from memora.engine.storage import ensure_private_dir
 from memora.engine.text_utils import quoted
 from memora.engine.timeutil import Clock, said_day, system_clock
@@ -282,18 +288,17 @@ class Memora:
         built_with, configured = self.store.mismatch, self.embedder
         model = self.model
         kept, needs = embedder_for_store(
-            built_with,
-            client_factory=model.openai if model.configured else None,
-            openai_itself=bool(self.settings.api_key) and is_openai_url(self.settings.base_url),
-            counter=self.counter.count,
+            built_with, client_factory=model.openai if model.configured else None, counter=self.counter.count
         )
         if kept is not None:
             self.store.use_embedder(kept)
             self.embedder = kept
             self.switch_to = configured
+            keep_for_good = built_with.partition(":")[2]
             self.notify(
                 f"Your memories were embedded with {built_with}; Memora is set to {configured.name} now, and keeps "
-                f"using {built_with} so memory search works. Type 'reindex' to re-embed them with {configured.name}."
+                f"using {built_with} so memory search works: type 'reindex' to re-embed them with "
+                f"{configured.name}, or set MEMORA_EMBEDDING_MODEL={keep_for_good} to keep it for good."
             )
         else:
             self.notify(
@@ -304,11 +309,15 @@ class Memora:
     def reindex(self) -> int:
         """Re-embed every memory with the configured embedding model (the one a
         mismatched store was kept from, if any), and the knowledge notes with it."""
-        if self.switch_to is not None:
-            self.store.use_embedder(self.switch_to)
-            self.embedder, self.switch_to = self.switch_to, None
-            self.knowledge.embedder = self.embedder
-        count = self.store.reindex()
+        kept, target = self.embedder, self.switch_to or self.embedder
+        self.store.use_embedder(target)
+        try:
+            count = self.store.reindex()
+        except BaseException:
+            self.store.use_embedder(kept)  # nothing was re-embedded: the store's own model stays in use
+            raise
+        self.embedder, self.switch_to = target, None
+        self.knowledge.embedder = target
         self.knowledge.sync()
         return count
 
@@ -666,7 +675,7 @@ class Memora:
             )
             knowledge_items = self.knowledge.search(vector)
             return memories, knowledge_items
-        except EmbeddingError as error:
+        except (EmbeddingError, EmbeddingModelMismatch) as error:
             if not self.turn.embedding_failure_noticed:
                 self.turn.embedding_failure_noticed = True
                 notes.append(f"Answering without memories this time: {error}")

@@ -227,21 +227,21 @@ def as_embedder(embedder: Embedder | None) -> Embedder:
 
 
 def embedder_for_store(
-    name: str, *, client_factory: Callable[[], object] | None, openai_itself: bool, counter=None
+    name: str, *, client_factory: Callable[[], object] | None, counter=None
 ) -> tuple[Embedder | None, str]:
     """The embedder a store built with ``name`` needs, if it can run here, else
-    (None, what it needs). ``openai_itself``: the client reaches OpenAI, the only
-    place OpenAI's own embedding models are served."""
+    (None, what it needs)."""
     kind, _, model = name.partition(":")
     if kind == "local" and model == LOCAL_MODEL_NAME:
         return LocalEmbedder(counter=counter), ""
     if kind == "hash" and model.startswith("v1-") and model[3:].isdigit():
         return HashEmbedder(int(model[3:])), ""
     if kind == "openai" and model:
-        if model.startswith("text-embedding-") and not openai_itself:
-            return None, "is OpenAI's and needs OPENAI_API_KEY, with OPENAI_BASE_URL unset"
         if client_factory is None:
-            return None, "is served by an embedding endpoint and needs OPENAI_API_KEY or OPENAI_BASE_URL"
+            needs = "OPENAI_API_KEY" if model.startswith("text-embedding-") else "OPENAI_API_KEY or OPENAI_BASE_URL"
+            return None, f"is served by an embedding endpoint and needs {needs}"
+        # Through the configured server, as it was built (a gateway serves OpenAI's models
+        # too); if that server does not serve it, the embedding error names the setting.
         return OpenAIEmbedder(client_factory, model), ""
     return None, "is not one Memora knows"
 

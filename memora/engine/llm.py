@@ -35,6 +35,7 @@ from memora.engine.model_facts import (
     NO_REASONING,
     chat_effort,
     efforts_for,
+    known_model,
     lowest_effort,
     room_for,
     shutdown_date,
@@ -82,6 +83,7 @@ class _Received:
     incomplete: str | None = None  # why the server stopped early (a token limit), if it did
     finished: bool = False  # the server said the response is over
     item: object = None  # the output item the last text came from
+    pending_space: str = ""  # whitespace not shown yet (shown with the text after it)
 
     @property
     def text(self) -> str:
@@ -116,6 +118,7 @@ class ModelClient:
         self._client = None
         self._lock = threading.Lock()
         self._server: ServerInfo | None = None
+        self._probing = threading.Lock()
         self.reasoning_refused = False  # the server refused the reasoning parameter: never sent again
         self.schema_in_instructions = False  # a strict server's answer needed repair: the schema goes along
         self.structured = StructuredStats()
@@ -148,13 +151,16 @@ class ModelClient:
             known = self._server
         if known is not None:
             return known
-        get = self._probe_get if self.configured else None
-        found = detect_server(self.settings.base_url, get)
-        with self._lock:
-            if self._server is None:
+        with self._probing:  # one probe at a time: a thread that asks meanwhile waits for its answer
+            with self._lock:
+                if self._server is not None:
+                    return self._server
+            get = self._probe_get if self.configured else None
+            found = detect_server(self.settings.base_url, get)
+            with self._lock:
                 self._server = found
-                log.info("server: %s", found.describe())
-            return self._server
+            log.info("server: %s", found.describe())
+            return found
 
     def _probe_get(self, url: str) -> object:
         return self.openai().get(url, cast_to=object, options={"max_retries": 0, "timeout": PROBE_TIMEOUT_SECONDS})
@@ -179,8 +185,9 @@ class ModelClient:
     def _room(self, effort: str | None) -> int:
         """Output tokens to add to a visible cap for reasoning: a known model's own,
         or a low effort's on another server, whose model may think by itself."""
+        model = self.settings.model
         if self.server.kind.reasoning_known:
-            return room_for(effort, reasons=efforts_for(self.settings.model) is not None)
+            return room_for(effort, reasons=efforts_for(model) is not None or not known_model(model))
         return room_for(effort or "low", reasons=True)
 
     def shutdown(self) -> date | None:
@@ -272,12 +279,13 @@ class ModelClient:
         except Exception as error:
             if effort is None or not _names_reasoning(error):
                 raise
-        log.info("the server refused the reasoning parameter; not sending it again this session")
-        self.reasoning_refused = True
         body.pop("reasoning")
         if cap is not None:
             body["max_output_tokens"] = cap + self._room(None)
-        return client.responses.create(**body), body.get("max_output_tokens")
+        answer = client.responses.create(**body)
+        log.info("the server refused the reasoning parameter; not sending it again this session")
+        self.reasoning_refused = True  # only once a request without it went through
+        return answer, body.get("max_output_tokens")
 
     # -- calls ------------------------------------------------------------------------
     def stream_reply(
@@ -297,26 +305,34 @@ class ModelClient:
         self.openai()  # not configured: ModelNotConfigured, before anything else
         cap = self.settings.max_output_tokens
         received, sent_cap = self._stream_once(instructions, messages, on_delta, cap)
-        if received.incomplete == OUTPUT_LIMIT and not received.text.strip() and not received.refusal:
+        spent = _usage_counts(received.usage)  # a retried attempt is billed too
+        if received.incomplete in (OUTPUT_LIMIT, "incomplete") and not received.text.strip() and not received.refusal:
             log.info("the reply used its whole cap (%s tokens) before any text; asking again", sent_cap)
             received, sent_cap = self._stream_once(instructions, messages, on_delta, cap * EMPTY_RETRY_FACTOR)
+            spent = [
+                None if a is None and b is None else (a or 0) + (b or 0)
+                for a, b in zip(spent, _usage_counts(received.usage))
+            ]
         text = received.text
         if not text.strip():
             if received.refusal:
                 refusal = shorten(" ".join("".join(received.refusal).split()), 200)
                 raise ModelCallError(self.redact(f"The model declined to answer: {refusal} {NOT_KEPT}"))
-            if received.incomplete == OUTPUT_LIMIT:
+            if received.incomplete in (OUTPUT_LIMIT, "incomplete"):
                 raise ModelCallError(
                     f"The model used its whole output allowance ({sent_cap} tokens) before writing any reply. "
                     f"{NOT_KEPT} Raise MEMORA_MAX_OUTPUT_TOKENS or lower MEMORA_REASONING_EFFORT."
                 )
+            if received.incomplete:  # content_filter and the like: more room would not help
+                raise ModelCallError(
+                    f"The server stopped the reply before any text ({received.incomplete}). {NOT_KEPT}"
+                )
             raise ModelCallError(f"The model returned an empty reply. {NOT_KEPT}")
-        usage = received.usage
         return ReplyResult(
             text=text,
-            input_tokens=getattr(usage, "input_tokens", None),
-            output_tokens=getattr(usage, "output_tokens", None),
-            total_tokens=getattr(usage, "total_tokens", None),
+            input_tokens=spent[0],
+            output_tokens=spent[1],
+            total_tokens=spent[2],
             incomplete=received.incomplete,
         )
 
@@ -362,10 +378,14 @@ class ModelClient:
             if received.parts and received.item is not None and item != received.item and received.text.strip():
                 # a second message item: its own paragraph
                 received.parts.append(ITEM_SEPARATOR)
-                on_delta(ITEM_SEPARATOR)
+                received.pending_space += ITEM_SEPARATOR
             received.item = item
             received.parts.append(event.delta)
-            on_delta(event.delta)
+            if received.text.strip():  # leading whitespace waits for text: an empty attempt shows nothing
+                on_delta(received.pending_space + event.delta)
+                received.pending_space = ""
+            else:
+                received.pending_space += event.delta
         elif kind == "response.refusal.delta":
             received.refusal.append(getattr(event, "delta", "") or "")
         elif kind in ("response.completed", "response.incomplete"):
@@ -464,6 +484,11 @@ def response_text(response) -> tuple[str, str]:
     return ITEM_SEPARATOR.join(texts), " ".join(refusals)
 
 
+def _usage_counts(usage) -> list[int | None]:
+    """(input, output, total) tokens of a usage object; None where it says nothing."""
+    return [getattr(usage, name, None) for name in ("input_tokens", "output_tokens", "total_tokens")]
+
+
 def _total_tokens(response) -> int:
     return int(getattr(getattr(response, "usage", None), "total_tokens", 0) or 0)
 
@@ -484,14 +509,17 @@ def _stopped_early(response, cap: int | None, incomplete_event: bool) -> str | N
 
 
 def _names_reasoning(error: BaseException) -> bool:
-    """A 400 (or 422) that names the reasoning parameter: the model or server refuses it."""
-    status = getattr(error, "status_code", None)
-    if status not in (400, 422):
+    """A 400 (or 422) about the reasoning parameter: its ``param`` names it (OpenAI), or
+    the error's own message does (Ollama's "does not support thinking", LiteLLM's
+    unsupported ``reasoning_effort``, vLLM's validation error). Only the message is
+    read, not the whole body, so a request echoed back cannot trip it."""
+    if getattr(error, "status_code", None) not in (400, 422):
         return False
-    said = " ".join(str(x) for x in (getattr(error, "param", None), getattr(error, "message", None), error) if x)
-    return any(
-        word in said.lower() for word in ("reasoning", "thinking", "effort")
-    )  # Ollama: "does not support thinking"
+    param = str(getattr(error, "param", None) or "").lower()
+    if param.startswith("reasoning"):
+        return True
+    said = _error_detail(error).lower()
+    return any(word in said for word in ("reasoning", "thinking", "effort"))
 
 
 def _names_unknown_model(error: BaseException) -> bool:
@@ -499,9 +527,12 @@ def _names_unknown_model(error: BaseException) -> bool:
     404 whose message is about the model (Ollama, vLLM) rather than the path."""
     if getattr(error, "code", None) == "model_not_found":
         return True
-    if getattr(error, "status_code", None) != 404:
+    status = getattr(error, "status_code", None)
+    said = (_error_detail(error) or str(getattr(error, "message", "") or "")).lower()
+    if status == 400:  # LiteLLM: "Invalid model name passed in model=x"
+        return "invalid model name" in said
+    if status != 404:
         return False
-    said = str(getattr(error, "message", "") or "").lower()
     return "model" in said and ("not found" in said or "does not exist" in said or "not exist" in said)
 
 

@@ -42,14 +42,15 @@ NO_REASONING = "off"  # MEMORA_REASONING_EFFORT=off: never send the parameter
 
 # (model name pattern, the efforts it takes, lowest first). First match wins;
 # a model that matches nothing is not known to reason.
+_DATED = r"(-\d{4}-\d\d-\d\d)?"
 REASONING_EFFORTS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (r"gpt-\d+(\.\d+)?-chat", ()),  # the chat-latest aliases take no effort
-    (r"gpt-5-pro", ("high",)),
-    (r"gpt-\d+(\.\d+)?-pro", ("medium", "high", "xhigh")),
-    (r"gpt-5(-mini|-nano)?(-\d{4}-\d\d-\d\d)?", ("minimal", "low", "medium", "high")),
-    (r"gpt-5\.1(-codex)?(-mini)?(-\d{4}-\d\d-\d\d)?", ("none", "low", "medium", "high")),
+    (r"gpt-\d+(\.\d+)?-chat(-latest)?", ()),  # the chat aliases take no effort
+    (r"gpt-5-pro" + _DATED, ("high",)),
+    (r"gpt-\d+(\.\d+)?-pro" + _DATED, ("medium", "high", "xhigh")),
+    (r"gpt-5(-mini|-nano|-codex)?" + _DATED, ("minimal", "low", "medium", "high")),
+    (r"gpt-5\.1(-codex)?(-mini|-max)?" + _DATED, ("none", "low", "medium", "high")),
     (r"gpt-(5\.([2-9]|\d\d+)|[6-9](\.\d+)?)\S*", ("none", "low", "medium", "high", "xhigh")),
-    (r"o\d(-mini)?(-\d{4}-\d\d-\d\d)?", ("low", "medium", "high")),
+    (r"o\d(-mini|-pro)?" + _DATED, ("low", "medium", "high")),
 )
 
 # Output tokens added to a cap for the reasoning an effort may use. Measured
@@ -60,9 +61,18 @@ REASONING_ROOM = {"none": 0, "minimal": 512, "low": 2048, "medium": 6144, "high"
 UNKNOWN_ROOM = REASONING_ROOM["medium"]
 
 
+def base_model(model: str) -> str:
+    """The OpenAI model a name stands for: a fine-tune (``ft:gpt-5-mini-2025-08-07:org::id``)
+    is its base model's, and a gateway's ``openai/`` prefix is dropped."""
+    name = model.strip().lower().removeprefix("openai/")
+    if name.startswith("ft:"):
+        name = name[3:].split(":", 1)[0]
+    return name
+
+
 def efforts_for(model: str) -> tuple[str, ...] | None:
     """The efforts ``model`` takes, lowest first; None when it is not known to reason."""
-    name = model.strip().lower()
+    name = base_model(model)
     for pattern, efforts in REASONING_EFFORTS:
         if re.fullmatch(pattern, name):
             return efforts or None
@@ -81,6 +91,21 @@ def chat_effort(model: str) -> str | None:
         return None
     floor = EFFORTS.index(CHAT_EFFORT)
     return next((e for e in efforts if EFFORTS.index(e) >= floor), efforts[-1])
+
+
+def known_model(model: str) -> bool:
+    """Whether the table or the SDK knows ``model`` (a reasoning model or not); an
+    unknown name on OpenAI (an Azure deployment, a new model) may reason."""
+    if efforts_for(model) is not None or any(re.fullmatch(p, base_model(model)) for p, _ in REASONING_EFFORTS):
+        return True
+    try:
+        from typing import get_args
+
+        from openai.types.shared.chat_model import ChatModel
+
+        return base_model(model) in get_args(ChatModel)
+    except Exception:
+        return False
 
 
 def room_for(effort: str | None, *, reasons: bool) -> int:

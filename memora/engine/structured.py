@@ -20,7 +20,9 @@ from pydantic import BaseModel, ValidationError
 T = TypeVar("T", bound=BaseModel)
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.S)
-_DECODER = json.JSONDecoder()
+# A reasoning model's draft, which local servers often pass on in the text: never the answer.
+_THINKING = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.IGNORECASE)
+_DECODER = json.JSONDecoder(strict=False)  # a raw newline inside a string is a slip, not a reason to refuse
 
 
 class MalformedAnswer(ValueError):
@@ -29,16 +31,19 @@ class MalformedAnswer(ValueError):
 
 
 def candidates(text: str) -> list[str]:
-    """The texts that may hold the object, most likely first: the whole answer,
-    each fenced block, then each JSON object that starts somewhere in the text."""
-    text = text.strip()
-    found = [text] + [block.strip() for block in _FENCE.findall(text)]
+    """The texts that may hold the object, most likely first: the whole answer, then
+    each fenced block, then each JSON object found in the text, the last first (a
+    model that corrects itself ends with its answer). A ``<think>`` draft is left out."""
+    text = _THINKING.sub("", text or "").strip()
+    found = [text] + [block.strip() for block in reversed(_FENCE.findall(text))]
+    objects = []
     for start in (m.start() for m in re.finditer(r"\{", text)):
         try:
             _, end = _DECODER.raw_decode(text, start)
         except ValueError:
             continue
-        found.append(text[start:end])
+        objects.append(text[start:end])
+    found += reversed(objects)
     unique: list[str] = []
     for candidate in found:
         if candidate and candidate not in unique:
@@ -46,17 +51,34 @@ def candidates(text: str) -> list[str]:
     return unique
 
 
+def _fits(value: object, schema: type[BaseModel]) -> bool:
+    """An object found inside the text is the answer only if it looks like one: it has
+    at least one of the schema's fields (an example object in the prose may have
+    none, and a schema whose fields all have defaults would take it), and no field
+    the schema forbids. Validation then decides the rest."""
+    if not isinstance(value, dict):
+        return False
+    fields = schema.model_fields
+    if not set(value) & set(fields):
+        return False
+    return schema.model_config.get("extra") != "forbid" or set(value) <= set(fields)
+
+
 def parse_answer(text: str, schema: type[T]) -> T:
     """The first candidate that validates as ``schema``; ``MalformedAnswer`` otherwise."""
     shape_error = json_error = None  # a JSON object of the wrong shape says more than prose does
-    for candidate in candidates(text or ""):
+    for index, candidate in enumerate(candidates(text or "")):
         try:
-            return schema.model_validate_json(candidate)
+            value = _DECODER.decode(candidate)
+        except ValueError:
+            json_error = json_error or "the answer is not a JSON object"
+            continue
+        if index > 0 and not _fits(value, schema):
+            continue
+        try:
+            return schema.model_validate(value)
         except ValidationError as error:
-            if any(e.get("type") == "json_invalid" for e in error.errors()):
-                json_error = json_error or "the answer is not a JSON object"
-            else:
-                shape_error = shape_error or describe(error)
+            shape_error = shape_error or describe(error)
     if not (text or "").strip():
         raise MalformedAnswer("the answer was empty")
     raise MalformedAnswer(shape_error or json_error or "the answer holds no JSON object")
