@@ -53,7 +53,14 @@ from memora.engine.activity import ActivityLog
 from memora.engine.chroma_backend import ChromaConnection
 from memora.engine.config import Settings
 from memora.engine.embeddings import Embedder, embedder_for_store, make_embedder
-from memora.engine.errors import ConfigError, EmbeddingError, LimitError, MemoraError, ModelNotConfigured
+from memora.engine.errors import (
+    ConfigError,
+    EmbeddingError,
+    LimitError,
+    MemoraError,
+    ModelNotConfigured,
+    VectorsMissing,
+)
 from memora.engine.ledger import LedgerStore, correction_excerpt, relevant
 from memora.engine.llm import ModelClient, ReplyResult
 from memora.engine.model_facts import shutdown_note
@@ -107,6 +114,7 @@ class TurnState:
 
     turn_active: bool = False  # a reply is streaming: notices and questions wait
     awaiting: ProfileProposal | None = None  # the question just asked, which a bare "yes" answers
+    rebuild_asked: bool = False  # the start asked to rebuild a vanished store; only the next line answers
     question_due: bool = False  # a proposal arrived during a reply: ask once it is over
     deleted: bool = False  # 'forget user' removed this learner: write nothing more
     last_prepared: PreparedContext | None = None  # what the last request sent ('why', 'status')
@@ -290,7 +298,40 @@ class Memora:
             self.knowledge.embedder = self.embedder
         count = self.store.reindex()
         self.knowledge.sync()
+        if self.store.interrupted_import is not None:  # it waited for a vanished store's rebuild
+            from memora.app.data_transfer import finish_interrupted_import
+
+            finish_interrupted_import(self)
         return count
+
+    # -- a vanished store ---------------------------------------------------------------------
+    def ask_to_rebuild(self) -> bool:
+        """At the start: when Chroma lost the vectors while the catalog lists the
+        memories, say so and ask to rebuild them, in one line; True when asked.
+        Only the next line can answer it (``answer_rebuild``, ``rebuild_asked``)."""
+        cause = self.store.vectors_missing
+        if cause is None:
+            return False
+        current, listed = self.store.count(), self.store.count(include_superseded=True)
+        versions = f" ({listed} with earlier versions)" if listed != current else ""
+        with self._lock:
+            self.turn.rebuild_asked = True
+        self.notify(
+            f"Your memories' vectors are missing: {cause}. The catalog still lists your {current} "
+            f"{'memory' if current == 1 else 'memories'}{versions}. Rebuild the vectors from it now, "
+            "re-embedding their text? (yes/no)"
+        )
+        return True
+
+    @property
+    def rebuild_asked(self) -> bool:
+        """The rebuild question was the last thing asked: a bare yes/no answers it."""
+        return self.turn.rebuild_asked
+
+    def drop_rebuild_question(self) -> None:
+        """The line after the question was read: it answered it or passed it by."""
+        with self._lock:
+            self.turn.rebuild_asked = False
 
     def _conversation_memory(self) -> ConversationMemory:
         settings = self.settings
@@ -374,6 +415,7 @@ class Memora:
             self.memory.add_user_message(text)
             self.turn.turn_active = True
             self.turn.awaiting = None  # a new message is not an answer to an earlier question
+            self.turn.rebuild_asked = False
         try:
             early = self._read_correction_early(text, now)
             background = self._background(text, now, early, notes)
@@ -538,7 +580,7 @@ class Memora:
     def _read_correction_early(self, text: str, now: datetime) -> PreparedExtraction | None:
         """For a message that looks like a correction, read it before the reply
         (with any held messages: one call reads them all)."""
-        if self.store.mismatch or not looks_like_correction(text):
+        if self.store.mismatch or self.store.vectors_missing or not looks_like_correction(text):
             return None
         with self._lock:
             earlier = self._held_jobs()
@@ -565,7 +607,7 @@ class Memora:
 
     def _recall(self, text: str, notes: list[str]):
         """Memories and knowledge notes for ``text``; an embedding failure means none."""
-        if self.store.mismatch:
+        if self.store.mismatch or self.store.vectors_missing:
             return [], []
         try:
             vector = self.store.embed([text])[0]
@@ -579,6 +621,9 @@ class Memora:
             if not self.turn.embedding_failure_noticed:
                 self.turn.embedding_failure_noticed = True
                 notes.append(f"Answering without memories this time: {error}")
+            return [], []
+        except VectorsMissing as error:  # found vanished just now, mid-session: said once
+            notes.append(f"Answering without memory search: {error}")
             return [], []
 
     def _mistake_notes(self, text: str) -> list[MistakeNote]:
