@@ -207,9 +207,9 @@ class Transcript:
     """Scripted REPL input and captured output for ``chatbot.run``.
 
     A line may also be an exception (raised by the read) or a function of no
-    arguments, called when the REPL comes to read it (something that happens
-    between two lines, such as a file deleted mid-session); the next line is
-    then read."""
+    arguments, called when the REPL comes to read it, before the prompt
+    (something that happens between two lines, such as a file deleted
+    mid-session); the next line is then read."""
 
     def __init__(self, lines, app=None):
         self.lines = list(lines)
@@ -219,9 +219,9 @@ class Transcript:
     def read(self, prompt: str) -> str:
         if self.app is not None:
             self.app.wait_for_extraction(10)  # deterministic: extraction settles between turns
-        self.out.append(prompt)
         while self.lines and callable(self.lines[0]) and not isinstance(self.lines[0], type):
-            self.lines.pop(0)()
+            self.lines.pop(0)()  # before the prompt: what it prints comes before it, as a notice would
+        self.out.append(prompt)
         if not self.lines:
             raise EOFError
         line = self.lines.pop(0)

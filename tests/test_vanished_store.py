@@ -370,6 +370,19 @@ def test_only_the_line_after_the_rebuild_question_answers_it_and_profile_questio
     assert _said_after(t, "search sister").startswith("Error: Your memories' vectors are missing")
     _stop(app)
 
+    # A profile question that a background reading asks after the rebuild question is the one "yes" answers.
+    app = make_app(settings=settings)
+
+    def a_reading_asks():
+        app.proposals.add(ProfileProposal.new("english_level", "set", "C1", "B2", "I'm C1 now"))
+        app.ask_next_proposal()
+
+    t = run_repl(app, [a_reading_asks, "yes", "search sister"])
+    assert len(QUESTION.findall(_answers(t)[0][1])) == 1
+    assert _said_after(t, "yes").strip() == "Profile updated: English level is now C1."
+    assert _said_after(t, "search sister").startswith("Error: Your memories' vectors are missing")
+    _stop(app)
+
     app = make_app(settings=settings)
     t = run_repl(app, ["yes", "search sister"])
     assert _said_after(t, "yes").startswith("Rebuilt the vectors of 4 memories")

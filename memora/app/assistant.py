@@ -316,6 +316,7 @@ class Memora:
         versions = f" ({listed} with earlier versions)" if listed != current else ""
         with self._lock:
             self.turn.rebuild_asked = True
+            self.turn.awaiting = None  # a profile question asked before waits: "yes" answers this one
         self.notify(
             f"Your memories' vectors are missing: {cause}. The catalog still lists your {current} "
             f"{'memory' if current == 1 else 'memories'}{versions}. Rebuild the vectors from it now, "
@@ -775,6 +776,7 @@ class Memora:
         proposal = self.proposals.first()
         self.turn.awaiting = proposal
         if proposal is not None:
+            self.turn.rebuild_asked = False  # a newer question: "yes" answers it, not the rebuild
             self.notify(proposal.question())
         return proposal
 
