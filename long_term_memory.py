@@ -135,6 +135,9 @@ SERIAL_KEY = "revision_serial"
 # A start that finds it finishes the deletion, so a crash in between can never
 # look like a vanished store whose memories should be rebuilt.
 FORGETTING = "forgetting"
+# Why the vectors went missing, as first found: the next start says the same
+# (not "an empty collection", which is what this start's own open left there).
+LOST = "vectors_lost"
 
 
 def _serial(value) -> int:
@@ -354,7 +357,17 @@ class LongTermMemoryStore:
         collection = self._coll()
         self._examined_file = self.connection.file_identity()
         cause = self._lost_cause(collection, present=present, existed=existed, moved=moved)
-        return f"while Memora was running, {cause}" if cause and running else cause
+        return self._remember_loss(f"while Memora was running, {cause}" if cause and running else cause)
+
+    def _remember_loss(self, cause: str | None) -> str | None:
+        """Record the cause the first time it is found (``LOST``) and give back the
+        first one found; forget it once the collection is the catalog's again."""
+        recorded = self.catalog.get_meta(LOST)
+        if cause is None or recorded is None:
+            if recorded != cause:
+                self.catalog.set_meta(LOST, cause)
+            return cause
+        return recorded
 
     def _lost_cause(self, collection, *, present: bool = True, existed: bool = True, moved=None) -> str | None:
         """Why ``collection`` is not the store the catalog mirrors, when the catalog
@@ -455,7 +468,7 @@ class LongTermMemoryStore:
             self._collection = None
             with self.catalog.transaction() as db:
                 self.catalog.clear(db)
-                db.execute("DELETE FROM meta WHERE key = ?", (FORGETTING,))
+                db.execute("DELETE FROM meta WHERE key IN (?, ?)", (FORGETTING, LOST))
         self._seen_generation = self.catalog.generation()
         self.erase_deleted(full=True)
 
@@ -567,7 +580,7 @@ class LongTermMemoryStore:
             return
         cause = self._lost_cause(collection)
         if cause is not None:  # never rebuilt from a collection that is not the catalog's own
-            self.vectors_missing = cause
+            self.vectors_missing = self._remember_loss(cause)
             return
         pairs = list(self._iter_chroma_records())
         metadata = collection.metadata or {}
@@ -980,7 +993,7 @@ class LongTermMemoryStore:
         try:
             with self._writing(new_vectors=False) as (db, collection):
                 self.catalog.clear(db)
-                db.execute("DELETE FROM meta WHERE key = ?", (FORGETTING,))
+                db.execute("DELETE FROM meta WHERE key IN (?, ?)", (FORGETTING, LOST))
                 started = True
                 self.connection.delete_collection(collection_name(self.user_id))
                 self._collection = None
@@ -1157,6 +1170,7 @@ class LongTermMemoryStore:
         with file_lock(self._catalog_path), self.catalog.transaction() as db:
             self.catalog.clear(db)
             self.catalog.insert(db, records, vectors)
+            db.execute("DELETE FROM meta WHERE key = ?", (LOST,))
             self._stamp_revision(db, self._coll())
         self._seen_generation = self.catalog.generation()
         self._examined_file = self.connection.file_identity()

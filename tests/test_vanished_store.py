@@ -272,7 +272,7 @@ def test_a_vanished_store_is_told_at_the_start_and_rebuilt_from_the_catalog_on_y
     assert "Rebuilt" not in t.text
     _stop(app)
 
-    # The next start asks again; "yes" right after it rebuilds everything, history included.
+    # The next start asks again, naming the same cause; "yes" right after it rebuilds everything, history included.
     app = make_app(settings=settings)
     t = run_repl(
         app,
@@ -286,7 +286,8 @@ def test_a_vanished_store_is_told_at_the_start_and_rebuilt_from_the_catalog_on_y
             "search locker code zqxjvkq",
         ],
     )
-    assert len(QUESTION.findall(_answers(t)[0][1])) == 1
+    again = QUESTION.findall(_answers(t)[0][1])
+    assert len(again) == 1 and again[0].startswith(_cause(kind, scene))  # what happened, not what this start saw
     assert _said_after(t, "yes").strip() == (
         "Rebuilt the vectors of 4 memories from the catalog with hash:v1-384; memory search works again."
     )
