@@ -107,6 +107,8 @@ def _greet(app: Memora, console: Console, startup_notes: Sequence[str]) -> None:
     due = app.review_due_line()
     if due:
         console.notice(due)
+    if app.ask_to_rebuild():
+        return  # the last line before the prompt, so "yes" answers it; profile questions follow its answer
     if app.proposals.first() is not None:
         app.ask_next_proposal()
 

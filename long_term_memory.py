@@ -20,6 +20,13 @@ What the store promises:
 * **One vector space.** The collection records its embedding model; opening it
   with another model sets ``mismatch`` and refuses new vectors until the store's
   own model is used again (``use_embedder``) or ``reindex`` re-embeds everything.
+* **A vanished store loses nothing.** When the collection is not the one the
+  catalog mirrors (``chroma.sqlite3`` deleted, replaced by an empty store,
+  another store's file or an older copy, damaged, or the collection deleted)
+  while the catalog lists memories, ``vectors_missing`` says why: the catalog
+  is kept as it is, searching and new vectors are refused with one line naming
+  ``reindex``, and ``reindex`` rebuilds the collection from the catalog's text,
+  history included (see ``_lost_cause``).
 """
 
 from __future__ import annotations
@@ -38,7 +45,15 @@ from memora.engine.catalog import MemoryCatalog
 from memora.engine.chroma_backend import ChromaConnection
 from memora.engine.deletions import DeletionLog
 from memora.engine.embeddings import Embedder, as_embedder
-from memora.engine.errors import CommandError, EmbeddingModelMismatch, MemoryFullError, StoreError
+from memora.engine.errors import (
+    CommandError,
+    DamagedStoreError,
+    EmbeddingModelMismatch,
+    MemoraError,
+    MemoryFullError,
+    StoreError,
+    VectorsMissing,
+)
 from memora.engine.lexical import MINUS_SIGN, MINUS_SIGNS, say_the_same
 from memora.engine.records import (
     CATEGORIES,
@@ -106,6 +121,31 @@ _SPECIFIC = re.compile(
     r"|[^\w\s.,!?;:'\"()\-。，！？；：、]",  # symbols carry meaning: C++ / C#, 50% / $50
     re.IGNORECASE,
 )
+
+
+# Every write stamps the collection and the catalog with the store's id (made
+# once, by its first write) and a serial that grows by one per write. Together
+# they tell "another machine or process wrote to my store" (same id, a serial at
+# least the catalog's: the catalog follows Chroma) from "this is not my store"
+# (another id, none, or a smaller serial: a replaced file, an older backup),
+# which a revision alone cannot: both are a revision the catalog has not seen.
+STORE_KEY = "memora_store"
+SERIAL_KEY = "revision_serial"
+# The deletion record of a ``forget all`` or ``forget user`` under way (no text):
+# set before the collection is deleted, cleared with the catalog in one commit.
+# A start that finds it finishes the deletion, so a crash in between can never
+# look like a vanished store whose memories should be rebuilt.
+FORGETTING = "forgetting"
+# Why the vectors went missing, as first found: the next start says the same
+# (not "an empty collection", which is what this start's own open left there).
+LOST = "vectors_lost"
+
+
+def _serial(value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
 
 
 def collection_name(user_id: str) -> str:
@@ -258,7 +298,13 @@ class LongTermMemoryStore:
         if self.connection.url is None:
             from memora.engine.chroma_backend import check_local_store
 
-            check_local_store(self.path)
+            try:
+                check_local_store(self.path)
+            except DamagedStoreError:
+                # A catalog beside it may hold every memory's text (``_examine_store``
+                # decides); without one there is nothing to rebuild from: touch nothing.
+                if not catalog_path(self.path, user_id).exists():
+                    raise
         ensure_private_dir(self.path)
         self._catalog_path = catalog_path(self.path, user_id)
         self.catalog = MemoryCatalog(self._catalog_path, user_id)
@@ -269,12 +315,20 @@ class LongTermMemoryStore:
         self.mismatch: str | None = None
         self.erased = True  # False after a forget whose wiping must wait (see erase_deleted)
         self.interrupted_import: dict | None = None  # see _finish_interrupted_restore
+        self.vectors_missing: str | None = None  # why Chroma lost this learner's vectors (see _lost_cause)
+        self._examined_file: tuple[int, int] | None = None  # the chroma.sqlite3 last examined (embedded)
         self._open_collection()
         if self.connection.url is None and self._erase_marker.exists():
             self.erase_deleted(full=True)
 
     # -- opening and consistency ------------------------------------------------------
     def _open_collection(self) -> None:
+        self._finish_interrupted_forget()
+        self.vectors_missing = self._examine_store()
+        if self.vectors_missing is not None:
+            # The catalog is the source until the rebuild: no model check against a
+            # collection that is not its own, no sync from it, no import undone into it.
+            return
         collection = self._coll()
         stored = (collection.metadata or {}).get("embedding_model")
         if stored is None or (stored != self.embedder.name and collection.count() == 0):
@@ -283,6 +337,151 @@ class LongTermMemoryStore:
             self.mismatch = stored
         found = self._finish_interrupted_restore()
         self._sync_catalog(force=found)
+
+    # -- a vanished store ------------------------------------------------------------------
+    def _examine_store(self, *, running: bool = False) -> str | None:
+        """Open the learner's collection; say why it cannot be the one the catalog
+        mirrors (``_lost_cause``), or None.
+
+        A ``chroma.sqlite3`` that is not a sound SQLite database is moved aside
+        (kept, as every damaged file is) only when the catalog lists memories to
+        rebuild it from; otherwise the error stands and nothing is touched."""
+        name = collection_name(self.user_id)
+        existed = self.connection.url is not None or self.connection.file_identity() is not None
+        moved = None
+        try:
+            present = self.connection.find_collection(name) is not None
+        except StoreError:
+            reason = self.connection.damage() if self.catalog.count(current_only=False) else None
+            if reason is None:
+                raise
+            moved = (reason, self.connection.set_aside())
+            present = False
+        self._collection = None
+        collection = self._coll()
+        self._examined_file = self.connection.file_identity()
+        cause = self._lost_cause(collection, present=present, existed=existed, moved=moved)
+        return self._remember_loss(f"while Memora was running, {cause}" if cause and running else cause)
+
+    def _remember_loss(self, cause: str | None) -> str | None:
+        """Record the cause the first time it is found (``LOST``) and give back the
+        first one found; forget it once the collection is the catalog's again."""
+        recorded = self.catalog.get_meta(LOST)
+        if cause is None or recorded is None:
+            if recorded != cause:
+                self.catalog.set_meta(LOST, cause)
+            return cause
+        return recorded
+
+    def _lost_cause(self, collection, *, present: bool = True, existed: bool = True, moved=None) -> str | None:
+        """Why ``collection`` is not the store the catalog mirrors, when the catalog
+        lists memories; None when it is (or when there is nothing to lose).
+
+        The rule: a collection that is missing or empty, or that carries another
+        store's id, none, or a serial older than the catalog's, is a vanished
+        store; the catalog keeps its memories and is never rebuilt from it. Only
+        a collection stamped with this store's id and a serial at least the
+        catalog's is followed (another process or machine wrote, even a
+        ``forget all``), and, for a catalog older than store ids, any non-empty
+        one (as before)."""
+        metadata = (collection.metadata or {}) if present else {}
+        ours, theirs = self.catalog.get_meta("store_id"), metadata.get(STORE_KEY)
+        serial, our_serial = _serial(metadata.get(SERIAL_KEY)), _serial(self.catalog.get_meta("chroma_serial"))
+        if moved is None and existed and ours and theirs == ours and serial >= our_serial:
+            return None  # the usual case, decided without counting anything
+        if not self.catalog.count(current_only=False) or self.catalog.get_meta(FORGETTING):
+            return None  # nothing to lose, or a forget all under way in another process (or cut short)
+        server = self.connection.url is not None
+        where = f"the Chroma server at {self.connection.url}" if server else f"chroma.sqlite3 in {self.path}"
+        name = collection_name(self.user_id)
+        if moved is not None:
+            return f"{where} is damaged ({moved[0]}); it was moved aside as {moved[1].name}"
+        if not existed:
+            return f"{where} was deleted"
+        if not present:
+            why = "it was deleted" if server else "the file was replaced, or the collection deleted"
+            return f"{where} has no collection {name} ({why})"
+        if ours and theirs:
+            if theirs != ours:
+                return f"{where} holds another store's memories"
+            return f"{where} is an older copy of your store, from before your latest changes"
+        if theirs:
+            return None  # a catalog from before store ids beside a collection that has one: follow Chroma
+        if collection.count() == 0:
+            return f"{where} has an empty collection {name} (the file was replaced, or the collection emptied)"
+        return f"{where} holds memories this catalog did not write" if ours else None
+
+    def _notice_lost_store(self, *, deep: bool = False) -> None:
+        """Look again at Chroma when it may have vanished under this process: the
+        embedded ``chroma.sqlite3`` is not the file last examined (deleted, or
+        replaced by another), or, with ``deep``, the collection as stored now is
+        gone or not this catalog's (a file overwritten in place, a collection
+        deleted). Cheap (a ``stat``) unless ``deep`` (one Chroma call, 0.3 ms)."""
+        if self.vectors_missing is not None:
+            return
+        changed = self.connection.url is None and self.connection.file_identity() != self._examined_file
+        if not changed and deep:
+            try:
+                stored = self.connection.find_collection(collection_name(self.user_id))
+                changed = stored is None or self._lost_cause(stored) is not None
+            except Exception:  # a file that no longer reads: examined below
+                changed = True
+        if changed:
+            self.connection.refresh()  # the client may still hold the old file open
+            self.vectors_missing = self._examine_store(running=True)
+
+    def _vanished_under(self, error: BaseException) -> bool:
+        """After a Chroma call failed: was it because the store vanished?"""
+        if isinstance(error, MemoraError) or not isinstance(error, Exception):
+            return False
+        if self.vectors_missing is None:
+            try:
+                self.connection.refresh()
+                self.vectors_missing = self._examine_store(running=True)
+            except Exception:
+                return False
+        return self.vectors_missing is not None
+
+    def missing_vectors_message(self) -> str:
+        """The one line for what cannot be done while the vectors are missing."""
+        listed = self.catalog.count()
+        return (
+            f"Your memories' vectors are missing: {self.vectors_missing}. Nothing can be searched or stored "
+            f"until you type 'reindex', which rebuilds them from the {listed} "
+            f"{'memory' if listed == 1 else 'memories'} the catalog still lists."
+        )
+
+    def check_vectors(self) -> str | None:
+        """Why the vectors are missing, looking at Chroma again now, or None (for
+        ``status`` and ``memories``, which read only the catalog otherwise)."""
+        self._notice_lost_store(deep=True)
+        return self.vectors_missing
+
+    def _finish_interrupted_forget(self) -> None:
+        """Finish a ``forget all`` or ``forget user`` that a crash cut short: its
+        deletion record (``FORGETTING``) says the learner confirmed it. Otherwise
+        Chroma, already emptied, beside the full catalog would look like a
+        vanished store, and the rebuild would bring back what was deleted."""
+        if self.catalog.get_meta(FORGETTING) is None:
+            return
+        with file_lock(self._catalog_path):
+            try:
+                self.connection.delete_collection(collection_name(self.user_id))
+            except StoreError:
+                pass  # a store that cannot be opened is examined next; the catalog's copy goes now
+            self._collection = None
+            with self.catalog.transaction() as db:
+                self.catalog.clear(db)
+                db.execute("DELETE FROM meta WHERE key IN (?, ?)", (FORGETTING, LOST))
+        self._seen_generation = self.catalog.generation()
+        self.erase_deleted(full=True)
+
+    def _remove_damaged_copies(self) -> None:
+        """Damaged ``chroma.sqlite3`` files moved aside hold memories' text that no
+        wipe can reach inside them; every memory they could hold is in the catalog."""
+        if self.connection.url is None:
+            for copy in self.path.glob("chroma.sqlite3*.corrupt-*"):
+                copy.unlink(missing_ok=True)
 
     # -- the restore journal (imports) ----------------------------------------------------
     @property
@@ -357,6 +556,9 @@ class LongTermMemoryStore:
         return self._collection
 
     def _check_model(self) -> None:
+        self._notice_lost_store()
+        if self.vectors_missing is not None:
+            raise VectorsMissing(self.missing_vectors_message())
         if self.mismatch:
             raise EmbeddingModelMismatch(
                 f"The memory store was built with {self.mismatch}, but Memora is set to {self.embedder.name}. "
@@ -380,12 +582,22 @@ class LongTermMemoryStore:
             and collection.count() == self.catalog.count(current_only=False)
         ):
             return
+        cause = self._lost_cause(collection)
+        if cause is not None:  # never rebuilt from a collection that is not the catalog's own
+            self.vectors_missing = self._remember_loss(cause)
+            return
         pairs = list(self._iter_chroma_records())
+        metadata = collection.metadata or {}
         with file_lock(self._catalog_path), self.catalog.transaction() as db:
             self.catalog.clear(db)
             self.catalog.insert(db, [r for r, _ in pairs], [v for _, v in pairs])
-            if remote_revision:
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('chroma_revision', ?)", (remote_revision,))
+            for key, value in (
+                ("chroma_revision", remote_revision),
+                ("store_id", metadata.get(STORE_KEY)),
+                ("chroma_serial", metadata.get(SERIAL_KEY)),
+            ):
+                if value:
+                    db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
         self._seen_generation = self.catalog.generation()
 
     def _iter_chroma_records(self) -> Iterator[tuple[MemoryRecord, list[float]]]:
@@ -405,6 +617,7 @@ class LongTermMemoryStore:
 
     def _sync_with_other_processes(self) -> None:
         """See what other processes (same folder) or machines (same server) wrote."""
+        self._notice_lost_store()
         generation = self.catalog.generation()
         if generation != self._seen_generation:
             self.connection.refresh()
@@ -415,7 +628,16 @@ class LongTermMemoryStore:
             if stored and stored != self.embedder.name:
                 self.mismatch = stored
         if self.connection.url is not None:  # a Chroma server: other machines may have written
-            fresh = self.connection.collection(collection_name(self.user_id), create=False)
+            name = collection_name(self.user_id)
+            try:
+                fresh = self.connection.collection(name, create=False)
+            except StoreError:
+                raise
+            except Exception:
+                if self.vectors_missing is not None or self.connection.find_collection(name) is not None:
+                    raise
+                self.vectors_missing = self._examine_store(running=True)  # deleted on the server
+                return
             remote = (fresh.metadata or {}).get("revision")
             if remote != self.catalog.get_meta("chroma_revision"):
                 self._collection = None
@@ -438,6 +660,9 @@ class LongTermMemoryStore:
             self._sync_with_other_processes()
             if new_vectors:
                 self._check_model()  # again: another process may have re-embedded the store meanwhile
+            self._notice_lost_store(deep=self.connection.url is None)  # a server's is checked just above
+            if new_vectors and self.vectors_missing is not None:
+                raise VectorsMissing(self.missing_vectors_message())
             undo: list = []
             self._undo_steps = undo  # the body registers how to undo its Chroma writes
             try:
@@ -456,15 +681,23 @@ class LongTermMemoryStore:
                             f"A write to the memory store failed ({_short(error)}) and could not be undone "
                             f"({_short(failure)}); restart Memora to put the store back in order."
                         ) from error
+                if self._vanished_under(error):  # not "attempt to write a readonly database"
+                    raise VectorsMissing(self.missing_vectors_message()) from error
                 raise
             self._seen_generation = self.catalog.generation()
 
     def _stamp_revision(self, db, collection) -> None:
-        """Mark this write in both stores, so a reader can tell they still agree."""
+        """Mark this write in both stores, so a reader can tell they still agree, and
+        whose store it is and how many writes it has had (``STORE_KEY``)."""
         revision = uuid.uuid4().hex[:12]
-        db.execute("INSERT OR REPLACE INTO meta VALUES ('chroma_revision', ?)", (revision,))
         metadata = {k: v for k, v in (collection.metadata or {}).items() if not k.startswith("hnsw:")}
-        collection.modify(metadata={**metadata, "revision": revision})
+        store = self.catalog.get_meta("store_id") or metadata.get(STORE_KEY) or uuid.uuid4().hex[:12]
+        serial = max(_serial(self.catalog.get_meta("chroma_serial")), _serial(metadata.get(SERIAL_KEY))) + 1
+        for key, value in (("chroma_revision", revision), ("store_id", store), ("chroma_serial", str(serial))):
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+        if self.vectors_missing is not None:
+            return  # not this catalog's collection: stamping it would make it look like one
+        collection.modify(metadata={**metadata, "revision": revision, STORE_KEY: store, SERIAL_KEY: serial})
 
     # -- embedding --------------------------------------------------------------------
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -779,17 +1012,28 @@ class LongTermMemoryStore:
     def delete_all(self) -> int:
         """Delete every memory of this learner (``forget all``)."""
         count = self.count(include_superseded=True)
-        with self._writing(new_vectors=False) as (db, collection):
-            self.deletions.record(self.user_id, "all")
-            self.catalog.clear(db)
-            self.connection.delete_collection(collection_name(self.user_id))
-            self._collection = None
+        self._record_forgetting()
+        started = False
+        try:
+            with self._writing(new_vectors=False) as (db, collection):
+                self.deletions.record(self.user_id, "all")
+                self.catalog.clear(db)
+                db.execute("DELETE FROM meta WHERE key IN (?, ?)", (FORGETTING, LOST))
+                started = True
+                self.connection.delete_collection(collection_name(self.user_id))
+                self._collection = None
+        except BaseException:
+            if not started:  # nothing was deleted: nothing for the next start to finish
+                self.catalog.set_meta(FORGETTING, None)
+            raise
+        self.vectors_missing = None  # nothing is listed now, so nothing is missing
         self._coll()
         self.erase_deleted(full=True)
         return count
 
     def drop(self) -> None:
         """Remove the learner's collection and catalog entirely (``forget user``)."""
+        self._record_forgetting()
         with file_lock(self._catalog_path):
             self.deletions.record(self.user_id, "user")  # every process of this learner stops writing
             self.connection.delete_collection(collection_name(self.user_id))
@@ -810,6 +1054,12 @@ class LongTermMemoryStore:
                 self.user_id, "text", [k for r in records for k in self.deletions.text_keys(r.content)]
             )
 
+    def _record_forgetting(self) -> None:
+        seen = self.catalog.generation() == self._seen_generation
+        self.catalog.set_meta(FORGETTING, "all")
+        if seen:  # only our own write since: no need to reopen Chroma for it
+            self._seen_generation = self.catalog.generation()
+
     # -- deletion that leaves no copy ---------------------------------------------------
     def erase_deleted(self, *, full: bool = False) -> bool:
         """Wipe every copy of deleted memories from the files (``forget`` is real).
@@ -825,6 +1075,7 @@ class LongTermMemoryStore:
         done = self.catalog.compact(full=full)
         if self.connection.url is None:
             done = self.connection.compact() and done
+            self._remove_damaged_copies()
         self.erased = done
         self._mark_erase_pending(not done)
         return done
@@ -901,11 +1152,13 @@ class LongTermMemoryStore:
     def dense_candidates(self, vector: list[float], n: int) -> list[tuple[str, float]]:
         """``[(id, cosine distance)]`` from Chroma, nearest first (ids only, no payload)."""
         self._sync_with_other_processes()
-        self._check_model()
+        self._check_model()  # after the sync: a server's collection found deleted just now
         try:
             result = self._coll().query(query_embeddings=[vector], n_results=n, include=["distances"])
         except Exception as error:
             if self.connection.url is not None or "hnsw" not in str(error).lower():
+                if self._vanished_under(error):
+                    raise VectorsMissing(self.missing_vectors_message()) from error
                 raise
             # An embedded store read while another process was flushing its vector
             # index to disk ("Error creating hnsw segment reader"). Writers hold the
@@ -926,7 +1179,14 @@ class LongTermMemoryStore:
 
     # -- re-embedding, export and import ------------------------------------------------
     def reindex(self) -> int:
-        """Re-embed every memory with the configured model (after a model change)."""
+        """Re-embed every memory with the configured model (after a model change), or
+        rebuild a vanished collection from the catalog's text, every version kept.
+
+        A rebuild replaces whatever the collection held (an older copy may hold
+        memories forgotten since: the catalog is the source, so they stay
+        forgotten), wipes what the old file kept of them, and removes the vector
+        folders and damaged copies the vanished file left behind."""
+        rebuilding = self.vectors_missing is not None
         records = self.catalog.list(include_superseded=True, newest_first=False)
         vectors: list[list[float]] = []
         for start in range(0, len(records), 256):
@@ -942,11 +1202,19 @@ class LongTermMemoryStore:
             self._collection = collection
             self._collection_epoch = self.connection.epoch
         self.mismatch = None
+        self.vectors_missing = None
         with file_lock(self._catalog_path), self.catalog.transaction() as db:
             self.catalog.clear(db)
             self.catalog.insert(db, records, vectors)
+            db.execute("DELETE FROM meta WHERE key = ?", (LOST,))
             self._stamp_revision(db, self._coll())
         self._seen_generation = self.catalog.generation()
+        self._examined_file = self.connection.file_identity()
+        if rebuilding:
+            self.connection.remove_orphan_segments()
+            self.erase_deleted(full=True)
+            if self._finish_interrupted_restore():  # an import a crash cut short waited for the rebuild
+                self._sync_catalog(force=True)
         return len(records)
 
     def all_records(self) -> list[MemoryRecord]:

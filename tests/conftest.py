@@ -204,7 +204,12 @@ def make_app(make_settings, clock, tls_context, server):
 
 
 class Transcript:
-    """Scripted REPL input and captured output for ``chatbot.run``."""
+    """Scripted REPL input and captured output for ``chatbot.run``.
+
+    A line may also be an exception (raised by the read) or a function of no
+    arguments, called when the REPL comes to read it, before the prompt
+    (something that happens between two lines, such as a file deleted
+    mid-session); the next line is then read."""
 
     def __init__(self, lines, app=None):
         self.lines = list(lines)
@@ -214,6 +219,8 @@ class Transcript:
     def read(self, prompt: str) -> str:
         if self.app is not None:
             self.app.wait_for_extraction(10)  # deterministic: extraction settles between turns
+        while self.lines and callable(self.lines[0]) and not isinstance(self.lines[0], type):
+            self.lines.pop(0)()  # before the prompt: what it prints comes before it, as a notice would
         self.out.append(prompt)
         if not self.lines:
             raise EOFError

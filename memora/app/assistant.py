@@ -70,6 +70,7 @@ from memora.engine.errors import (
     LimitError,
     MemoraError,
     ModelNotConfigured,
+    VectorsMissing,
 )
 from memora.engine.ledger import LedgerStore, correction_excerpt, relevant
 from memora.engine.llm import ModelClient, ReplyResult
@@ -123,6 +124,7 @@ class TurnState:
 
     turn_active: bool = False  # a reply is streaming: notices and questions wait
     awaiting: ProfileProposal | None = None  # the question just asked, which a bare "yes" answers
+    rebuild_asked: bool = False  # the start asked to rebuild a vanished store; only the next line answers
     question_due: bool = False  # a proposal arrived during a reply: ask once it is over
     deleted: bool = False  # 'forget user' removed this learner: write nothing more
     last_prepared: PreparedContext | None = None  # what the last request sent ('why', 'status')
@@ -319,7 +321,41 @@ class Memora:
         self.embedder, self.switch_to = target, None
         self.knowledge.embedder = target
         self.knowledge.sync()
+        if self.store.interrupted_import is not None:  # it waited for a vanished store's rebuild
+            from memora.app.data_transfer import finish_interrupted_import
+
+            finish_interrupted_import(self)
         return count
+
+    # -- a vanished store ---------------------------------------------------------------------
+    def ask_to_rebuild(self) -> bool:
+        """At the start: when Chroma lost the vectors while the catalog lists the
+        memories, say so and ask to rebuild them, in one line; True when asked.
+        Only the next line can answer it (``answer_rebuild``, ``rebuild_asked``)."""
+        cause = self.store.vectors_missing
+        if cause is None:
+            return False
+        current, listed = self.store.count(), self.store.count(include_superseded=True)
+        versions = f" ({listed} with earlier versions)" if listed != current else ""
+        with self._lock:
+            self.turn.rebuild_asked = True
+            self.turn.awaiting = None  # a profile question asked before waits: "yes" answers this one
+        self.notify(
+            f"Your memories' vectors are missing: {cause}. The catalog still lists your {current} "
+            f"{'memory' if current == 1 else 'memories'}{versions}. Rebuild the vectors from it now, "
+            "re-embedding their text? (yes/no)"
+        )
+        return True
+
+    @property
+    def rebuild_asked(self) -> bool:
+        """The rebuild question was the last thing asked: a bare yes/no answers it."""
+        return self.turn.rebuild_asked
+
+    def drop_rebuild_question(self) -> None:
+        """The line after the question was read: it answered it or passed it by."""
+        with self._lock:
+            self.turn.rebuild_asked = False
 
     def _conversation_memory(self) -> ConversationMemory:
         settings = self.settings
@@ -408,6 +444,7 @@ class Memora:
             self.memory.add_user_message(text)
             self.turn.turn_active = True
             self.turn.awaiting = None  # a new message is not an answer to an earlier question
+            self.turn.rebuild_asked = False
         try:
             early = self._read_correction_early(text, now)
             background = self._background(text, now, early, notes)
@@ -637,7 +674,7 @@ class Memora:
         """For a message that looks like a correction, read it before the reply
         (with the messages held from its day: one call reads them all; those of
         another day are read on their own after the reply, see ``_after_reply``)."""
-        if self.store.mismatch or not looks_like_correction(text):
+        if self.store.mismatch or self.store.vectors_missing or not looks_like_correction(text):
             return None
         with self._lock:
             earlier = tuple(h for h in self._held_jobs() if said_day(h.said_at) == said_day(now))
@@ -665,7 +702,7 @@ class Memora:
 
     def _recall(self, text: str, notes: list[str]):
         """Memories and knowledge notes for ``text``; an embedding failure means none."""
-        if self.store.mismatch:
+        if self.store.mismatch or self.store.vectors_missing:
             return [], []
         try:
             vector = self.store.embed([text])[0]
@@ -679,6 +716,9 @@ class Memora:
             if not self.turn.embedding_failure_noticed:
                 self.turn.embedding_failure_noticed = True
                 notes.append(f"Answering without memories this time: {error}")
+            return [], []
+        except VectorsMissing as error:  # found vanished just now, mid-session: said once
+            notes.append(f"Answering without memory search: {error}")
             return [], []
 
     def _mistake_notes(self, text: str) -> list[MistakeNote]:
@@ -834,6 +874,7 @@ class Memora:
         proposal = self.proposals.first()
         self.turn.awaiting = proposal
         if proposal is not None:
+            self.turn.rebuild_asked = False  # a newer question: "yes" answers it, not the rebuild
             self.notify(proposal.question())
         return proposal
 

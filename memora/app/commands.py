@@ -261,6 +261,13 @@ def looks_like_path(rest: str) -> bool:
 
 YES = {"yes", "y", "yeah", "yep", "sure", "ok", "okay", "是", "好", "對", "对"}
 NO = {"no", "n", "nope", "不", "不要", "否"}
+
+
+def _yes_or_no(line: str) -> bool | None:
+    word = line.strip().lower().strip(".!。！ ")
+    return True if word in YES else False if word in NO else None
+
+
 CONFIRM_WORD = "DELETE"
 
 
@@ -351,16 +358,26 @@ class CommandRouter:
         """True/False when ``line`` is a yes/no to the question just asked."""
         if self.app.awaiting is None:
             return None
-        word = line.strip().lower().strip(".!。！ ")
-        if word in YES:
-            return True
-        if word in NO:
-            return False
-        return None
+        return _yes_or_no(line)
 
     def dispatch(self, line: str) -> bool:
         """Run ``line`` if it is a command; return False if it is chat."""
         stripped = line.strip()
+        if self.app.rebuild_asked:
+            # The start's rebuild question: this line answers it or passes it by, so a
+            # "yes" typed later can never rebuild the store by accident.
+            self.app.drop_rebuild_question()
+            rebuild = _yes_or_no(stripped)
+            if rebuild is not None:
+                if rebuild:
+                    self.cmd_reindex("")
+                else:
+                    self.console.say(
+                        "Okay, nothing was changed. Memory search stays off until you type 'reindex'; "
+                        "your memories are safe in the catalog."
+                    )
+                self._ask_next_if_any()
+                return True
         answer = self.answers_proposal(stripped)
         if answer is not None:
             self.console.say(self.app.answer_proposal(answer))
@@ -574,6 +591,8 @@ class CommandRouter:
         cap = self.app.store.memory_cap
         title = f"{len(records)} {'memory' if len(records) == 1 else 'memories'}" + (f" (cap {cap})" if cap else "")
         self.console.table(title, columns, rows)
+        if self.app.store.check_vectors():  # listed from the catalog, which is true; search is not
+            self.console.notice(self.app.store.missing_vectors_message())
 
     def cmd_memory(self, args: str) -> None:
         """memory edit <id> <text> -- Replace a memory's text (the old text stays in its history).
@@ -804,8 +823,16 @@ class CommandRouter:
 
     def cmd_reindex(self, args: str) -> None:
         """reindex -- Re-embed all memories with the configured embedding model, then retry unsaved messages."""
+        rebuilding = self.app.store.vectors_missing is not None
         count = self.app.reindex()
-        self.console.say(f"Re-embedded {count} {'memory' if count == 1 else 'memories'} with {self.app.embedder.name}.")
+        noun = "memory" if count == 1 else "memories"
+        if rebuilding:
+            self.console.say(
+                f"Rebuilt the vectors of {count} {noun} from the catalog with {self.app.embedder.name}; "
+                "memory search works again."
+            )
+        else:
+            self.console.say(f"Re-embedded {count} {noun} with {self.app.embedder.name}.")
         retried = self.app.retry_pending_extractions()
         if retried:  # messages that failed while the store did not match the model
             self.console.say(f"Reading memories again from {retried} earlier message{'' if retried == 1 else 's'}.")

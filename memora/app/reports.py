@@ -28,6 +28,7 @@ def status_rows(app: Memora) -> list[Table]:
     if shutdown is not None:
         model_state += f" (OpenAI announced its shutdown for {shutdown.isoformat()})"
     embedding = app.embedder.name
+    missing = store.check_vectors()
     if store.mismatch:
         embedding += f" (store built with {store.mismatch}: type 'reindex')"
     elif app.switch_to is not None:
@@ -61,9 +62,12 @@ def status_rows(app: Memora) -> list[Table]:
         [
             "memories",
             f"{store.count()} current, {store.count(include_superseded=True)} with history"
-            + (f", cap {cap}" if cap else ""),
+            + (f", cap {cap}" if cap else "")
+            + ("; vectors missing: type 'reindex' to rebuild them" if missing else ""),
         ],
     ]
+    if missing:
+        general.append(["vectors missing", missing])
     memory = app.memory
     budget = memory.budget
     last = memory.last_request or {}

@@ -10,7 +10,10 @@ derived index beside it that answers what a vector store answers badly:
   another process changed the store and refresh its Chroma handles.
 
 It can always be rebuilt from Chroma (``LongTermMemoryStore`` does so when the
-two disagree), so losing it loses nothing.
+two disagree and the collection is the catalog's own), so losing it loses
+nothing; and when Chroma's file or collection vanishes, it is the other way
+round: the catalog keeps every memory's text and history, and the store's
+``reindex`` rebuilds Chroma from it.
 """
 
 from __future__ import annotations

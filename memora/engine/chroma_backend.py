@@ -9,7 +9,13 @@ write (see ``catalog.py``).
 Opening never repairs or creates anything inside an existing store that looks
 wrong: a path that is a file, a folder we may not write, or a
 ``chroma.sqlite3`` that is not SQLite is reported as a ``StoreError`` naming
-the path and the reason.
+the path and the reason. Only the long-term store, whose catalog still holds
+every memory's text, may move a damaged ``chroma.sqlite3`` aside
+(``set_aside``) to rebuild the vectors from that text.
+
+``file_identity`` lets the long-term store notice a ``chroma.sqlite3`` deleted
+or replaced while Memora runs, instead of SQLite's "attempt to write a readonly
+database" surfacing on the next write.
 """
 
 from __future__ import annotations
@@ -23,8 +29,8 @@ import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
-from memora.engine.errors import StoreError
-from memora.engine.storage import ensure_private_dir, file_lock
+from memora.engine.errors import DamagedStoreError, StoreError
+from memora.engine.storage import ensure_private_dir, file_lock, quarantine
 from memora.engine.text_utils import shorten
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -46,7 +52,7 @@ def check_local_store(path: Path) -> None:
             except OSError as error:
                 raise StoreError(f"Cannot open the memory store at {path}: {error.strerror}.") from None
             if header and header != SQLITE_HEADER:
-                raise StoreError(
+                raise DamagedStoreError(
                     f"Cannot open the memory store at {path}: {database.name} is not a SQLite database "
                     "(corrupt or foreign file). Nothing was changed; move the folder aside to start afresh."
                 )
@@ -142,6 +148,22 @@ class ChromaConnection:
         except Exception:
             return False
 
+    def find_collection(self, name: str):
+        """The collection, or None only when Chroma says it does not exist; any other
+        failure (a locked or damaged database, a server error) is raised, so that a
+        passing error is never taken for a collection that vanished."""
+        from chromadb.errors import NotFoundError
+
+        client = self.client()
+        try:
+            return client.get_collection(name, embedding_function=None)
+        except NotFoundError:
+            return None
+        except Exception as error:
+            if "does not exist" in str(error).lower():
+                return None
+            raise
+
     def delete_collection(self, name: str) -> None:
         """Delete a collection, and (embedded) the vector index folder Chroma leaves behind."""
         folders = self._segment_folders(name)
@@ -217,6 +239,69 @@ class ChromaConnection:
                 return False
         return True
 
+    def file_identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the embedded ``chroma.sqlite3``, None when there is
+        none (or on a server). Chroma never replaces its own file (its VACUUM
+        rewrites it in place), so a change means someone else deleted or
+        replaced it."""
+        if self.url is not None or self.path is None:
+            return None
+        try:
+            stat = os.stat(self.path / "chroma.sqlite3")
+        except FileNotFoundError:
+            return None
+        return stat.st_dev, stat.st_ino
+
+    def damage(self) -> str | None:
+        """Why the embedded ``chroma.sqlite3`` is not a sound SQLite database, or None
+        (also when it is missing). Reads the whole file: call it only after opening failed."""
+        if self.url is not None or self.path is None:
+            return None
+        database = self.path / "chroma.sqlite3"
+        try:
+            with open(database, "rb") as handle:
+                header = handle.read(16)
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            return error.strerror or type(error).__name__
+        if header and header != SQLITE_HEADER:
+            return "not a SQLite database"
+        try:
+            with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5)) as db:
+                row = db.execute("PRAGMA quick_check").fetchone()
+        except sqlite3.DatabaseError as error:
+            return " ".join(str(error).split()) or type(error).__name__
+        return None if row and row[0] == "ok" else shorten(str(row[0] if row else "unreadable"), 80)
+
+    def set_aside(self) -> Path:
+        """Move a damaged ``chroma.sqlite3`` aside as ``chroma.sqlite3.corrupt-<time>``
+        (and its journal files), so that the next open starts an empty store; returns
+        where it went. Only for a store whose memories can be rebuilt from elsewhere."""
+        with self._lock:
+            self._forget_client()
+            database = self.path / "chroma.sqlite3"
+            for suffix in ("-journal", "-wal", "-shm"):
+                companion = Path(str(database) + suffix)
+                if companion.exists():
+                    quarantine(companion)
+            return quarantine(database)
+
+    def remove_orphan_segments(self) -> None:
+        """Remove the vector index folders no collection of the embedded store refers to:
+        those of a ``chroma.sqlite3`` that was deleted or replaced (they hold the old
+        vectors; nothing can ever read them again)."""
+        if self.url is not None or self.path is None or not (self.path / "chroma.sqlite3").exists():
+            return
+        try:
+            with contextlib.closing(_open_sqlite(self.path / "chroma.sqlite3", timeout=5)) as db:
+                known = {str(row[0]) for row in db.execute("SELECT id FROM segments")}
+        except sqlite3.Error:
+            return
+        for folder in self.path.iterdir():
+            if folder.is_dir() and _UUID.fullmatch(folder.name) and folder.name not in known:
+                shutil.rmtree(folder, ignore_errors=True)
+
     def list_collection_names(self) -> list[str]:
         return [c if isinstance(c, str) else c.name for c in self.client().list_collections()]
 
@@ -225,12 +310,15 @@ class ChromaConnection:
         with self._lock:
             if self._client is None:
                 return
-            if self.url is None:
-                from chromadb.api.shared_system_client import SharedSystemClient
+            self._forget_client()
 
-                SharedSystemClient.clear_system_cache()
-            self._client = None
-            self._epoch += 1
+    def _forget_client(self) -> None:
+        if self.url is None:
+            from chromadb.api.shared_system_client import SharedSystemClient
+
+            SharedSystemClient.clear_system_cache()
+        self._client = None
+        self._epoch += 1
 
 
 # Chroma's log operations: 3 is DELETE (chromadb/db/mixins/embeddings_queue.py).

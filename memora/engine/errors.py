@@ -32,8 +32,22 @@ class StoreError(MemoraError):
     """The long-term memory store cannot be opened or used."""
 
 
+class DamagedStoreError(StoreError):
+    """The embedded store's ``chroma.sqlite3`` is not a (sound) SQLite database."""
+
+
 class EmbeddingModelMismatch(StoreError):
     """The store was built with another embedding model than the configured one."""
+
+
+class VectorsMissing(EmbeddingModelMismatch):
+    """Chroma lost the learner's vectors (its file was deleted or replaced, or the
+    collection is gone) while the catalog still lists the memories.
+
+    Handled wherever a mismatch is, because it is the same situation to the rest
+    of Memora: nothing can be searched or get a new vector until ``reindex``
+    rebuilds the collection, and a reading that fails on it is kept to run again
+    after that."""
 
 
 class EmbeddingError(MemoraError):
