@@ -207,21 +207,15 @@ QUESTION = re.compile(
 )
 
 
-# Chroma's HNSW files are written from memory hnswlib leaves uninitialised, so they
-# can hold any bytes the process had on its heap: this process handled the
-# forgotten text before it was forgotten, and a run in five finds it in the
-# rebuilt collection's data_level0.bin inside a JSON record of Chroma's own
-# (test_deletion's forget-user test once found a profile goal there, which never
-# went to Chroma). That is no record brought back (search, history and the
-# listing show none), so those two files are left out of the byte check.
-_HEAP_DUMPS = ("data_level0.bin", "link_lists.bin")
-
-
+# Chroma's HNSW files are written from memory hnswlib leaves uninitialised, so their
+# spare capacity can hold any bytes the process had on its heap: Memora zeroes it
+# after every forget and at start (chroma_backend.zero_index_slack), so these files
+# are checked like any other.
 def _assert_no_copy_left(scene: Scene, data_dir: Path) -> None:
     """No file holds the forgotten text; no damaged copy or vector folder of the vanished file is left."""
     import sqlite3
 
-    assert {f: m for f, m in files_holding(data_dir, "zqxjvkq").items() if not f.endswith(_HEAP_DUMPS)} == {}
+    assert files_holding(data_dir, "zqxjvkq") == {}
     assert not list(scene.db.glob("*.corrupt-*"))
     with sqlite3.connect(scene.chroma_file) as db:
         segments = {row[0] for row in db.execute("SELECT id FROM segments")}

@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import sqlite3
+import struct
 import threading
 from pathlib import Path
 from urllib.parse import urlparse
@@ -36,6 +37,40 @@ from memora.engine.text_utils import shorten
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
+_INDEX_HEADER = struct.Struct("<IQQQQ")  # version, offsetLevel0, max_elements, cur_element_count, size_per_element
+
+
+def zero_index_slack(path: Path) -> int:
+    """Zero the unused capacity of every HNSW index under ``path`` (see
+    ``ChromaConnection.compact``); the bytes zeroed. Only the room past the last
+    element is touched, which the library never reads."""
+    zeroed = 0
+    for header_file in Path(path).glob("*/header.bin"):
+        data_file = header_file.with_name("data_level0.bin")
+        try:
+            header = header_file.read_bytes()[: _INDEX_HEADER.size]
+            if len(header) < _INDEX_HEADER.size or not data_file.exists():
+                continue
+            version, _, capacity, count, size = _INDEX_HEADER.unpack(header)
+            used = count * size
+            if version != 1 or not 0 < size or count > capacity or used > data_file.stat().st_size:
+                continue  # not the layout this was written for: leave it alone
+            with open(data_file, "r+b") as handle:
+                handle.seek(0, os.SEEK_END)
+                slack = handle.tell() - used
+                if slack <= 0:
+                    continue
+                handle.seek(used)
+                for start in range(0, slack, 1 << 20):
+                    handle.write(bytes(min(1 << 20, slack - start)))
+                handle.flush()
+                os.fsync(handle.fileno())
+                zeroed += slack
+        except OSError:
+            continue
+    return zeroed
+
+
 def check_local_store(path: Path) -> None:
     """Raise ``StoreError`` if ``path`` exists but cannot be a usable Chroma store."""
     path = Path(path)
@@ -44,6 +79,7 @@ def check_local_store(path: Path) -> None:
     if path.is_dir():
         if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
             raise StoreError(f"Cannot open the memory store at {path}: permission denied.")
+        zero_index_slack(path)  # before Chroma loads an index: what an earlier process's memory left there
         database = path / "chroma.sqlite3"
         if database.exists():
             try:
@@ -215,10 +251,18 @@ class ChromaConnection:
           ``chroma vacuum`` runs, takes an exclusive lock (other processes wait,
           up to the busy timeout) and costs about 75 ms at 5,000 memories.
 
+        * the spare capacity of each vector index file (``data_level0.bin``): the
+          index library saves its whole buffer, room for elements not added yet
+          included, and never clears that room, so it holds whatever the process's
+          memory held when the buffer was made (seen: a forgotten memory's JSON).
+          ``zero_index_slack`` zeroes it, here and at every start; a later save by
+          the same running process may write it again, and the next start clears it.
+
         A Chroma server's files are out of reach: ``False``.
         """
         if self.url is not None or self.path is None:
             return False
+        zero_index_slack(self.path)
         database = self.path / "chroma.sqlite3"
         if not database.exists():
             return True
