@@ -24,6 +24,9 @@ An import is all or nothing:
   restored, and the session is restored only when the current one is empty.
   Mistakes are added by id like memories (one already here is kept as it is,
   with its count and schedule); activity counts are merged day by day.
+* **What the ledger and the activity log hold is checked by their own models**
+  (``ledger.Mistake``, ``activity.DayActivity``), the ones Memora also reads
+  its files with: what an import accepts, Memora can run.
 
 Every refusal is one line that names the file and ends "Nothing was imported."
 """
@@ -53,7 +56,7 @@ from memora.engine.records import (
     reserved_metadata_keys,
     stored_fields,
 )
-from memora.engine.storage import atomic_write_text
+from memora.engine.storage import FIRST_YEAR, LAST_YEAR, StoredDay, atomic_write_text, first_problem
 from memora.engine.text_utils import clean_text, normalized_key
 from user_profile import MAX_PROFILE_ITEMS, UserProfile, clean_profile_value, normalize_level
 
@@ -73,9 +76,6 @@ MAX_IMPORTED_MESSAGE_CHARS = 8000
 MAX_IMPORTED_REPLY_CHARS = 50_000
 MAX_IMPORTED_MESSAGES = 2000
 MAX_METADATA_KEYS = 20
-# Memora writes times between 1970 and now; far outside that range a date is
-# not a memory's (and datetime.timestamp() overflows near year 1 and 9999).
-_FIRST_YEAR, _LAST_YEAR = 1970, 2999
 # Ids must stay usable by the commands: 'forget <id>' and 'history <id>' take
 # a hex id, or one holding a digit, in lower case.
 _ID = re.compile(r"[0-9a-f]{4,64}|(?=[0-9a-z_-]*[0-9])[0-9a-z_-]{4,64}")
@@ -99,8 +99,8 @@ def _iso_text(value):
 
 
 def _in_range(value):
-    if value is not None and not (_FIRST_YEAR <= value.year <= _LAST_YEAR):
-        raise ValueError(f"the year {value.year} is outside {_FIRST_YEAR}-{_LAST_YEAR}")
+    if value is not None and not (FIRST_YEAR <= value.year <= LAST_YEAR):  # storage's range, every file's
+        raise ValueError(f"the year {value.year} is outside {FIRST_YEAR}-{LAST_YEAR}")
     return value
 
 
@@ -306,32 +306,20 @@ class ImportedProfile(UserProfile):
 
 
 class ImportedMistake(Mistake):
-    """A ledger entry of an export, held to the ledger's own limits."""
+    """A ledger entry of an export. ``Mistake`` checks what Memora needs to run it
+    (times, the review card, counts, the id); this adds what Memora itself
+    always writes: text cleaned like typed text, an example, dates in order."""
 
     @model_validator(mode="after")
     def _limits(self) -> ImportedMistake:
-        from fsrs import Card
-
-        # What Memora itself never writes: a hand-edited entry is refused whole.
-        if not re.fullmatch(r"[0-9a-z][0-9a-z_-]{1,31}", self.id):
-            raise ValueError(f"mistake id {self.id[:40]!r} is not an id Memora makes")
-        if not 1 <= self.count <= 1_000_000:
-            raise ValueError(f"mistake {self.id} has a count of {self.count}")
         if not self.examples:
             raise ValueError(f"mistake {self.id} has no example")
         if self.last_seen < self.first_seen or (self.mastered_at is not None and self.mastered_at < self.first_seen):
             raise ValueError(f"mistake {self.id} has its dates out of order")
-
         self.rule = _checked(clean_mistake_text, self.rule)
         for example in self.examples:
             example.original = _checked(clean_mistake_text, example.original)
             example.corrected = _checked(clean_mistake_text, example.corrected)
-        try:
-            Card.from_dict(self.card)
-        except (KeyError, TypeError, ValueError) as error:
-            raise ValueError(
-                f"mistake {self.id} has an unreadable review card ({clean_text(str(error))[:60]})"
-            ) from None
         return self
 
     def as_mistake(self) -> Mistake:
@@ -351,7 +339,7 @@ class ExportFile(BaseModel):
     memories: list[ExportedMemory] = Field(default_factory=list, max_length=MAX_IMPORT_MEMORIES)
     session: ExportedSession = Field(default_factory=ExportedSession)
     mistakes: list[ImportedMistake] = Field(default_factory=list, max_length=MAX_MISTAKES)
-    activity: dict[date, DayActivity] = Field(default_factory=dict, max_length=366 * 50)
+    activity: dict[StoredDay, DayActivity] = Field(default_factory=dict, max_length=366 * 50)
 
     @field_validator("exported_at", mode="before")
     @classmethod
@@ -497,10 +485,7 @@ def _parse(path: Path, raw: bytes):
 
 
 def _first_problem(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(p) for p in first.get("loc", ())) or "top level"
-    message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
-    return clean_text(f"{where}: {message}")[:300]
+    return clean_text(first_problem(error))
 
 
 def read_export(path: Path) -> ExportFile:

@@ -14,6 +14,13 @@ deleted rows in free pages and its write-ahead log until it is vacuumed. The
 catalog, besides, is derived data that can be rebuilt from Chroma; the ledger
 is not derived from anything.
 
+What the file may hold is checked when it is read, entry by entry, by the
+same models an import uses: times aware and within 1970-2999, each review card
+within FSRS's own ranges (``spaced.check_card``), counts that can be, ids of the
+form Memora makes. An entry that fails is left out with one line and the file
+as it was is kept beside it (``storage.load_model_file``), so a hand-edited
+entry never makes every later start end in a traceback.
+
 The merge rule (``same_mistake``) is as careful as the duplicate rule for
 facts: a new mistake joins an entry only when it makes the same correction
 (the same words replaced by the same words), or states the same rule *and*
@@ -29,13 +36,13 @@ import uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memora.engine import lexical, spaced
 from memora.engine.errors import LimitError
-from memora.engine.storage import atomic_write_model, file_lock, load_model_file
+from memora.engine.storage import StoredTime, atomic_write_model, file_lock, load_model_file
 from memora.engine.text_utils import clean_text, clean_within
 
 MISTAKE_KINDS = ("grammar", "vocabulary", "word choice", "spelling", "punctuation")
@@ -44,7 +51,10 @@ MAX_EXAMPLES = 3
 MAX_REVIEWS_KEPT = 50  # mastery needs the last two; progress counts come from the activity log
 MAX_MISTAKES = 1000
 MAX_MISTAKE_CHARS = 300  # a mistake is a phrase or a sentence, not a paragraph
+MAX_COUNT = 1_000_000  # times one mistake was made: more than a lifetime of messages
 STATUSES = ("active", "improving", "mastered")
+# What ``_new_id`` makes, and all that 'mistakes forget <id>' takes.
+MISTAKE_ID = r"m[0-9a-f]{5}"
 
 
 def clean_mistake_text(text: str, what: str = "text") -> str:
@@ -61,14 +71,14 @@ class Example(BaseModel):
 
     original: str
     corrected: str
-    seen_at: datetime
+    seen_at: StoredTime
 
 
 class Review(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    at: datetime
-    rating: int = Field(ge=1, le=4)
+    at: StoredTime
+    rating: int = Field(ge=1, le=4, strict=True)
 
     @property
     def correct(self) -> bool:
@@ -80,16 +90,16 @@ class Mistake(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str
+    id: Annotated[str, Field(pattern=f"^{MISTAKE_ID}$")]
     kind: MistakeKind
     rule: str
     examples: list[Example]  # oldest first, the newest MAX_EXAMPLES kept
-    count: int = 1
-    first_seen: datetime
-    last_seen: datetime
-    card: dict  # the FSRS card (``fsrs.Card.to_dict()``)
+    count: int = Field(default=1, ge=1, le=MAX_COUNT, strict=True)
+    first_seen: StoredTime
+    last_seen: StoredTime
+    card: dict  # the FSRS card (``fsrs.Card.to_dict()``), checked by ``spaced.check_card``
     reviews: list[Review] = Field(default_factory=list)
-    mastered_at: datetime | None = None
+    mastered_at: StoredTime | None = None
     # "word": a word the learner asked the meaning of and chose to review
     # (its example is the word and its meaning); never merged with a mistake.
     card_type: Literal["mistake", "word"] = "mistake"
@@ -98,6 +108,17 @@ class Mistake(BaseModel):
     @classmethod
     def _some_example(cls, values: list[Example]) -> list[Example]:
         return values[-MAX_EXAMPLES:]
+
+    @field_validator("card")
+    @classmethod
+    def _schedulable(cls, card: dict) -> dict:
+        return spaced.check_card(card)
+
+    @model_validator(mode="after")
+    def _counts_agree(self) -> Mistake:
+        if self.count < len(self.examples):
+            raise ValueError(f"count is {self.count}, fewer than the {len(self.examples)} examples it holds")
+        return self
 
     @property
     def latest(self) -> Example | None:
@@ -266,7 +287,10 @@ class LedgerStore:
         self._notify = notify
 
     def _load(self) -> _LedgerFile:
-        return load_model_file(self.path, _LedgerFile, notify=self._notify, label="mistake ledger") or _LedgerFile()
+        return (
+            load_model_file(self.path, _LedgerFile, notify=self._notify, label="mistake ledger", entries="mistakes")
+            or _LedgerFile()
+        )
 
     def _change(self, change: Callable[[_LedgerFile], object]):
         with file_lock(self.path):
@@ -309,7 +333,7 @@ class LedgerStore:
         )
         if correction_edits(new.original, new.corrected) == () and new.original.casefold() == new.corrected.casefold():
             raise LimitError("The correction is the same as the original: not a mistake.")
-        when = seen_at or self.clock()
+        when = _aware(seen_at or self.clock())
         example = Example(original=new.original, corrected=new.corrected, seen_at=when)
 
         def change(state: _LedgerFile) -> tuple[Mistake, bool]:
@@ -325,7 +349,7 @@ class LedgerStore:
                         card = spaced.make_due(card, when)
                     updated = entry.model_copy(
                         update={
-                            "count": entry.count + 1,
+                            "count": min(entry.count + 1, MAX_COUNT),
                             "last_seen": max(entry.last_seen, when),
                             "examples": [e for e in entry.examples if e.original.casefold() != new.original.casefold()][
                                 -(MAX_EXAMPLES - 1) :
@@ -361,7 +385,7 @@ class LedgerStore:
         """A word card (the learner said yes to reviewing it); returns (card, added)."""
         word = clean_mistake_text(word, "word")
         meaning = clean_mistake_text(meaning, "meaning")
-        when = at or self.clock()
+        when = _aware(at or self.clock())
 
         def change(state: _LedgerFile) -> tuple[Mistake, bool]:
             for entry in state.mistakes:
@@ -402,7 +426,7 @@ class LedgerStore:
 
     def review(self, mistake_id: str, rating: int, at: datetime | None = None) -> Mistake | None:
         """Save one review of a card; None when the entry is gone (forgotten meanwhile)."""
-        when = at or self.clock()
+        when = _aware(at or self.clock())
 
         def change(state: _LedgerFile) -> Mistake | None:
             for index, entry in enumerate(state.mistakes):
@@ -442,3 +466,8 @@ class LedgerStore:
             n = len(self._load().mistakes)
             self.path.unlink(missing_ok=True)
         return n
+
+
+def _aware(moment: datetime) -> datetime:
+    """A time to store: Memora's clocks are aware; a naive one is read as local time."""
+    return moment if moment.tzinfo is not None else moment.astimezone()
