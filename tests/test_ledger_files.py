@@ -7,6 +7,8 @@
 * The same checks when Memora reads its own files: a hand-edited entry is left
   out with one line, the rest is kept, and the file as it was is kept beside it;
   no later command ends in a traceback (the REPL re-raises in tests).
+* The ledger's limit: an import over it is refused in one line, never cut by
+  position; a full ledger says so once and never drops an active entry.
 
 The zones are west of UTC for times near year 1 and east of it near 9999,
 where ``astimezone()`` overflows.
@@ -16,11 +18,12 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
-from memora.engine.ledger import NewMistake
+from memora.engine import spaced
+from memora.engine.ledger import MAX_MISTAKES, Example, Mistake, NewMistake
 
 WEST, EAST = "America/New_York", "Pacific/Kiritimati"
 GOED = NewMistake(
@@ -288,3 +291,129 @@ def test_a_hand_edited_activity_day_is_left_out_in_one_line_and_progress_adds_up
             done, correct = (int(n) for n in line.split()[1:4:2])
             assert 0 <= correct <= done, line
     assert clock().date() in again.activity.days()  # today's day was kept
+
+
+# -- the ledger's limit ---------------------------------------------------------------------------
+def entries(n: int, *, start: int = 0, mastered: tuple[int, ...] = (), now: datetime) -> list[Mistake]:
+    """``n`` distinct ledger entries with ids from ``start``; entry ``i`` was last made
+    ``n - i`` hours before ``now`` (the first, longest ago); ``mastered`` are mastered."""
+    made = []
+    for i in range(start, start + n):
+        seen = now - timedelta(hours=start + n - i)
+        card = spaced.new_card(seen)
+        reviews = []
+        if i in mastered:
+            card = spaced.review(card, 3, seen)
+            reviews = [{"at": seen, "rating": 3}, {"at": seen, "rating": 3}]
+        made.append(
+            Mistake(
+                id=f"m{i:05x}",
+                kind="spelling",
+                rule=f"spelling of word number {i}",
+                examples=[Example(original=f"wurd{i}", corrected=f"word{i}", seen_at=seen)],
+                first_seen=seen,
+                last_seen=seen,
+                card=card,
+                reviews=reviews,
+                mastered_at=seen if i in mastered else None,
+            )
+        )
+    return made
+
+
+@pytest.mark.parametrize(
+    "here, in_file, already_here",
+    [(600, 600, 0), (1000, 1, 0), (999, 2, 0), (1, 1000, 0), (700, 400, 50)],
+    ids=["600-onto-600", "1-onto-1000", "2-onto-999", "1000-onto-1", "350-new-onto-700"],
+)
+def test_an_import_that_would_pass_the_ledger_limit_is_refused_in_one_line_and_keeps_every_entry(
+    make_app, run_repl, tmp_path, clock, here, in_file, already_here
+):
+    app = make_app(base_url=None, api_key=None)
+    path = tmp_path / "backup.json"
+    run_repl(app, [f"export {path}"])
+    data = json.loads(path.read_text())
+    theirs = entries(already_here, now=clock()) + entries(in_file - already_here, start=here, now=clock())
+    data["mistakes"] = [m.model_dump(mode="json") for m in theirs]
+    path.write_text(json.dumps(data))
+    mine = entries(here, now=clock())
+    app.ledger.replace_all(mine)
+    before = app.paths.mistakes.read_bytes()
+
+    t = run_repl(app, [f"import {path}"])
+
+    [error] = errors_of(t.text)
+    over = here + in_file - already_here - MAX_MISTAKES
+    assert "backup.json" in error and error.endswith("Nothing was imported."), error
+    assert f"{over:,} over its limit of {MAX_MISTAKES:,}" in error, error
+    assert "added" not in t.text
+    assert app.paths.mistakes.read_bytes() == before
+    assert [m.id for m in app.ledger.all()] == [m.id for m in mine]
+
+
+def _extraction(*mistakes, asked=()):
+    return {
+        "facts": [],
+        "profile_changes": [],
+        "corrections": [],
+        "mistakes": [m.model_dump() for m in mistakes],
+        "asked_words": list(asked),
+    }
+
+
+NEW_MISTAKES = [
+    GOED,
+    DONT,
+    NewMistake(original="I am agree with you", corrected="I agree with you", rule="agree is a verb", kind="grammar"),
+]
+WORD = {"word": "ubiquitous", "meaning": "found everywhere"}
+
+
+@pytest.mark.parametrize(
+    "mastered, adding",
+    [
+        ((), "mistakes"),
+        ((400,), "mistakes"),
+        ((900, 30, 500), "mistakes"),
+        ((10, 20, 30, 40), "mistakes"),
+        ((), "a word card"),
+        ((700, 300), "a word card"),
+    ],
+    ids=["none-mastered", "one-mastered", "three-mastered", "four-mastered", "word-none-mastered", "word-two-mastered"],
+)
+def test_a_full_ledger_says_so_once_and_never_drops_an_active_entry(
+    make_app, run_repl, server, clock, mastered, adding
+):
+    app = make_app()
+    mine = entries(MAX_MISTAKES, mastered=mastered, now=clock() - timedelta(days=1))
+    app.ledger.replace_all(mine)
+    repeat = NewMistake(original="wurd5", corrected="word5", rule="spelling of word number 5", kind="spelling")
+    if adding == "mistakes":
+        for new in NEW_MISTAKES:
+            server.script("extraction", _extraction(new))
+        server.script("extraction", _extraction(repeat))
+        lines = [m.original for m in NEW_MISTAKES] + ["I wrote wurd5 again"]
+    else:
+        server.script("extraction", _extraction(asked=[WORD]))
+        lines = ["What does ubiquitous mean", "yes"]
+
+    t = run_repl(app, lines)
+
+    after = {m.id: m for m in app.ledger.all()}
+    active = [m.id for m in mine if m.mastered_at is None]
+    assert all(i in after for i in active)  # no active entry is ever dropped
+    wanted = 3 if adding == "mistakes" else 1
+    oldest_mastered = [m.id for m in mine if m.mastered_at is not None][:wanted]  # made longest ago first
+    dropped = [m.id for m in mine if m.id not in after]
+    assert dropped == oldest_mastered
+    assert len(after) == MAX_MISTAKES
+    full = [line for line in t.text.splitlines() if "mistake ledger is full" in line]
+    if oldest_mastered:  # said once, naming the first entry it replaced
+        [line] = [line for line in full if "takes the place" in line]
+        assert oldest_mastered[0] in line and line.startswith("Note: ")
+    if len(oldest_mastered) < wanted:  # what could not be recorded, also once
+        [line] = [line for line in full if "none of them mastered" in line]
+        assert line.startswith("Error: " if adding == "a word card" else "Note: ")
+    assert len(full) == (len(oldest_mastered) > 0) + (len(oldest_mastered) < wanted)
+    if adding == "mistakes":
+        assert after["m00005"].count == 2  # a repeat still counts at the limit

@@ -204,7 +204,7 @@ class Memora:
         self.profiles = UserProfileStore(
             self.paths.profile, max_items=settings.max_profile_items, notify=self.notify, clock=clock
         )
-        self.ledger = LedgerStore(self.paths.mistakes, clock=clock, notify=self.notify)
+        self.ledger = LedgerStore(self.paths.mistakes, clock=clock, notify=self._deliver)  # never mid-reply
         self.activity = ActivityLog(self.paths.activity, clock=clock, notify=self.notify)
         self.proposals = ProposalStore(self.paths.proposals, notify=self.notify)
         self.sessions = SessionStore(self.paths.session, notify=self.notify)

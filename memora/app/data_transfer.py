@@ -24,6 +24,10 @@ An import is all or nothing:
   restored, and the session is restored only when the current one is empty.
   Mistakes are added by id like memories (one already here is kept as it is,
   with its count and schedule); activity counts are merged day by day.
+* **Limits refuse, they never cut.** An import that would take the memories
+  over the memory cap, or the ledger over ``MAX_MISTAKES``, is refused whole
+  in one line saying how many are over: nothing is dropped to make it fit,
+  neither the learner's own entries nor the file's.
 * **What the ledger and the activity log hold is checked by their own models**
   (``ledger.Mistake``, ``activity.DayActivity``), the ones Memora also reads
   its files with: what an import accepts, Memora can run.
@@ -573,8 +577,18 @@ def import_data(app: Memora, path: Path) -> str:
             "raise it with 'memory cap <n>' or 'memory cap off' first",
         )
     merged = _plan_profile(app, path, export)
-    here = {m.id for m in app.ledger.all()}
+    ledger = app.ledger.all()
+    here = {m.id for m in ledger}
     new_mistakes = list({m.id: m.as_mistake() for m in export.mistakes if m.id not in here}.values())
+    if new_mistakes and len(ledger) + len(new_mistakes) > MAX_MISTAKES:
+        # Refused, not cut: keeping some of the file's mistakes would drop the rest
+        # without the learner choosing which, and an import is all or nothing.
+        over = len(ledger) + len(new_mistakes) - MAX_MISTAKES
+        raise _refuse(
+            path,
+            f"adds {len(new_mistakes):,} mistakes to the {len(ledger):,} in your ledger, {over:,} over its limit "
+            f"of {MAX_MISTAKES:,} entries; delete {over:,} with 'mistakes forget <id>' first",
+        )
     pending = [p.as_proposal() for p in export.pending_profile_changes]
     restore_session = (
         app.memory.to_state()["messages"] == []
@@ -613,7 +627,9 @@ def import_data(app: Memora, path: Path) -> str:
                 app.save_session()
             written.add("mistakes")
             if new_mistakes:
-                app.ledger.replace_all(app.ledger.all() + new_mistakes)
+                current = app.ledger.all()  # read again: another terminal may have added one since
+                ids = {m.id for m in current}
+                app.ledger.replace_all(current + [m for m in new_mistakes if m.id not in ids])
             written.add("activity")
             if export.activity:
                 app.activity.merge_days(export.activity)

@@ -44,6 +44,10 @@ class MemoryFullError(MemoraError):
     """The learner's memory cap is reached; nothing was dropped to make room."""
 
 
+class LedgerFullError(LimitError):
+    """The mistake ledger is at its limit and holds no mastered entry to make room."""
+
+
 class ModelNotConfigured(MemoraError):
     """No API key and no base URL: chat is unavailable, commands still work."""
 

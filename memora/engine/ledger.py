@@ -21,6 +21,11 @@ form Memora makes. An entry that fails is left out with one line and the file
 as it was is kept beside it (``storage.load_model_file``), so a hand-edited
 entry never makes every later start end in a traceback.
 
+The ledger holds at most ``MAX_MISTAKES`` entries (mistakes and word cards).
+At the limit a new one takes the place of the mastered entry made longest ago;
+when none is mastered, the new one is not recorded (``LedgerFullError``). An
+active entry is never dropped to make room, and the learner is told once.
+
 The merge rule (``same_mistake``) is as careful as the duplicate rule for
 facts: a new mistake joins an entry only when it makes the same correction
 (the same words replaced by the same words), or states the same rule *and*
@@ -41,9 +46,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memora.engine import lexical, spaced
-from memora.engine.errors import LimitError
+from memora.engine.errors import LedgerFullError, LimitError
 from memora.engine.storage import StoredTime, atomic_write_model, file_lock, load_model_file
-from memora.engine.text_utils import clean_text, clean_within
+from memora.engine.text_utils import clean_text, clean_within, quoted
 
 MISTAKE_KINDS = ("grammar", "vocabulary", "word choice", "spelling", "punctuation")
 MistakeKind = Literal["grammar", "vocabulary", "word choice", "spelling", "punctuation"]
@@ -285,6 +290,7 @@ class LedgerStore:
         self.path = Path(path)
         self.clock = clock
         self._notify = notify
+        self._told_full: set[str] = set()  # "full" is said once a session, until there is room again
 
     def _load(self) -> _LedgerFile:
         return (
@@ -297,6 +303,8 @@ class LedgerStore:
             state = self._load()
             result = change(state)
             atomic_write_model(self.path, state)
+            if len(state.mistakes) < MAX_MISTAKES:
+                self._told_full.clear()
             return result
 
     # -- reading --
@@ -324,7 +332,10 @@ class LedgerStore:
 
     # -- writing --
     def record(self, new: NewMistake, seen_at: datetime | None = None) -> tuple[Mistake, bool]:
-        """Add a mistake or count it against the entry it repeats; returns (entry, merged)."""
+        """Add a mistake or count it against the entry it repeats; returns (entry, merged).
+
+        Raises ``LedgerFullError`` for a new mistake when the ledger is full and
+        none of its entries is mastered (the learner is told once)."""
         new = NewMistake(
             original=clean_mistake_text(new.original, "original words"),
             corrected=clean_mistake_text(new.corrected, "correction"),
@@ -335,6 +346,7 @@ class LedgerStore:
             raise LimitError("The correction is the same as the original: not a mistake.")
         when = _aware(seen_at or self.clock())
         example = Example(original=new.original, corrected=new.corrected, seen_at=when)
+        dropped: list[Mistake] = []
 
         def change(state: _LedgerFile) -> tuple[Mistake, bool]:
             for index, entry in enumerate(state.mistakes):
@@ -361,6 +373,7 @@ class LedgerStore:
                     )
                     state.mistakes[index] = updated
                     return updated, True
+            dropped.extend(self._make_room(state))
             entry = Mistake(
                 id=self._new_id(state),
                 kind=new.kind,
@@ -371,26 +384,34 @@ class LedgerStore:
                 card=spaced.new_card(when),
             )
             state.mistakes.append(entry)
-            if len(state.mistakes) > MAX_MISTAKES:
-                self._evict(state)
             return entry, False
 
-        return self._change(change)
+        try:
+            result = self._change(change)
+        except LedgerFullError as error:
+            self._tell_full("refused", str(error))
+            raise
+        self._tell_dropped(dropped)
+        return result
 
     def has_word(self, word: str) -> bool:
         key = clean_text(word).casefold()
         return any(not m.is_mistake and m.examples and m.examples[0].original.casefold() == key for m in self.all())
 
     def add_word(self, word: str, meaning: str, at: datetime | None = None) -> tuple[Mistake, bool]:
-        """A word card (the learner said yes to reviewing it); returns (card, added)."""
+        """A word card (the learner said yes to reviewing it); returns (card, added).
+
+        Raises ``LedgerFullError`` when the ledger is full and nothing in it is mastered."""
         word = clean_mistake_text(word, "word")
         meaning = clean_mistake_text(meaning, "meaning")
         when = _aware(at or self.clock())
+        dropped: list[Mistake] = []
 
         def change(state: _LedgerFile) -> tuple[Mistake, bool]:
             for entry in state.mistakes:
                 if not entry.is_mistake and entry.examples and entry.examples[0].original.casefold() == word.casefold():
                     return entry, False
+            dropped.extend(self._make_room(state))
             entry = Mistake(
                 id=self._new_id(state),
                 kind="vocabulary",
@@ -402,11 +423,11 @@ class LedgerStore:
                 card_type="word",
             )
             state.mistakes.append(entry)
-            if len(state.mistakes) > MAX_MISTAKES:
-                self._evict(state)
             return entry, True
 
-        return self._change(change)
+        result = self._change(change)
+        self._tell_dropped(dropped)
+        return result
 
     @staticmethod
     def _new_id(state: _LedgerFile) -> str:
@@ -417,12 +438,38 @@ class LedgerStore:
                 return candidate
 
     @staticmethod
-    def _evict(state: _LedgerFile) -> None:
-        """Over the cap: the longest-mastered entry goes first, else the one seen longest ago."""
+    def _make_room(state: _LedgerFile) -> list[Mistake]:
+        """Room for one more entry: at the limit the mastered entry made longest ago
+        goes (and is returned); an active one never does, so with none mastered
+        the new entry is refused."""
+        if len(state.mistakes) < MAX_MISTAKES:
+            return []
         mastered = [m for m in state.mistakes if m.mastered_at is not None]
-        pool = mastered or state.mistakes
-        oldest = min(pool, key=lambda m: m.last_seen)
+        if not mastered:
+            raise LedgerFullError(
+                f"Your mistake ledger is full ({MAX_MISTAKES:,} entries, none of them mastered), so new mistakes "
+                "are not recorded; master some in 'review' or delete some with 'mistakes forget <id>'."
+            )
+        oldest = min(mastered, key=lambda m: (m.last_seen, m.mastered_at))
         state.mistakes.remove(oldest)
+        return [oldest]
+
+    def _tell_dropped(self, dropped: list[Mistake]) -> None:
+        for entry in dropped:
+            self._tell_full(
+                "dropped",
+                f"Your mistake ledger is full ({MAX_MISTAKES:,} entries), so each new entry now takes the place of "
+                f"the mastered one made longest ago: this time {entry.id} ({quoted(entry.rule, 80, end='')}, "
+                f"last made {entry.last_seen.astimezone():%Y-%m-%d}). Active ones are never dropped; "
+                "'mistakes forget <id>' makes room.",
+            )
+
+    def _tell_full(self, kind: str, message: str) -> None:
+        if kind in self._told_full:
+            return
+        self._told_full.add(kind)
+        if self._notify is not None:
+            self._notify(message)
 
     def review(self, mistake_id: str, rating: int, at: datetime | None = None) -> Mistake | None:
         """Save one review of a card; None when the entry is gone (forgotten meanwhile)."""
@@ -457,14 +504,21 @@ class LedgerStore:
         return self._change(change)
 
     def replace_all(self, mistakes: list[Mistake]) -> None:
-        """Used by import: the given entries become the ledger."""
-        self._change(lambda state: setattr(state, "mistakes", list(mistakes)[-MAX_MISTAKES:]))
+        """Used by import: the given entries become the ledger. More than the
+        limit is refused whole (the import checks first): never a cut by position."""
+        if len(mistakes) > MAX_MISTAKES:
+            raise LedgerFullError(
+                f"{len(mistakes):,} entries would not fit the mistake ledger "
+                f"(at most {MAX_MISTAKES:,}); nothing changed."
+            )
+        self._change(lambda state: setattr(state, "mistakes", list(mistakes)))
 
     def clear(self) -> int:
         """Forget every entry; returns how many there were. The file is removed."""
         with file_lock(self.path):
             n = len(self._load().mistakes)
             self.path.unlink(missing_ok=True)
+        self._told_full.clear()
         return n
 
 
