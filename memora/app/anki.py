@@ -13,11 +13,12 @@ from __future__ import annotations
 import contextlib
 import html
 import os
+import sqlite3
 import tempfile
 from datetime import datetime
 from pathlib import Path
 
-from memora.engine.errors import CommandError
+from memora.engine.errors import CommandError, failure_reason
 from memora.engine.ledger import Mistake
 from memora.engine.storage import FILE_MODE
 
@@ -78,8 +79,8 @@ def write_deck(mistakes: list[Mistake], path: Path, *, user: str, now: datetime)
         genanki.Package(deck).write_to_file(tmp, timestamp=now.timestamp())  # note ids come from it: the injected clock
         os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
-    except OSError as error:
-        raise CommandError(f"Cannot write {path}: {error.strerror or error}. Nothing was exported.") from None
+    except (OSError, sqlite3.Error) as error:  # genanki writes a SQLite collection, then the zip
+        raise CommandError(f"Cannot write {path}: {failure_reason(error)}. Nothing was exported.") from None
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

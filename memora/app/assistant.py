@@ -53,7 +53,14 @@ from memora.engine.activity import ActivityLog
 from memora.engine.chroma_backend import ChromaConnection
 from memora.engine.config import Settings
 from memora.engine.embeddings import Embedder, embedder_for_store, make_embedder
-from memora.engine.errors import ConfigError, EmbeddingError, LimitError, MemoraError, ModelNotConfigured
+from memora.engine.errors import (
+    ConfigError,
+    EmbeddingError,
+    LimitError,
+    MemoraError,
+    ModelNotConfigured,
+    failure_reason,
+)
 from memora.engine.ledger import LedgerStore, correction_excerpt, relevant
 from memora.engine.llm import ModelClient, ReplyResult
 from memora.engine.model_facts import shutdown_note
@@ -868,7 +875,7 @@ class Memora:
             try:
                 self.sessions.save(session)
             except OSError as error:
-                self.notify(f"Could not save the session to {self.paths.session}: {error.strerror}.")
+                self.notify(f"Could not save the session to {self.paths.session}: {failure_reason(error)}.")
 
     def reset_session(self) -> None:
         self.read_held_messages()  # they leave the recent turns now

@@ -50,7 +50,7 @@ from long_term_memory import PartialWriteError
 from memora.app.proposals import MAX_PENDING, ProfileProposal
 from memora.app.session import ChatMessage
 from memora.engine.activity import DayActivity
-from memora.engine.errors import ImportFileError, MemoraError
+from memora.engine.errors import ImportFileError, MemoraError, disk_problem, failure_reason
 from memora.engine.ledger import MAX_MISTAKES, Mistake, clean_mistake_text
 from memora.engine.records import (
     MAX_MEMORY_CHARS,
@@ -423,7 +423,7 @@ def export_data(app: Memora, path: Path) -> Path:
             path = path / default_export_path(app).name
         atomic_write_text(path, build_export(app).model_dump_json(indent=2) + "\n")
     except OSError as error:
-        raise MemoraError(f"Cannot write {_shown(path)}: {error.strerror}.") from None
+        raise MemoraError(f"Cannot write {_shown(path)}: {failure_reason(error)}. Nothing was exported.") from None
     except ValueError:  # a NUL character in the path
         raise MemoraError(f"Cannot write {_shown(path)}: the path is not valid.") from None
     return path
@@ -640,7 +640,9 @@ def import_data(app: Memora, path: Path) -> str:
             raise
         app.store.finish_restore()
     except Exception as error:  # a Chroma error, a full disk...: undone, so one line
-        if isinstance(error, MemoraError):
+        if disk_problem(error):  # whichever layer said it: Chroma, SQLite or a file write
+            reason = failure_reason(error)
+        elif isinstance(error, MemoraError):
             reason = clean_text(str(error).rstrip("."))
         elif isinstance(error, OSError) and error.strerror:
             reason = error.strerror

@@ -15,6 +15,7 @@ as it was is kept beside it (``storage.load_model_file``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memora.engine.storage import StoredDay, atomic_write_model, file_lock, load_model_file
 
+log = logging.getLogger("memora.activity")
 MAX_PER_DAY = 1_000_000  # turns or reviews in one day: no learner reaches it (one a second is 86,400)
 Count = Annotated[int, Field(ge=0, le=MAX_PER_DAY, strict=True)]
 
@@ -64,21 +66,33 @@ class ActivityLog:
             or _ActivityFile()
         )
 
-    def _bump(self, at: datetime | None, **counts: int) -> None:
+    def _bump(self, at: datetime | None, **counts: int) -> bool:
+        """Add to a day's counts; False when the file could not be written.
+
+        A count is not the learner's data: on a full or read-only disk it is
+        skipped rather than fail the turn or the review it counts (which would
+        then cost the turn's reading, or call a saved answer lost). The write
+        that does hold the learner's data, the session or the ledger, fails on
+        the same disk and says why."""
         day = (at or self.clock()).date()
-        with file_lock(self.path):
-            state = self._load()
-            current = state.days.get(day, DayActivity())
-            state.days[day] = current.model_copy(
-                update={k: min(getattr(current, k) + v, MAX_PER_DAY) for k, v in counts.items()}
-            )
-            atomic_write_model(self.path, state)
+        try:
+            with file_lock(self.path):
+                state = self._load()
+                current = state.days.get(day, DayActivity())
+                state.days[day] = current.model_copy(
+                    update={k: min(getattr(current, k) + v, MAX_PER_DAY) for k, v in counts.items()}
+                )
+                atomic_write_model(self.path, state)
+        except OSError:
+            log.debug("activity count not written", exc_info=True)
+            return False
+        return True
 
-    def record_turn(self, at: datetime | None = None) -> None:
-        self._bump(at, turns=1)
+    def record_turn(self, at: datetime | None = None) -> bool:
+        return self._bump(at, turns=1)
 
-    def record_review(self, correct: bool, at: datetime | None = None) -> None:
-        self._bump(at, reviews=1, correct=int(correct))
+    def record_review(self, correct: bool, at: datetime | None = None) -> bool:
+        return self._bump(at, reviews=1, correct=int(correct))
 
     def days(self) -> dict[date, DayActivity]:
         return dict(sorted(self._load().days.items()))
