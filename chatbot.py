@@ -12,6 +12,7 @@ Ctrl-C during a reply cancels that reply and rolls the turn back.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sqlite3
@@ -24,7 +25,15 @@ from typing import TYPE_CHECKING
 from memora import __version__
 from memora.app.terminal import Console, PlainConsole
 from memora.engine.config import Settings
-from memora.engine.errors import ConfigError, MemoraError, OutputClosed, StoreError
+from memora.engine.errors import (
+    DISK_FULL,
+    DISK_READ_ONLY,
+    ConfigError,
+    MemoraError,
+    OutputClosed,
+    StoreError,
+    disk_problem,
+)
 
 if TYPE_CHECKING:
     from memora.app.assistant import Memora
@@ -75,11 +84,13 @@ def run(
     warmer = None
     stop_warming = threading.Event()
     status = 0
+    notices = _Notices(app.notify.target)
+    app.set_notify(notices)
     try:
         if warm_up:
             warmer = threading.Thread(target=preload, args=(app, stop_warming), name="memora-warm-up", daemon=True)
             warmer.start()
-        _loop(app, console, raise_unexpected=raise_unexpected, startup_notes=startup_notes)
+        _loop(app, console, notices, raise_unexpected=raise_unexpected, startup_notes=startup_notes)
     except OutputClosed:
         status = 1
     try:
@@ -87,11 +98,20 @@ def run(
         code = _shutdown(app, console)
     except OutputClosed:
         code = 0
-    except (OSError, sqlite3.Error) as error:  # a disk that filled up during the session
-        if raise_unexpected:
-            raise
-        print(f"Error: {data_failure(error, app.settings.data_dir, 'save')}", file=sys.stderr)
+    except MemoraError as error:
+        print(f"Error: {with_disk_problem(error)}", file=sys.stderr)
         code = 1
+    except Exception as error:  # a disk that filled up during the session
+        if is_data_failure(error):
+            print(f"Error: {data_failure(error, app.settings.data_dir, 'save')}", file=sys.stderr)
+        elif raise_unexpected:
+            raise
+        else:
+            logging.getLogger("memora").exception("unexpected error at exit")
+            print(f"Error: Unexpected {type(error).__name__} while saving at exit: {error}", file=sys.stderr)
+        code = 1
+    finally:
+        app.set_notify(notices.show)  # the loop is over: notices go straight to the console again
     return status or code
 
 
@@ -113,7 +133,9 @@ def _greet(app: Memora, console: Console, startup_notes: Sequence[str]) -> None:
         app.ask_next_proposal()
 
 
-def _loop(app: Memora, console: Console, *, raise_unexpected: bool, startup_notes: Sequence[str]) -> None:
+def _loop(
+    app: Memora, console: Console, notices: _Notices, *, raise_unexpected: bool, startup_notes: Sequence[str]
+) -> None:
     from memora.app.assistant import TurnCancelled
     from memora.app.commands import CommandRouter, ExitRequested, run_command
 
@@ -121,8 +143,10 @@ def _loop(app: Memora, console: Console, *, raise_unexpected: bool, startup_note
     try:
         _greet(app, console, startup_notes)
     except MemoraError as error:
-        console.error(str(error))
-    except (OSError, sqlite3.Error) as error:  # e.g. an unreadable proposals file: say so, keep going
+        console.error(with_disk_problem(error))
+    except Exception as error:  # e.g. an unreadable proposals file: say so, keep going
+        if not is_data_failure(error):
+            raise
         console.error(data_failure(error, app.settings.data_dir))
     while True:
         for note in app.take_unsaved_notes():  # a message that could not be saved, told at the next prompt
@@ -130,8 +154,10 @@ def _loop(app: Memora, console: Console, *, raise_unexpected: bool, startup_note
         try:
             line = console.read()
         except (EOFError, KeyboardInterrupt):
+            notices.new_line()
             console.say("")
             break
+        notices.new_line()
         # Lone surrogates (a terminal with a non-UTF-8 locale) would break JSON and HTTP later.
         line = line.encode("utf-8", "replace").decode("utf-8")
         try:
@@ -147,8 +173,9 @@ def _loop(app: Memora, console: Console, *, raise_unexpected: bool, startup_note
                 continue
             app.check_message(text)  # fail before the spinner starts
             try:
-                with console.reply_stream() as emit:
-                    result = app.chat(text, on_delta=emit)
+                with notices.held():
+                    with console.reply_stream() as emit:
+                        result = app.chat(text, on_delta=emit)
                 for note in result.notes:
                     console.notice(note)
             finally:
@@ -160,13 +187,14 @@ def _loop(app: Memora, console: Console, *, raise_unexpected: bool, startup_note
         except TurnCancelled as error:
             console.notice(str(error))
         except MemoraError as error:
-            console.error(str(error))
+            console.error(with_disk_problem(error))
         except KeyboardInterrupt:
             console.notice("Cancelled.")
-        except (OSError, sqlite3.Error) as error:  # the disk filled up or went read-only mid-session
-            logging.getLogger("memora").debug("write failed", exc_info=True)
-            console.error(data_failure(error, app.settings.data_dir, "save") + " That change was not saved.")
         except Exception as error:  # the REPL never dies with a traceback
+            if is_data_failure(error):  # the disk filled up or went read-only mid-session
+                logging.getLogger("memora").debug("write failed", exc_info=True)
+                console.error(data_failure(error, app.settings.data_dir, "save") + " That change was not saved.")
+                continue
             if raise_unexpected:
                 raise
             logging.getLogger("memora").exception("unexpected error")
@@ -174,6 +202,49 @@ def _loop(app: Memora, console: Console, *, raise_unexpected: bool, startup_note
                 f"Unexpected {type(error).__name__}: {' '.join(str(error).split())[:200]} "
                 "(nothing was lost; set MEMORA_DEBUG=1 for details)"
             )
+
+
+class _Notices:
+    """Where the app's notices go while the REPL runs (``run`` installs it).
+
+    A notice raised while a reply streams (a session that could not be saved, a
+    background reading's) waits until the reply's line has ended, so it is never
+    printed inside the tutor's words; and a notice already shown since the
+    learner last typed is not shown again (a full disk fails the turn's save and
+    the reading's save with the same line)."""
+
+    def __init__(self, show):
+        self.show = show
+        self._lock = threading.Lock()
+        self._shown: set[str] = set()
+        self._held: list[str] | None = None
+
+    def __call__(self, text: str) -> None:
+        with self._lock:
+            if self._held is not None:
+                self._held.append(text)
+                return
+            if text in self._shown:
+                return
+            self._shown.add(text)
+        self.show(text)
+
+    @contextlib.contextmanager
+    def held(self):
+        with self._lock:
+            self._held = []
+        try:
+            yield
+        finally:
+            with self._lock:
+                waiting, self._held = self._held or [], None
+            for text in waiting:
+                self(text)
+
+    def new_line(self) -> None:
+        """The learner typed a line: what comes now is news again."""
+        with self._lock:
+            self._shown.clear()
 
 
 def _plural(count: int, noun: str) -> str:
@@ -266,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Error: {error}", file=sys.stderr)
         return 2
     except (StoreError, MemoraError) as error:
-        print(f"Error: {error}", file=sys.stderr)
+        print(f"Error: {with_disk_problem(error)}", file=sys.stderr)
         return 1
     except Exception as error:  # a full disk, a read-only folder, an unreadable file: one line, never a traceback
         logging.getLogger("memora").debug("start-up failed", exc_info=True)
@@ -288,9 +359,37 @@ def _first_cause(error: BaseException) -> BaseException:
         error = earlier
 
 
+def is_data_failure(error: BaseException) -> bool:
+    """An OS or database error, or any error a full or read-only disk caused
+    (chromadb raises its own ``InternalError`` for "database or disk is full")."""
+    return isinstance(error, (OSError, sqlite3.Error)) or disk_problem(error) is not None
+
+
+def with_disk_problem(error: MemoraError) -> str:
+    """A Memora error's line, saying so when a full or read-only disk is behind it
+    and the line does not say it already."""
+    line = str(error)
+    problem = disk_problem(error)
+    if problem is None or problem in line:
+        return line
+    return f"{line.rstrip().rstrip('.')} ({problem})."
+
+
 def data_failure(error: BaseException, data_dir, action: str = "open") -> str:
     """One line for an OS or database error while using the data folder, naming
-    the error that started it (see ``_first_cause``)."""
+    the error that started it (see ``_first_cause``): "the disk is full" when it
+    is, whichever layer said it."""
+    problem = disk_problem(error)
+    if problem == DISK_FULL:
+        return (
+            f"Memora cannot {action} its data in {data_dir}: the disk is full. "
+            "Free some space on it, or move the data elsewhere (--data-dir / MEMORA_HOME)."
+        )
+    if problem == DISK_READ_ONLY:
+        return (
+            f"Memora cannot {action} its data in {data_dir}: the disk is read-only. "
+            "Make it writable, or move the data elsewhere (--data-dir / MEMORA_HOME)."
+        )
     error = _first_cause(error)
     if isinstance(error, OSError):
         where = f" ({error.filename})" if error.filename else ""

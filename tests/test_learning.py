@@ -399,23 +399,24 @@ def test_the_mistakes_section_goes_after_the_memories_and_before_the_profile(clo
 
 def test_progress_charts_and_plain_figures_agree(clock):
     from memora.app.progress import ProgressData, report
+    from memora.engine import spaced
     from memora.engine.activity import DayActivity
     from memora.engine.ledger import Mistake
 
     today = clock().date()
     activity = {today - timedelta(days=d): DayActivity(turns=d + 1, reviews=1, correct=d % 2) for d in (0, 1, 2, 9)}
-    base = dict(rule="r", examples=[], card={}, count=1)
+    base = dict(rule="r", examples=[], card=spaced.new_card(clock()), count=1)
     mistakes = [
-        Mistake(id="m1", kind="grammar", first_seen=clock(), last_seen=clock(), **base),
+        Mistake(id="m00001", kind="grammar", first_seen=clock(), last_seen=clock(), **base),
         Mistake(
-            id="m2",
+            id="m00002",
             kind="grammar",
             first_seen=clock() - timedelta(days=8),
             last_seen=clock(),
             mastered_at=clock(),
             **base,
         ),
-        Mistake(id="m3", kind="spelling", first_seen=clock(), last_seen=clock(), **base),
+        Mistake(id="m00003", kind="spelling", first_seen=clock(), last_seen=clock(), **base),
     ]
     data = ProgressData(
         today=today,

@@ -1,9 +1,16 @@
-"""``review export <file.apkg>``: the ledger's cards as an Anki deck (genanki).
+r"""``review export <file.apkg>``: the ledger's cards as an Anki deck (genanki).
 
 The note type and the deck have fixed ids, chosen once: Anki recognises a
 re-exported deck as the same deck. Each note's guid comes from the learner and
 the mistake's id, so importing a newer export updates the notes instead of
-adding copies. Fields are HTML in Anki, so the learner's text is escaped.
+adding copies.
+
+Every field comes from stored text (the learner's words, the model's rule), so
+each is made inert for Anki (``inert``): Anki reads a field as HTML (``<img
+src>``, ``<audio>``), then its own syntax in that HTML: ``[sound:file]`` plays
+a media file, ``[anki:tts]...[/anki:tts]`` speaks, ``[latex]``, ``[$]`` and
+``[$$]`` run LaTeX, ``{{c1::...}}`` is a cloze and ``{{Field}}`` a template
+reference; and MathJax typesets ``\(...\)`` and ``\[...\]`` in the card's text.
 The file holds the learner's own sentences: it is written owner-only and
 atomically, like every file Memora writes.
 """
@@ -13,17 +20,34 @@ from __future__ import annotations
 import contextlib
 import html
 import os
+import re
+import sqlite3
 import tempfile
 from datetime import datetime
 from pathlib import Path
 
-from memora.engine.errors import CommandError
+from memora.engine.errors import CommandError, failure_reason
 from memora.engine.ledger import Mistake
 from memora.engine.storage import FILE_MODE
 
 MODEL_ID = 1_718_204_812  # never change: Anki keys the note type on it
 DECK_ID = 1_718_204_813  # never change: Anki keys the deck on it
 FIELDS = ("Question", "Answer", "Rule", "Kind", "MemoraId")
+# Anki's parsers read the field's HTML as it is stored, before entities are
+# decoded: '[' and '{' as character references never open a tag, a cloze or a
+# template reference, and still show as '[' and '{'.
+_ANKI_SYNTAX = str.maketrans({"[": "&#91;", "]": "&#93;", "{": "&#123;", "}": "&#125;"})
+# MathJax reads the card's text after the entities are decoded, so its
+# delimiters get a word joiner (U+2060, invisible) between the backslash and the bracket.
+_MATH_DELIMITER = re.compile(r"\\(?=[()\[\]])")
+
+
+def inert(text: str) -> str:
+    """``text`` as an Anki field that shows it and does nothing else: no HTML,
+    no media reference, no Anki tag, cloze, template reference, LaTeX or MathJax."""
+    escaped = html.escape(text)
+    escaped = _MATH_DELIMITER.sub("\\\u2060", escaped)
+    return escaped.translate(_ANKI_SYNTAX)
 
 
 def _model():
@@ -62,7 +86,7 @@ def write_deck(mistakes: list[Mistake], path: Path, *, user: str, now: datetime)
         example, question = mistake.latest, exercise(mistake)
         if example is None or question is None:
             continue
-        fields = [html.escape(text) for text in (question, example.corrected, mistake.rule, mistake.kind, mistake.id)]
+        fields = [inert(text) for text in (question, example.corrected, mistake.rule, mistake.kind, mistake.id)]
         deck.add_note(
             genanki.Note(
                 model=model,
@@ -78,8 +102,8 @@ def write_deck(mistakes: list[Mistake], path: Path, *, user: str, now: datetime)
         genanki.Package(deck).write_to_file(tmp, timestamp=now.timestamp())  # note ids come from it: the injected clock
         os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
-    except OSError as error:
-        raise CommandError(f"Cannot write {path}: {error.strerror or error}. Nothing was exported.") from None
+    except (OSError, sqlite3.Error) as error:  # genanki writes a SQLite collection, then the zip
+        raise CommandError(f"Cannot write {path}: {failure_reason(error)}. Nothing was exported.") from None
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -71,6 +71,7 @@ from memora.engine.errors import (
     MemoraError,
     ModelNotConfigured,
     VectorsMissing,
+    failure_reason,
 )
 from memora.engine.ledger import LedgerStore, correction_excerpt, relevant
 from memora.engine.llm import ModelClient, ReplyResult
@@ -229,7 +230,7 @@ class Memora:
         self._known_jobs: set[str] = set()  # messages this session has held (SessionStore.save)
         self._reading: set[str] = set()  # messages the worker has claimed and is reading now
         self.ledger = LedgerStore(
-            self.paths.mistakes, clock=clock, notify=self.notify, deletions=self.deletions, learner=settings.user
+            self.paths.mistakes, clock=clock, notify=self._deliver, deletions=self.deletions, learner=settings.user
         )
         self.activity = ActivityLog(self.paths.activity, clock=clock, notify=self.notify)
         self.proposals = ProposalStore(self.paths.proposals, notify=self.notify)
@@ -1033,7 +1034,7 @@ class Memora:
             try:
                 self.sessions.save(session, known=self._known_jobs, owner=self.owner, reading=set(self._reading))
             except OSError as error:
-                self.notify(f"Could not save the session to {self.paths.session}: {error.strerror}.")
+                self.notify(f"Could not save the session to {self.paths.session}: {failure_reason(error)}.")
 
     def reset_session(self) -> None:
         self.read_held_messages()  # they leave the recent turns now

@@ -6,33 +6,50 @@ plus the day the "cards to review" line was last shown (it is shown at most
 once a day). It holds no words of the learner's, so it is safe to keep for
 years; ``forget user`` removes it with the rest. Days are the learner's local
 days, from the injected clock.
+
+Each day is checked when the file is read, as an import checks it: a day
+within 1970-2999, whole counts from 0 to ``MAX_PER_DAY``, and no more correct
+reviews than reviews. A day that fails is left out with one line, and the file
+as it was is kept beside it (``storage.load_model_file``).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from memora.engine.storage import atomic_write_model, file_lock, load_model_file
+from memora.engine.storage import StoredDay, atomic_write_model, file_lock, load_model_file
+
+log = logging.getLogger("memora.activity")
+MAX_PER_DAY = 1_000_000  # turns or reviews in one day: no learner reaches it (one a second is 86,400)
+Count = Annotated[int, Field(ge=0, le=MAX_PER_DAY, strict=True)]
 
 
 class DayActivity(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    turns: int = 0
-    reviews: int = 0
-    correct: int = 0
+    turns: Count = 0
+    reviews: Count = 0
+    correct: Count = 0
+
+    @model_validator(mode="after")
+    def _correct_among_reviews(self) -> DayActivity:
+        if self.correct > self.reviews:
+            raise ValueError(f"{self.correct} correct reviews of {self.reviews}")
+        return self
 
 
 class _ActivityFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     version: int = 1
-    days: dict[date, DayActivity] = Field(default_factory=dict)
-    due_notice_on: date | None = None
+    days: dict[StoredDay, DayActivity] = Field(default_factory=dict)
+    due_notice_on: StoredDay | None = None
 
 
 class ActivityLog:
@@ -44,21 +61,38 @@ class ActivityLog:
         self._notify = notify
 
     def _load(self) -> _ActivityFile:
-        return load_model_file(self.path, _ActivityFile, notify=self._notify, label="activity log") or _ActivityFile()
+        return (
+            load_model_file(self.path, _ActivityFile, notify=self._notify, label="activity log", entries="days")
+            or _ActivityFile()
+        )
 
-    def _bump(self, at: datetime | None, **counts: int) -> None:
+    def _bump(self, at: datetime | None, **counts: int) -> bool:
+        """Add to a day's counts; False when the file could not be written.
+
+        A count is not the learner's data: on a full or read-only disk it is
+        skipped rather than fail the turn or the review it counts (which would
+        then cost the turn's reading, or call a saved answer lost). The write
+        that does hold the learner's data, the session or the ledger, fails on
+        the same disk and says why."""
         day = (at or self.clock()).date()
-        with file_lock(self.path):
-            state = self._load()
-            current = state.days.get(day, DayActivity())
-            state.days[day] = current.model_copy(update={k: getattr(current, k) + v for k, v in counts.items()})
-            atomic_write_model(self.path, state)
+        try:
+            with file_lock(self.path):
+                state = self._load()
+                current = state.days.get(day, DayActivity())
+                state.days[day] = current.model_copy(
+                    update={k: min(getattr(current, k) + v, MAX_PER_DAY) for k, v in counts.items()}
+                )
+                atomic_write_model(self.path, state)
+        except OSError:
+            log.debug("activity count not written", exc_info=True)
+            return False
+        return True
 
-    def record_turn(self, at: datetime | None = None) -> None:
-        self._bump(at, turns=1)
+    def record_turn(self, at: datetime | None = None) -> bool:
+        return self._bump(at, turns=1)
 
-    def record_review(self, correct: bool, at: datetime | None = None) -> None:
-        self._bump(at, reviews=1, correct=int(correct))
+    def record_review(self, correct: bool, at: datetime | None = None) -> bool:
+        return self._bump(at, reviews=1, correct=int(correct))
 
     def days(self) -> dict[date, DayActivity]:
         return dict(sorted(self._load().days.items()))

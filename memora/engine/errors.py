@@ -7,6 +7,58 @@ Memora decides how an error looks.
 
 from __future__ import annotations
 
+import errno
+import sqlite3
+
+DISK_FULL = "the disk is full"
+DISK_READ_ONLY = "the disk is read-only"
+
+# How each layer says it. Python's file writes: the errno. SQLite: its result
+# code (13 SQLITE_FULL, 8 SQLITE_READONLY; an extended code keeps the primary
+# in its low byte). Chroma's Rust side: neither an OSError nor a sqlite3.Error,
+# but an InternalError whose text carries SQLite's code and words ("(code: 13)
+# database or disk is full") or the OS's ("No space left on device (os error 28)").
+_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+_FULL_WORDS = ("database or disk is full", "no space left on device", "disk quota exceeded", "os error 28")
+_READ_ONLY_WORDS = ("attempt to write a readonly database", "read-only file system", "os error 30")
+# SQLITE_READONLY_DBMOVED (1032): the database file was deleted or replaced while
+# open. The disk is fine; saying it is read-only would send the learner the wrong way.
+_MOVED = 1032
+
+
+def disk_problem(error: BaseException | None) -> str | None:
+    """``DISK_FULL`` or ``DISK_READ_ONLY`` when that is what made ``error`` fail
+    (it, or any error that led to it), else None."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        number = error.errno if isinstance(error, OSError) else None
+        code = getattr(error, "sqlite_errorcode", None) if isinstance(error, sqlite3.Error) else None
+        text = str(error).lower()
+        if number in _FULL_ERRNOS or (code is not None and code & 0xFF == sqlite3.SQLITE_FULL):
+            return DISK_FULL
+        if code == _MOVED or "(code: 1032)" in text:
+            return None
+        if number == errno.EROFS or (code is not None and code & 0xFF == sqlite3.SQLITE_READONLY):
+            return DISK_READ_ONLY
+        if any(words in text for words in _FULL_WORDS):
+            return DISK_FULL
+        if any(words in text for words in _READ_ONLY_WORDS):
+            return DISK_READ_ONLY
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def failure_reason(error: BaseException) -> str:
+    """What made a write fail, as the end of a sentence: "the disk is full",
+    "the disk is read-only", else the error's own words."""
+    problem = disk_problem(error)
+    if problem:
+        return problem
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return " ".join(str(error).split())[:200].rstrip(".") or type(error).__name__
+
 
 class MemoraError(Exception):
     """Base class: ``str(error)`` is the one-line message shown to the user."""
@@ -56,6 +108,10 @@ class EmbeddingError(MemoraError):
 
 class MemoryFullError(MemoraError):
     """The learner's memory cap is reached; nothing was dropped to make room."""
+
+
+class LedgerFullError(LimitError):
+    """The mistake ledger is at its limit and holds no mastered entry to make room."""
 
 
 class ModelNotConfigured(MemoraError):

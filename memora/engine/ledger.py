@@ -14,6 +14,18 @@ deleted rows in free pages and its write-ahead log until it is vacuumed. The
 catalog, besides, is derived data that can be rebuilt from Chroma; the ledger
 is not derived from anything.
 
+What the file may hold is checked when it is read, entry by entry, by the
+same models an import uses: times aware and within 1970-2999, each review card
+within FSRS's own ranges (``spaced.check_card``), counts that can be, ids of the
+form Memora makes. An entry that fails is left out with one line and the file
+as it was is kept beside it (``storage.load_model_file``), so a hand-edited
+entry never makes every later start end in a traceback.
+
+The ledger holds at most ``MAX_MISTAKES`` entries (mistakes and word cards).
+At the limit a new one takes the place of the mastered entry made longest ago;
+when none is mastered, the new one is not recorded (``LedgerFullError``). An
+active entry is never dropped to make room, and the learner is told once.
+
 The merge rule (``same_mistake``) is as careful as the duplicate rule for
 facts: a new mistake joins an entry only when it makes the same correction
 (the same words replaced by the same words), or states the same rule *and*
@@ -29,15 +41,15 @@ import uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memora.engine import lexical, spaced
 from memora.engine.deletions import DeletionLog
-from memora.engine.errors import LimitError
-from memora.engine.storage import atomic_write_model, file_lock, load_model_file
-from memora.engine.text_utils import clean_text, clean_within
+from memora.engine.errors import LedgerFullError, LimitError
+from memora.engine.storage import StoredTime, atomic_write_model, file_lock, load_model_file
+from memora.engine.text_utils import clean_text, clean_within, quoted
 
 MISTAKE_KINDS = ("grammar", "vocabulary", "word choice", "spelling", "punctuation")
 MistakeKind = Literal["grammar", "vocabulary", "word choice", "spelling", "punctuation"]
@@ -45,7 +57,10 @@ MAX_EXAMPLES = 3
 MAX_REVIEWS_KEPT = 50  # mastery needs the last two; progress counts come from the activity log
 MAX_MISTAKES = 1000
 MAX_MISTAKE_CHARS = 300  # a mistake is a phrase or a sentence, not a paragraph
+MAX_COUNT = 1_000_000  # times one mistake was made: more than a lifetime of messages
 STATUSES = ("active", "improving", "mastered")
+# What ``_new_id`` makes, and all that 'mistakes forget <id>' takes.
+MISTAKE_ID = r"m[0-9a-f]{5}"
 
 
 def clean_mistake_text(text: str, what: str = "text") -> str:
@@ -62,14 +77,14 @@ class Example(BaseModel):
 
     original: str
     corrected: str
-    seen_at: datetime
+    seen_at: StoredTime
 
 
 class Review(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    at: datetime
-    rating: int = Field(ge=1, le=4)
+    at: StoredTime
+    rating: int = Field(ge=1, le=4, strict=True)
 
     @property
     def correct(self) -> bool:
@@ -81,16 +96,16 @@ class Mistake(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str
+    id: Annotated[str, Field(pattern=f"^{MISTAKE_ID}$")]
     kind: MistakeKind
     rule: str
     examples: list[Example]  # oldest first, the newest MAX_EXAMPLES kept
-    count: int = 1
-    first_seen: datetime
-    last_seen: datetime
-    card: dict  # the FSRS card (``fsrs.Card.to_dict()``)
+    count: int = Field(default=1, ge=1, le=MAX_COUNT, strict=True)
+    first_seen: StoredTime
+    last_seen: StoredTime
+    card: dict  # the FSRS card (``fsrs.Card.to_dict()``), checked by ``spaced.check_card``
     reviews: list[Review] = Field(default_factory=list)
-    mastered_at: datetime | None = None
+    mastered_at: StoredTime | None = None
     # "word": a word the learner asked the meaning of and chose to review
     # (its example is the word and its meaning); never merged with a mistake.
     card_type: Literal["mistake", "word"] = "mistake"
@@ -99,6 +114,17 @@ class Mistake(BaseModel):
     @classmethod
     def _some_example(cls, values: list[Example]) -> list[Example]:
         return values[-MAX_EXAMPLES:]
+
+    @field_validator("card")
+    @classmethod
+    def _schedulable(cls, card: dict) -> dict:
+        return spaced.check_card(card)
+
+    @model_validator(mode="after")
+    def _counts_agree(self) -> Mistake:
+        if self.count < len(self.examples):
+            raise ValueError(f"count is {self.count}, fewer than the {len(self.examples)} examples it holds")
+        return self
 
     @property
     def latest(self) -> Example | None:
@@ -273,6 +299,7 @@ class LedgerStore:
         self.path = Path(path)
         self.clock = clock
         self._notify = notify
+        self._told_full: set[str] = set()  # "full" is said once a session, until there is room again
         # A reading that started before 'mistakes forget' or 'forget all' cannot bring a mistake back.
         self.deletions = deletions
         self.learner = learner
@@ -290,13 +317,18 @@ class LedgerStore:
                 self.deletions.record(self.learner, "mistake-text", keys)
 
     def _load(self) -> _LedgerFile:
-        return load_model_file(self.path, _LedgerFile, notify=self._notify, label="mistake ledger") or _LedgerFile()
+        return (
+            load_model_file(self.path, _LedgerFile, notify=self._notify, label="mistake ledger", entries="mistakes")
+            or _LedgerFile()
+        )
 
     def _change(self, change: Callable[[_LedgerFile], object]):
         with file_lock(self.path):
             state = self._load()
             result = change(state)
             atomic_write_model(self.path, state)
+            if len(state.mistakes) < MAX_MISTAKES:
+                self._told_full.clear()
             return result
 
     # -- reading --
@@ -324,7 +356,10 @@ class LedgerStore:
 
     # -- writing --
     def record(self, new: NewMistake, seen_at: datetime | None = None) -> tuple[Mistake, bool]:
-        """Add a mistake or count it against the entry it repeats; returns (entry, merged)."""
+        """Add a mistake or count it against the entry it repeats; returns (entry, merged).
+
+        Raises ``LedgerFullError`` for a new mistake when the ledger is full and
+        none of its entries is mastered (the learner is told once)."""
         new = NewMistake(
             original=clean_mistake_text(new.original, "original words"),
             corrected=clean_mistake_text(new.corrected, "correction"),
@@ -333,8 +368,9 @@ class LedgerStore:
         )
         if correction_edits(new.original, new.corrected) == () and new.original.casefold() == new.corrected.casefold():
             raise LimitError("The correction is the same as the original: not a mistake.")
-        when = seen_at or self.clock()
+        when = _aware(seen_at or self.clock())
         example = Example(original=new.original, corrected=new.corrected, seen_at=when)
+        dropped: list[Mistake] = []
 
         def change(state: _LedgerFile) -> tuple[Mistake, bool]:
             self._guard(new.original, new.corrected)
@@ -350,7 +386,7 @@ class LedgerStore:
                         card = spaced.make_due(card, when)
                     updated = entry.model_copy(
                         update={
-                            "count": entry.count + 1,
+                            "count": min(entry.count + 1, MAX_COUNT),
                             "last_seen": max(entry.last_seen, when),
                             "examples": [e for e in entry.examples if e.original.casefold() != new.original.casefold()][
                                 -(MAX_EXAMPLES - 1) :
@@ -362,6 +398,7 @@ class LedgerStore:
                     )
                     state.mistakes[index] = updated
                     return updated, True
+            dropped.extend(self._make_room(state))
             entry = Mistake(
                 id=self._new_id(state),
                 kind=new.kind,
@@ -372,27 +409,35 @@ class LedgerStore:
                 card=spaced.new_card(when),
             )
             state.mistakes.append(entry)
-            if len(state.mistakes) > MAX_MISTAKES:
-                self._evict(state)
             return entry, False
 
-        return self._change(change)
+        try:
+            result = self._change(change)
+        except LedgerFullError as error:
+            self._tell_full("refused", str(error))
+            raise
+        self._tell_dropped(dropped)
+        return result
 
     def has_word(self, word: str) -> bool:
         key = clean_text(word).casefold()
         return any(not m.is_mistake and m.examples and m.examples[0].original.casefold() == key for m in self.all())
 
     def add_word(self, word: str, meaning: str, at: datetime | None = None) -> tuple[Mistake, bool]:
-        """A word card (the learner said yes to reviewing it); returns (card, added)."""
+        """A word card (the learner said yes to reviewing it); returns (card, added).
+
+        Raises ``LedgerFullError`` when the ledger is full and nothing in it is mastered."""
         word = clean_mistake_text(word, "word")
         meaning = clean_mistake_text(meaning, "meaning")
-        when = at or self.clock()
+        when = _aware(at or self.clock())
+        dropped: list[Mistake] = []
 
         def change(state: _LedgerFile) -> tuple[Mistake, bool]:
             self._guard(word, meaning)
             for entry in state.mistakes:
                 if not entry.is_mistake and entry.examples and entry.examples[0].original.casefold() == word.casefold():
                     return entry, False
+            dropped.extend(self._make_room(state))
             entry = Mistake(
                 id=self._new_id(state),
                 kind="vocabulary",
@@ -404,11 +449,11 @@ class LedgerStore:
                 card_type="word",
             )
             state.mistakes.append(entry)
-            if len(state.mistakes) > MAX_MISTAKES:
-                self._evict(state)
             return entry, True
 
-        return self._change(change)
+        result = self._change(change)
+        self._tell_dropped(dropped)
+        return result
 
     @staticmethod
     def _new_id(state: _LedgerFile) -> str:
@@ -419,16 +464,42 @@ class LedgerStore:
                 return candidate
 
     @staticmethod
-    def _evict(state: _LedgerFile) -> None:
-        """Over the cap: the longest-mastered entry goes first, else the one seen longest ago."""
+    def _make_room(state: _LedgerFile) -> list[Mistake]:
+        """Room for one more entry: at the limit the mastered entry made longest ago
+        goes (and is returned); an active one never does, so with none mastered
+        the new entry is refused."""
+        if len(state.mistakes) < MAX_MISTAKES:
+            return []
         mastered = [m for m in state.mistakes if m.mastered_at is not None]
-        pool = mastered or state.mistakes
-        oldest = min(pool, key=lambda m: m.last_seen)
+        if not mastered:
+            raise LedgerFullError(
+                f"Your mistake ledger is full ({MAX_MISTAKES:,} entries, none of them mastered), so new mistakes "
+                "are not recorded; master some in 'review' or delete some with 'mistakes forget <id>'."
+            )
+        oldest = min(mastered, key=lambda m: (m.last_seen, m.mastered_at))
         state.mistakes.remove(oldest)
+        return [oldest]
+
+    def _tell_dropped(self, dropped: list[Mistake]) -> None:
+        for entry in dropped:
+            self._tell_full(
+                "dropped",
+                f"Your mistake ledger is full ({MAX_MISTAKES:,} entries), so each new entry now takes the place of "
+                f"the mastered one made longest ago: this time {entry.id} ({quoted(entry.rule, 80, end='')}, "
+                f"last made {entry.last_seen.astimezone():%Y-%m-%d}). Active ones are never dropped; "
+                "'mistakes forget <id>' makes room.",
+            )
+
+    def _tell_full(self, kind: str, message: str) -> None:
+        if kind in self._told_full:
+            return
+        self._told_full.add(kind)
+        if self._notify is not None:
+            self._notify(message)
 
     def review(self, mistake_id: str, rating: int, at: datetime | None = None) -> Mistake | None:
         """Save one review of a card; None when the entry is gone (forgotten meanwhile)."""
-        when = at or self.clock()
+        when = _aware(at or self.clock())
 
         def change(state: _LedgerFile) -> Mistake | None:
             for index, entry in enumerate(state.mistakes):
@@ -460,8 +531,14 @@ class LedgerStore:
         return self._change(change)
 
     def replace_all(self, mistakes: list[Mistake]) -> None:
-        """Used by import: the given entries become the ledger."""
-        self._change(lambda state: setattr(state, "mistakes", list(mistakes)[-MAX_MISTAKES:]))
+        """Used by import: the given entries become the ledger. More than the
+        limit is refused whole (the import checks first): never a cut by position."""
+        if len(mistakes) > MAX_MISTAKES:
+            raise LedgerFullError(
+                f"{len(mistakes):,} entries would not fit the mistake ledger "
+                f"(at most {MAX_MISTAKES:,}); nothing changed."
+            )
+        self._change(lambda state: setattr(state, "mistakes", list(mistakes)))
 
     def clear(self) -> int:
         """Forget every entry; returns how many there were. The file is removed."""
@@ -470,4 +547,10 @@ class LedgerStore:
             if self.deletions is not None:
                 self.deletions.record(self.learner, "all")
             self.path.unlink(missing_ok=True)
+        self._told_full.clear()
         return n
+
+
+def _aware(moment: datetime) -> datetime:
+    """A time to store: Memora's clocks are aware; a naive one is read as local time."""
+    return moment if moment.tzinfo is not None else moment.astimezone()

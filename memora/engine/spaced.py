@@ -16,14 +16,22 @@ Choices, each for a tutor the learner opens about once a day:
   apart in total.
 * A grader's verdict maps to a rating: correct -> Good, partly -> Hard,
   wrong -> Again. A self-rating is the rating itself (1-4, as in Anki).
+
+A stored card is checked against the ranges FSRS itself works in
+(``check_card``) before Memora schedules it: fsrs does not check them, and a
+card outside them fails only when it is rated (a negative stability raised to a
+fractional power is a complex number, and the review is lost).
 """
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, time, timedelta
 
-from fsrs import Card, Rating, Scheduler
+from fsrs import Card, Rating, Scheduler, State
+from fsrs.scheduler import MAX_DIFFICULTY, MIN_DIFFICULTY, STABILITY_MIN
 
+from memora.engine.storage import checked_time
 from memora.engine.timeutil import to_aware
 
 MASTERED_STABILITY_DAYS = 21.0
@@ -36,6 +44,79 @@ SCHEDULER = Scheduler(
     relearning_steps=(timedelta(days=1),),
     enable_fuzzing=False,
 )
+
+
+# Stability is in days. FSRS clamps it from below (``STABILITY_MIN``) and never
+# schedules further than its maximum interval (100 years); a stability past
+# 1,000 years could not be reached before Memora's last date, 2999, and makes
+# FSRS's arithmetic overflow long before float's own limit would.
+MAX_STABILITY_DAYS = 365_000.0
+CARD_FIELDS = ("card_id", "state", "step", "stability", "difficulty", "due", "last_review")
+
+
+def check_card(card: object) -> dict:
+    """``card`` if FSRS can schedule it, else ``ValueError`` naming the field
+    ("stability is -5; FSRS needs 0.001 to 365000 days")."""
+    if not isinstance(card, dict):
+        raise ValueError("the review card is not an object")
+    missing = [name for name in CARD_FIELDS if name not in card]
+    unknown = sorted(str(name)[:30] for name in card if name not in CARD_FIELDS)
+    if missing or unknown:
+        raise ValueError(f"the review card {'lacks ' + ', '.join(missing) if missing else 'has ' + ', '.join(unknown)}")
+    card_id = _whole(card, "card_id")
+    if not 0 < card_id < 2**63:
+        raise ValueError(f"card_id is {card_id}; it must be a positive 64-bit number")
+    state = _whole(card, "state")
+    if state not in {s.value for s in State}:
+        raise ValueError(f"state is {state}; FSRS knows 1 (learning), 2 (review) and 3 (relearning)")
+    step = card["step"]
+    if state == State.Review:
+        if step is not None:
+            raise ValueError("step must be null for a card in review (state 2)")
+    elif step is not None or state == State.Relearning:
+        # fsrs treats a step past the scheduler's last as finished, so any step from 0 up is one it can run
+        if _whole(card, "step") < 0:
+            raise ValueError(f"step is {step}; it cannot be negative")
+    stability = _number(card, "stability", STABILITY_MIN, MAX_STABILITY_DAYS, "days")
+    difficulty = _number(card, "difficulty", MIN_DIFFICULTY, MAX_DIFFICULTY, "")
+    if state != State.Learning and (stability is None or difficulty is None):
+        raise ValueError(f"a card that was reviewed (state {state}) needs its stability and difficulty")
+    if (stability is None) != (difficulty is None):
+        raise ValueError("stability and difficulty are set together, or neither is")
+    _moment(card, "due")
+    if card["last_review"] is not None:
+        _moment(card, "last_review")
+    elif state != State.Learning:
+        raise ValueError(f"a card that was reviewed (state {state}) needs its last_review")
+    return card
+
+
+def _whole(card: dict, name: str) -> int:
+    value = card[name]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be a whole number, not {str(value)[:30]!r}")
+    return value
+
+
+def _number(card: dict, name: str, low: float, high: float, unit: str) -> float | None:
+    value = card[name]
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a number, not {str(value)[:30]!r}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} is {value:g}; FSRS needs {low:g} to {high:g}{' ' + unit if unit else ''}")
+    return float(value)
+
+
+def _moment(card: dict, name: str) -> datetime:
+    value = card[name]
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be an ISO 8601 string")
+    try:
+        return checked_time(datetime.fromisoformat(value))
+    except ValueError as error:
+        raise ValueError(f"{name}: {error}") from None
 
 
 def _utc(moment: datetime) -> datetime:

@@ -8,6 +8,11 @@
   without losing each other's changes.
 * ``quarantine``: move a corrupt file aside as ``<name>.corrupt-<timestamp>``
   instead of overwriting it.
+* ``load_model_file``: read and validate a JSON file; a file that fails is
+  quarantined, or, for a file of entries, only the entries that fail are left
+  out (the file as it was is kept beside it).
+* ``StoredTime`` / ``StoredDay``: the times a stored file may hold: aware,
+  between ``FIRST_YEAR`` and ``LAST_YEAR``.
 
 Files are created 0600 and folders 0700: they hold a learner's personal data.
 """
@@ -20,17 +25,53 @@ import fcntl
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 
 T = TypeVar("T", bound=BaseModel)
+
+# Memora writes times between 1970 and now. Far outside that range a time is
+# not one Memora wrote, and near years 1 and 9999 ``astimezone()`` and
+# ``timestamp()`` overflow: a mistake dated 0001-01-01 would break every
+# listing of it west of UTC.
+FIRST_YEAR, LAST_YEAR = 1970, 2999
+
+
+def checked_time(value: datetime) -> datetime:
+    """``value`` if it is a time Memora can compute with, else ``ValueError`` saying why.
+
+    A time without a UTC offset cannot be compared with Memora's own (every
+    clock it uses is aware): "can't compare offset-naive and offset-aware"."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError("the time has no UTC offset (Memora writes times such as 2026-11-29T10:00:00+01:00)")
+    checked_day(value)
+    checked_day(value.astimezone(UTC))  # 2999-12-31T23:00-05:00 is already 3000 in UTC
+    return value
+
+
+def checked_day(value: date) -> date:
+    if not FIRST_YEAR <= value.year <= LAST_YEAR:
+        raise ValueError(f"the year {value.year} is outside {FIRST_YEAR}-{LAST_YEAR}")
+    return value
+
+
+def _iso_text(value):
+    """Times in Memora's files are ISO 8601 strings: a bare number is not one Memora wrote."""
+    if isinstance(value, (str, date)):
+        return value
+    raise ValueError("a time must be an ISO 8601 string")
+
+
+StoredTime = Annotated[datetime, BeforeValidator(_iso_text), AfterValidator(checked_time)]
+StoredDay = Annotated[date, BeforeValidator(_iso_text), AfterValidator(checked_day)]
 
 
 def ensure_private_dir(path: Path) -> Path:
@@ -81,31 +122,90 @@ def atomic_write_model(path: Path, model: BaseModel) -> None:
     atomic_write_text(path, model.model_dump_json(indent=2) + "\n")
 
 
+_held = threading.local()  # the lock files this thread holds, with their depth
+
+
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock tied to ``path`` (on ``<path>.lock``) for the block."""
+    """Hold an exclusive lock tied to ``path`` (on ``<path>.lock``) for the block.
+
+    Re-entrant within a thread (a read that must repair the file takes the
+    lock, and may be made by a change that holds it already); other threads
+    and processes wait, since each takes its own ``flock``."""
     path = Path(path)
     ensure_private_dir(path.parent)
     lock_path = path.with_name(path.name + ".lock")
+    held: dict[str, int] = _held.__dict__.setdefault("depth", {})
+    key = os.path.abspath(lock_path)
+    if held.get(key):
+        held[key] += 1
+        try:
+            yield
+        finally:
+            held[key] -= 1
+        return
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        held[key] = 1
+        try:
+            yield
+        finally:
+            del held[key]
+            fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
 
-def quarantine(path: Path, *, now: datetime | None = None) -> Path:
-    """Move ``path`` aside as ``<name>.corrupt-<timestamp>`` and return the new path."""
+def _quarantine_name(path: Path, now: datetime | None) -> Path:
     stamp = (now or datetime.now()).strftime("%Y%m%dT%H%M%S")
     target = path.with_name(f"{path.name}.corrupt-{stamp}")
     counter = 1
     while target.exists():
         counter += 1
         target = path.with_name(f"{path.name}.corrupt-{stamp}-{counter}")
+    return target
+
+
+def quarantine(path: Path, *, now: datetime | None = None) -> Path:
+    """Move ``path`` aside as ``<name>.corrupt-<timestamp>`` and return the new path."""
+    target = _quarantine_name(path, now)
     os.replace(path, target)
     return target
+
+
+class _Unreadable:
+    def __init__(self, reason: str, data: object = None):
+        self.reason, self.data = reason, data
+
+
+def _read_model(path: Path, model: type[T], migrate) -> T | None | _Unreadable:
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError as error:
+        return _Unreadable(f"not UTF-8 text ({error.reason})")
+    data = None
+    try:
+        data = json.loads(raw)
+        if migrate is not None and isinstance(data, dict):
+            data = migrate(data)
+        return model.model_validate(data)
+    except json.JSONDecodeError as error:
+        return _Unreadable(f"invalid JSON at line {error.lineno}")
+    except ValidationError as error:
+        return _Unreadable(f"unexpected content at {first_problem(error)}", data)
+    except (TypeError, ValueError) as error:
+        return _Unreadable(f"unreadable content ({error})")
+
+
+def first_problem(error: ValidationError) -> str:
+    """Where a validation failed and why, in one line: ``mistakes.3.card: due has no UTC offset``."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first.get("loc", ())) or "top level"
+    message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+    return " ".join(f"{where}: {message}".split())[:300]
 
 
 def load_model_file(
@@ -115,6 +215,7 @@ def load_model_file(
     migrate: Callable[[dict], dict] | None = None,
     notify: Callable[[str], None] | None = None,
     label: str = "file",
+    entries: str | None = None,
 ) -> T | None:
     """Read and validate a JSON file; ``None`` when it does not exist.
 
@@ -122,28 +223,71 @@ def load_model_file(
     ``quarantine`` and reported through ``notify`` in one line; ``None`` is then
     returned so the caller starts fresh without ever overwriting the bad file.
     ``migrate`` may upgrade an older format before validation.
+
+    ``entries`` names the model's list (or mapping) of entries: when only some
+    entries fail (a hand-edited ledger), those are left out, the rest is kept
+    and written back, and the file as it was is kept as ``<name>.corrupt-…``,
+    again with one line. Either way the repair is made under the file's lock.
     """
     path = Path(path)
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    loaded = _read_model(path, model, migrate)
+    if not isinstance(loaded, _Unreadable):
+        return loaded
+    with file_lock(path):
+        loaded = _read_model(path, model, migrate)  # another process may have repaired it meanwhile
+        if not isinstance(loaded, _Unreadable):
+            return loaded
+        if entries is not None:
+            kept = _without_bad_entries(loaded.data, model, entries)
+            if kept is not None:
+                repaired, problems = kept
+                copy = _quarantine_name(path, None)
+                atomic_write_text(copy, path.read_text(encoding="utf-8"))
+                atomic_write_model(path, repaired)
+                if notify is not None:
+                    n = len(problems)
+                    first = problems[0] if n == 1 else f"the first: {problems[0]}"
+                    notify(
+                        f"Your {label} {path.name} had {n} entr{'y' if n == 1 else 'ies'} Memora cannot use "
+                        f"({first}); {'it was' if n == 1 else 'they were'} left out, the rest kept, "
+                        f"and the file as it was is saved as {copy.name}."
+                    )
+                return repaired
+        return _quarantined(path, loaded.reason, notify, label)
+
+
+def _without_bad_entries(data: object, model: type[T], field: str) -> tuple[T, list[str]] | None:
+    """The file without the entries that fail on their own, and what was wrong
+    with each; None when what fails is not an entry (then the whole file goes)."""
+    if not isinstance(data, dict) or field not in data:
         return None
-    except UnicodeDecodeError as error:
-        return _quarantined(path, f"not UTF-8 text ({error.reason})", notify, label)
+    entries = data[field]
+    if isinstance(entries, list):
+        pieces: list = [[entry] for entry in entries]
+    elif isinstance(entries, dict):
+        pieces = [{key: value} for key, value in entries.items()]
+    else:
+        return None
+    kept, problems = [], []
+    for index, piece in enumerate(pieces):
+        try:
+            model.model_validate({**data, field: piece})
+        except ValidationError as error:
+            where = f"{field}.{index}" if isinstance(entries, list) else f"{field}.{next(iter(piece))}"
+            problem = first_problem(error)
+            problems.append(problem if problem.startswith(f"{field}.") else f"{where}: {problem}")
+            continue
+        kept.append(piece)
+    if not problems:
+        return None
+    if isinstance(entries, list):
+        rebuilt: object = [entry for piece in kept for entry in piece]
+    else:
+        rebuilt = {key: value for piece in kept for key, value in piece.items()}
     try:
-        data = json.loads(raw)
-        if migrate is not None and isinstance(data, dict):
-            data = migrate(data)
-        return model.model_validate(data)
-    except json.JSONDecodeError as error:
-        reason = f"invalid JSON at line {error.lineno}"
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first.get("loc", ())) or "top level"
-        reason = f"unexpected content at {where}: {first.get('msg', 'invalid')}"
-    except (TypeError, ValueError) as error:
-        reason = f"unreadable content ({error})"
-    return _quarantined(path, reason, notify, label)
+        return model.model_validate({**data, field: rebuilt}), problems
+    except ValidationError:
+        return None  # something outside the entries, or between them: the whole file goes
 
 
 def _quarantined(path: Path, reason: str, notify, label: str):

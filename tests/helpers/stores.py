@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from pathlib import Path
 
@@ -88,3 +89,60 @@ def pieces(text: str, *kept: str) -> list[str]:
             if piece not in found and not any(piece in k.casefold() for k in kept):
                 found.append(piece)
     return found
+
+
+# -- a disk that takes no more writes -------------------------------------------------------------
+# What each layer says when the disk under the data folder is full or read-only: Python's file
+# writes get the errno; Chroma's Rust side reports SQLite's own code inside an InternalError
+# (the messages as chromadb 1.5 gives them on a full tmpfs: "(code: 13) database or disk is full").
+_CHROMA_SAYS = "Query error: Database error: error returned from database: "
+DISKS = {
+    "full": (errno.ENOSPC, _CHROMA_SAYS + "(code: 13) database or disk is full", "the disk is full"),
+    "over quota": (errno.EDQUOT, _CHROMA_SAYS + "(code: 13) database or disk is full", "the disk is full"),
+    "read-only": (
+        errno.EROFS,
+        _CHROMA_SAYS + "(code: 8) attempt to write a readonly database",
+        "the disk is read-only",
+    ),
+}
+
+
+class FailingWrites:
+    """A Chroma collection whose writes fail with ``message`` (reads still work)."""
+
+    WRITES = frozenset({"add", "upsert", "update", "delete", "modify"})
+
+    def __init__(self, inner, message: str):
+        self.inner = inner
+        self.message = message
+
+    def __getattr__(self, name):
+        if name in self.WRITES:
+            from chromadb.errors import InternalError
+
+            def fail(*args, **kwargs):
+                raise InternalError(self.message)
+
+            return fail
+        return getattr(self.inner, name)
+
+
+@contextlib.contextmanager
+def disk_that_takes_no_writes(app, kind: str):
+    """While open, the disk under ``app``'s data folder is ``kind`` (a key of ``DISKS``):
+    every file write Memora makes fails at its fsync or rename with that errno, and every
+    Chroma write fails as Chroma reports it. Yields what the learner should be told."""
+    code, chroma_says, says = DISKS[kind]
+
+    def fail(*args, **kwargs):
+        raise OSError(code, os.strerror(code))
+
+    import pytest
+
+    with (
+        chroma_wrapped(app.store, lambda collection: FailingWrites(collection, chroma_says)),
+        pytest.MonkeyPatch.context() as patch,
+    ):
+        patch.setattr(os, "fsync", fail)
+        patch.setattr(os, "replace", fail)
+        yield says
