@@ -232,6 +232,44 @@ def test_no_piece_of_forgotten_text_stays_in_any_file(make_app, run_repl, data_d
     assert files_holding(data_dir, *unique, secret) == {}, "pieces of the forgotten text stay"
 
 
+def test_no_piece_of_a_forgotten_learner_or_mistake_stays_in_any_file(
+    make_app, make_settings, server, run_repl, data_dir
+):
+    """forget user and mistakes forget, piece by piece: the learner's goal, memory and
+    mistake, in English and Chinese."""
+    kept = "The learner plays the oboe in an orchestra."
+    me = make_app()
+    me.store.add(kept)
+    secrets = ["Qwvxzyk Plimbury", "我的密碼是藍色鯨魚", "I goed to Zorbplatz"]
+    unique = new_pieces(data_dir, " ".join(secrets), kept)
+    ming = make_app(settings=make_settings(user="ming", extraction_batch=1))
+    ming.profiles.add_learning_goal("Pass the Qwvxzyk exam at Plimbury")
+    ming.store.add("The learner's password is 我的密碼是藍色鯨魚")
+    server.script(
+        "extraction",
+        with_mistake()
+        | {
+            "mistakes": [
+                {
+                    "original": "I goed to Zorbplatz",
+                    "corrected": "I went to Zorbplatz",
+                    "rule": "go: went",
+                    "kind": "grammar",
+                }
+            ]
+        },
+    )
+    ming.chat("Yesterday I goed to Zorbplatz with my friends from the office.", on_delta=lambda _: None)
+    assert ming.wait_for_extraction(10) and ming.ledger.all()
+    [entry] = ming.ledger.all()
+    command(ming, f"mistakes forget {entry.id}")
+    assert ming.ledger.all() == []
+    ming.close()
+    assert files_holding(data_dir, *unique)  # the learner's own pieces are there
+    run_repl(me, ["forget user ming", "ming"])
+    assert files_holding(data_dir, *unique) == {}
+
+
 # -- newer wins, by when it was said -----------------------------------------------------------
 
 
