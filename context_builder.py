@@ -191,6 +191,19 @@ def memory_text(
     return shown
 
 
+def dated_text(record, now: datetime) -> str:
+    """A memory's text for the learner's own lists: its time phrases resolved as the
+    tutor reads them ("exam next Friday" said nine days ago is "exam on Fri 11 Dec
+    (2 days ago)"), nothing else changed (the words as said stay in 'history')."""
+    return resolve_time_phrases(
+        record.content,
+        to_aware(record.created_at),
+        now,
+        event_date=record.event_date,
+        bare_weekdays=record.category == "schedule" or record.memory_type == "episodic",
+    )
+
+
 def retrieved_text(memory: MemorySearchResult, now: datetime) -> str:
     return memory_text(
         memory.content,

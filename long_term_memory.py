@@ -149,7 +149,25 @@ def _serial(value) -> int:
 
 
 def collection_name(user_id: str) -> str:
-    return f"memora-{user_id}-memories"
+    """The learner's Chroma collection. Chroma takes only ``[a-zA-Z0-9._-]``: a name in
+    another script goes as the hex of its UTF-8 after a dot, which no learner name
+    holds, so it can never be another learner's ("李明" -> ``memora-.e69d8ee6988e-memories``)."""
+    if user_id.isascii():
+        return f"memora-{user_id}-memories"
+    return f"memora-.{user_id.encode('utf-8').hex()}-memories"
+
+
+def learner_of_collection(name: str) -> str | None:
+    """The learner a collection name belongs to (``collection_name`` read back), or None."""
+    if not (name.startswith("memora-") and name.endswith("-memories")):
+        return None
+    middle = name[len("memora-") : -len("-memories")]
+    if middle.startswith("."):
+        try:
+            return bytes.fromhex(middle[1:]).decode("utf-8")
+        except ValueError:
+            return None
+    return middle
 
 
 def catalog_path(db_dir: Path, user_id: str) -> Path:

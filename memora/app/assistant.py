@@ -732,10 +732,13 @@ class Memora:
 
     def review_due_line(self) -> str | None:
         """ "3 mistakes to review today (type review)", at most once a day."""
-        due = len(self.ledger.due(self.clock()))
+        due = self.ledger.due(self.clock())
         if not due or not self.activity.claim_due_notice(self.clock().date()):
             return None
-        return f"{due} mistake{'s' if due != 1 else ''} to review today (type review)"
+        mistakes = sum(1 for card in due if card.is_mistake)
+        words = len(due) - mistakes  # a word the learner asked to learn is a card, not a mistake
+        parts = [f"{n} {noun}{'s' if n != 1 else ''}" for n, noun in ((mistakes, "mistake"), (words, "word")) if n]
+        return f"{' and '.join(parts)} to review today (type review)"
 
     def _digest(self):
         records = self.store.catalog.digest_candidates([key for key, _ in DIGEST_SECTIONS])

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from context_builder import dated_text
 from memora.app.terminal import Console, render_table
 from memora.engine.errors import CommandError, MemoraError
 from memora.engine.records import CATEGORIES, MEMORY_TYPES
@@ -575,8 +576,11 @@ class CommandRouter:
         records = self.app.store.list(**filters)
         now = self.app.now()
         rows = []
+        resolved = False
         for r in records:
-            row = [r.id, r.created_at.astimezone().strftime("%Y-%m-%d"), r.memory_type, r.category, r.content]
+            text = dated_text(r, now)  # "next Friday" as the tutor reads it, not as it was said days ago
+            resolved |= text != r.content
+            row = [r.id, r.created_at.astimezone().strftime("%Y-%m-%d"), r.memory_type, r.category, text]
             if filters["include_superseded"]:
                 row.insert(
                     4,
@@ -591,6 +595,8 @@ class CommandRouter:
         cap = self.app.store.memory_cap
         title = f"{len(records)} {'memory' if len(records) == 1 else 'memories'}" + (f" (cap {cap})" if cap else "")
         self.console.table(title, columns, rows)
+        if resolved:
+            self.console.notice("Times are shown as the tutor reads them today; 'history <id>' shows your own words.")
         if self.app.store.check_vectors():  # listed from the catalog, which is true; search is not
             self.console.notice(self.app.store.missing_vectors_message())
 
@@ -859,6 +865,8 @@ class CommandRouter:
             return
         now = self.app.now()
         entries = sorted(ledger.all(), key=lambda m: (STATUS_ORDER[m.status], -m.count, -m.last_seen.timestamp()))
+        words = [m for m in entries if not m.is_mistake]  # words asked about: cards, not mistakes
+        entries = [m for m in entries if m.is_mistake]
         rows = []
         for m in entries:
             example = m.latest
@@ -882,6 +890,21 @@ class CommandRouter:
             ["id", "kind", "rule", "count", "first seen", "last seen", "status", "example"],
             rows,
         )
+        if words:
+            self.console.table(
+                "Your word cards (review drills them too; 'mistakes forget <id>' deletes one)",
+                ["id", "word", "meaning", "added", "status"],
+                [
+                    [
+                        m.id,
+                        shorten(m.latest.original if m.latest else m.rule, 40),
+                        shorten(m.latest.corrected if m.latest else "", 60),
+                        m.first_seen.astimezone().strftime("%Y-%m-%d"),
+                        m.status,
+                    ]
+                    for m in words
+                ],
+            )
 
     def cmd_review(self, args: str) -> None:
         """review -- Drill the mistakes due today (up to 10); an empty line or 'stop' ends it.

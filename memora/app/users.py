@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from long_term_memory import catalog_path, collection_name
+from long_term_memory import catalog_path, collection_name, learner_of_collection
 from memora.engine.config import DEFAULT_USER, validate_user_name
 
 if TYPE_CHECKING:
@@ -38,9 +38,10 @@ def known_users(app: Memora) -> list[str]:
                 continue
     try:
         for name in app.connection.list_collection_names():
-            if name.startswith("memora-") and name.endswith("-memories"):
+            learner = learner_of_collection(name)
+            if learner is not None:
                 try:
-                    names.add(validate_user_name(name[len("memora-") : -len("-memories")]))
+                    names.add(validate_user_name(learner))
                 except Exception:
                     continue
     except Exception:

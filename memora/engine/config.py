@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -88,19 +89,21 @@ DEFAULT_EXTRACTION_BATCH = 8
 # The Responses API refuses a max_output_tokens below 16.
 MIN_OUTPUT_TOKENS = 16
 
-_USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
+# Letters and digits of any script ("李明", "José"), "_" and "-": never a path separator, a dot or a space.
+_USER_NAME = re.compile(r"[^\W_][\w-]{0,31}")
 
 
 def validate_user_name(name: str) -> str:
-    """Return the canonical (lower-case) learner name or raise ConfigError.
+    """Return the canonical (NFC, lower-case) learner name or raise ConfigError.
 
-    Names are 1-32 letters, digits, ``_`` or ``-``, starting with a letter or
-    digit, so none can name a path outside the data folder (``../x``, ``/etc``).
+    Names are 1-32 letters or digits of any script, ``_`` or ``-``, starting with
+    a letter or digit, so none can name a path outside the data folder (``../x``,
+    ``/etc``) or a hidden file.
     """
-    name = (name or "").strip()
+    name = unicodedata.normalize("NFC", (name or "").strip())
     if not _USER_NAME.fullmatch(name):
         raise ConfigError(
-            f"Invalid learner name {name[:40]!r}: use 1-32 letters, digits, '_' or '-', "
+            f"Invalid learner name {name[:40]!r}: use 1-32 letters (any language), digits, '_' or '-', "
             "starting with a letter or digit."
         )
     return name.lower()
