@@ -91,3 +91,66 @@ def test_memories_shows_a_time_phrase_as_the_tutor_reads_it_and_history_keeps_th
 
 def test_settings_accept_a_chinese_user_from_the_environment(tmp_path):
     assert Settings.from_env({"MEMORA_HOME": str(tmp_path), "MEMORA_USER": "李明"}).user == "李明"
+
+
+@pytest.mark.parametrize("text", ["latin", pytest.param("chinese", marks=pytest.mark.slow)])
+def test_import_accepts_what_export_wrote_at_the_configured_limits(
+    make_app, make_settings, run_repl, data_dir, monkeypatch, text
+):
+    """Everything at its limit: the configured memory cap of current memories, each at the
+    longest text and with an earlier version (history has no cap); the profile lists at
+    their configured length; a full ledger of entries with their most examples and
+    reviews. The export is read back into itself and into an empty data folder. The
+    import floors are lowered so that they alone would refuse it: what decides is that
+    the limits follow the settings export wrote under."""
+    from datetime import timedelta
+
+    from memora.app import data_transfer
+    from memora.engine.ledger import MAX_EXAMPLES, MAX_MISTAKES, MAX_REVIEWS_KEPT, Example, Mistake, Review
+    from memora.engine.records import MAX_MEMORY_CHARS
+    from memora.engine.spaced import new_card
+    from user_profile import MAX_PROFILE_VALUE_CHARS
+
+    monkeypatch.setattr(data_transfer, "MAX_IMPORT_MEMORIES", 100)
+    monkeypatch.setattr(data_transfer, "MAX_IMPORT_BYTES", 1024 * 1024)
+    cap, items, changed = 60, 20, 20
+    app = make_app(memory_cap=cap, max_profile_items=items)
+    unit = "學" if text == "chinese" else "w"
+    long = lambda n: (f"{n} " + unit * MAX_MEMORY_CHARS)[:MAX_MEMORY_CHARS]  # noqa: E731
+    app.store.add_many([{"content": long(n), "category": "hobby"} for n in range(cap)])
+    for record in app.store.list()[:changed]:  # with an earlier version (Chroma takes 0.3 s a long Chinese one)
+        app.store.supersede(record.id, long(f"v2 {record.content[:6]}"), reason="update")
+    for n in range(items):
+        app.profiles.add_learning_goal((f"goal {n} " + unit * MAX_PROFILE_VALUE_CHARS)[:MAX_PROFILE_VALUE_CHARS])
+    now = app.now()
+    app.ledger.replace_all(
+        [
+            Mistake(
+                id=f"m{n:05x}",
+                kind="grammar",
+                rule=("rule " + unit * 300)[:300],
+                examples=[
+                    Example(original=(f"{n}-{k} " + unit * 300)[:300], corrected=f"fixed {n}-{k}", seen_at=now)
+                    for k in range(MAX_EXAMPLES)
+                ],
+                first_seen=now,
+                last_seen=now,
+                card=new_card(now),
+                count=MAX_EXAMPLES,
+                reviews=[Review(at=now + timedelta(minutes=r), rating=3) for r in range(MAX_REVIEWS_KEPT)],
+            )
+            for n in range(MAX_MISTAKES)
+        ]
+    )
+    exported = data_dir / "everything.json"
+    t = run_repl(app, [f"export {exported}", f"import {exported}"])
+    assert "Exported to" in t.text and "Error" not in t.text, t.text[-600:]
+    assert exported.stat().st_size > 1024 * 1024  # over the lowered floor: the settings decided
+    fresh = make_app(
+        settings=make_settings(data_dir=data_dir.parent / "fresh", memory_cap=cap, max_profile_items=items)
+    )
+    t = run_repl(fresh, [f"import {exported}"])
+    assert "Error" not in t.text, t.text[-600:]
+    assert fresh.store.count() == cap and fresh.store.count(include_superseded=True) == cap + changed
+    assert len(fresh.profiles.get().learning_goals) == items
+    assert len(fresh.ledger.all()) == MAX_MISTAKES

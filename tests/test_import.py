@@ -262,11 +262,12 @@ def test_an_oversize_file_is_refused_before_it_is_read(learner, run_repl, tmp_pa
     from memora.app import data_transfer
 
     path = tmp_path / "backup.json"
+    most = data_transfer.import_limits(learner.store.memory_cap).bytes  # the limit follows the memory cap
     with open(path, "wb") as handle:  # sparse: the size is real, the disk is not used
-        handle.truncate(data_transfer.MAX_IMPORT_BYTES + 1)
+        handle.truncate(most + 1)
     before = state_of(learner)
     t = run_repl(learner, [f"import {path}"])
-    assert "backup.json is 20,971,521 bytes" in t.text and "Nothing was imported." in t.text
+    assert f"backup.json is {most + 1:,} bytes" in t.text and "Nothing was imported." in t.text
     assert state_of(learner) == before
 
 

@@ -599,8 +599,9 @@ def test_an_import_file_over_the_size_limit_is_refused_and_nothing_imported(make
     app = make_app()
     profile, memories = _with_some_data(app)
     big = tmp_path / "huge-export.json"
+    most = data_transfer.import_limits(app.store.memory_cap).bytes  # it follows the memory cap
     with open(big, "wb") as handle:  # sparse: the size is real, the disk is not used
-        handle.truncate(data_transfer.MAX_IMPORT_BYTES + 1)
+        handle.truncate(most + 1)
 
     t = run_repl(app, [f"import {big}"])
 
@@ -608,7 +609,7 @@ def test_an_import_file_over_the_size_limit_is_refused_and_nothing_imported(make
     assert len(errors) == 1, t.text
     assert "huge-export.json" in errors[0] and "Nothing was imported" in errors[0]
     shown = [int(n.replace(",", "")) for n in re.findall(r"\d[\d,]*", errors[0])]
-    assert data_transfer.MAX_IMPORT_BYTES + 1 in shown and data_transfer.MAX_IMPORT_BYTES in shown, errors[0]
+    assert most + 1 in shown and most in shown, errors[0]
     assert app.profiles.get() == profile
     assert [r.content for r in app.store.list(include_superseded=True)] == memories
 

@@ -88,7 +88,7 @@ def test_a_message_that_could_not_be_saved_is_told_at_the_next_prompt_and_reinde
     assert "Memora will try again after 'reindex' or at the next start." in told
     assert "Reading memories again from 1 earlier message." in t.text
     listed = t.text.rsplit("You: memories", 1)[1]
-    assert "The learner moved to Taipei last year." in listed
+    assert "The learner moved to Taipei in 2025 (last year)." in listed  # as the tutor reads it
     assert app.take_unsaved_notes() == []
     app.wait_for_extraction(10)
     assert json.loads(app.paths.session.read_text())["pending_extractions"] == []

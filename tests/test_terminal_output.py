@@ -187,7 +187,7 @@ def _ids(app) -> list[str]:
 @pytest.mark.parametrize("mode", ["plain", "rich"])
 def test_markup_in_memories_is_listed_searched_and_shown_in_history(make_app, mode):
     app = make_app()
-    typed = ["I like [/red] music", "I [went] home yesterday", "see [link=https://evil.example]click me[/link] now"]
+    typed = ["I like [/red] music", "I [went] home every day", "see [link=https://evil.example]click me[/link] now"]
     lines = [f"remember {t}" for t in typed] + [
         "remember I like [/red] music",  # a duplicate: the reply quotes it
         "memories",
@@ -206,7 +206,7 @@ def test_markup_in_memories_is_listed_searched_and_shown_in_history(make_app, mo
     # each table shows each text once: memories, search, memories --all, history
     assert plain.count("I like [/red] music") == 4  # the three tables and the duplicate's quote
     assert plain.count("see [link=https://evil.example]click me[/link] now") == 3
-    assert plain.count("I [went] home yesterday") == 4  # superseded in --all, first in history
+    assert plain.count("I [went] home every day") == 4  # superseded in --all, first in history
     assert plain.count("I [went] home :smile: [bold]early[/bold]") == 2
     assert "speak [i]fluently[/i]" in plain
     assert len(_ids(app)) == 4

@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
@@ -69,8 +70,30 @@ if TYPE_CHECKING:
 
 EXPORT_FORMAT = "memora-export"
 EXPORT_VERSION = 1
+# What an import takes is at least what an export under the same settings writes: the
+# current memories are capped (memory cap) but their history is not, so the limits grow
+# with the cap (ten versions a memory on average), never below these floors.
 MAX_IMPORT_BYTES = 20 * 1024 * 1024
 MAX_IMPORT_MEMORIES = 50_000
+VERSIONS_PER_MEMORY = 10
+BYTES_PER_MEMORY = 4 * 1024  # a memory at its longest (1,000 characters of Chinese) with its fields, as exported
+BYTES_BESIDE_MEMORIES = 16 * 1024 * 1024  # a full ledger, the profile at its limits, a session
+HARD_MAX_IMPORT_MEMORIES = 1_000_000  # validation itself is bounded, whatever the settings
+
+
+@dataclass(frozen=True)
+class ImportLimits:
+    memories: int
+    bytes: int
+
+
+def import_limits(memory_cap: int | None) -> ImportLimits:
+    """What an import takes under these settings: at least what export writes."""
+    memories = max(MAX_IMPORT_MEMORIES, VERSIONS_PER_MEMORY * (memory_cap or 0))
+    memories = min(memories, HARD_MAX_IMPORT_MEMORIES)
+    return ImportLimits(memories, max(MAX_IMPORT_BYTES, memories * BYTES_PER_MEMORY + BYTES_BESIDE_MEMORIES))
+
+
 # An export is at most four levels deep (file, memories, memory, metadata);
 # anything much deeper is not one, and is refused before validation.
 MAX_JSON_DEPTH = 32
@@ -340,7 +363,7 @@ class ExportFile(BaseModel):
     embedding_model: str | None = Field(default=None, max_length=200)
     profile: ImportedProfile
     pending_profile_changes: list[ImportedProposal] = Field(default_factory=list, max_length=MAX_PENDING)
-    memories: list[ExportedMemory] = Field(default_factory=list, max_length=MAX_IMPORT_MEMORIES)
+    memories: list[ExportedMemory] = Field(default_factory=list, max_length=HARD_MAX_IMPORT_MEMORIES)
     session: ExportedSession = Field(default_factory=ExportedSession)
     mistakes: list[ImportedMistake] = Field(default_factory=list, max_length=MAX_MISTAKES)
     activity: dict[StoredDay, DayActivity] = Field(default_factory=dict, max_length=366 * 50)
@@ -492,9 +515,11 @@ def _first_problem(error: ValidationError) -> str:
     return clean_text(first_problem(error))
 
 
-def read_export(path: Path) -> ExportFile:
+def read_export(path: Path, limits: ImportLimits | None = None) -> ExportFile:
     """Read and check an export completely; raise ``ImportFileError`` (one line) if it is not one."""
     path = Path(path)
+    limits = limits or import_limits(None)
+    most = limits.bytes
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -503,25 +528,24 @@ def read_export(path: Path) -> ExportFile:
         raise ImportFileError(f"Cannot read {_shown(path)}: {error.strerror}. Nothing was imported.") from None
     except ValueError:  # a NUL character in the path
         raise ImportFileError(f"Cannot read {_shown(path)}: the path is not valid. Nothing was imported.") from None
-    if size > MAX_IMPORT_BYTES:
+    if size > most:
         # In bytes: a file just over the limit must not read "20 MB; the limit is 20 MB".
-        raise _refuse(
-            path,
-            f"is {size:,} bytes; imports are limited to {MAX_IMPORT_BYTES:,} bytes "
-            f"({MAX_IMPORT_BYTES / (1024 * 1024):g} MB)",
-        )
+        raise _refuse(path, f"is {size:,} bytes; imports are limited to {most:,} bytes ({most / (1024 * 1024):g} MB)")
     try:
         with open(path, "rb") as handle:
-            raw = handle.read(MAX_IMPORT_BYTES + 1)  # a file that grew since stat() is still bounded
+            raw = handle.read(most + 1)  # a file that grew since stat() is still bounded
     except OSError as error:  # a folder, a permission problem...
         raise ImportFileError(f"Cannot read {_shown(path)}: {error.strerror}. Nothing was imported.") from None
-    if len(raw) > MAX_IMPORT_BYTES:
-        raise _refuse(path, f"is over {MAX_IMPORT_BYTES:,} bytes, the import limit")
+    if len(raw) > most:
+        raise _refuse(path, f"is over {most:,} bytes, the import limit")
     data = _parse(path, raw)
     try:
-        return ExportFile.model_validate(data)
+        export = ExportFile.model_validate(data)
     except ValidationError as error:
         raise _refuse(path, f"is not a valid Memora export ({_first_problem(error)})") from None
+    if len(export.memories) > limits.memories:
+        raise _refuse(path, f"holds {len(export.memories):,} memories; imports take at most {limits.memories:,}")
+    return export
 
 
 def _plan_profile(app: Memora, path: Path, export: ExportFile) -> UserProfile:
@@ -557,7 +581,7 @@ def import_data(app: Memora, path: Path) -> str:
     """Restore an export, all or nothing, without destroying anything already here
     (see the module docstring)."""
     path = Path(path)
-    export = read_export(path)
+    export = read_export(path, import_limits(app.store.memory_cap))
     if export.user.lower() != app.settings.user:
         raise _refuse(
             path,

@@ -300,6 +300,7 @@ class LedgerStore:
         self.clock = clock
         self._notify = notify
         self._told_full: set[str] = set()  # "full" is said once a session, until there is room again
+        self._cache: tuple | None = None  # (file stamp, parsed ledger): see _load
         # A reading that started before 'mistakes forget' or 'forget all' cannot bring a mistake back.
         self.deletions = deletions
         self.learner = learner
@@ -316,17 +317,39 @@ class LedgerStore:
             if keys:
                 self.deletions.record(self.learner, "mistake-text", keys)
 
+    def _stamp(self) -> tuple | None:
+        """What tells the file apart from the one read last: a write (here or in another
+        process) replaces it atomically, so its inode, size or time changes."""
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return None
+        return (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
     def _load(self) -> _LedgerFile:
-        return (
+        """The ledger as the file holds it. Reading and checking a full ledger (a thousand
+        entries, fifty reviews each) takes most of a second, and every turn reads it,
+        so the parsed file is kept until the file changes. Callers treat it as
+        read-only; ``_change`` works on a copy."""
+        stamp = self._stamp()
+        cached = self._cache
+        if stamp is not None and cached is not None and cached[0] == stamp:
+            return cached[1]
+        state = (
             load_model_file(self.path, _LedgerFile, notify=self._notify, label="mistake ledger", entries="mistakes")
             or _LedgerFile()
         )
+        stamp = self._stamp()  # after the read: a repair while loading rewrites the file
+        self._cache = (stamp, state) if stamp is not None else None
+        return state
 
     def _change(self, change: Callable[[_LedgerFile], object]):
         with file_lock(self.path):
-            state = self._load()
+            state = self._load().model_copy()
+            state.mistakes = list(state.mistakes)  # the entries themselves are replaced, never changed in place
             result = change(state)
             atomic_write_model(self.path, state)
+            self._cache = (self._stamp(), state)
             if len(state.mistakes) < MAX_MISTAKES:
                 self._told_full.clear()
             return result
