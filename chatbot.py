@@ -33,7 +33,9 @@ from memora.engine.errors import (
     OutputClosed,
     StoreError,
     disk_problem,
+    error_line,
 )
+from memora.engine.text_utils import plural
 
 if TYPE_CHECKING:
     from memora.app.assistant import Memora
@@ -123,7 +125,7 @@ def _greet(app: Memora, console: Console, startup_notes: Sequence[str]) -> None:
         console.notice("No model configured yet: commands work; chat needs OPENAI_API_KEY or OPENAI_BASE_URL.")
     if app.memory.messages:
         turns = len(app.memory.messages) // 2
-        console.notice(f"Resumed your conversation ({_plural(turns, 'earlier turn')}). Type 'reset' for a fresh one.")
+        console.notice(f"Resumed your conversation ({plural(turns, 'earlier turn')}). Type 'reset' for a fresh one.")
     due = app.review_due_line()
     if due:
         console.notice(due)
@@ -199,7 +201,7 @@ def _loop(
                 raise
             logging.getLogger("memora").exception("unexpected error")
             console.error(
-                f"Unexpected {type(error).__name__}: {' '.join(str(error).split())[:200]} "
+                f"Unexpected {type(error).__name__}: {error_line(error)} "
                 "(nothing was lost; set MEMORA_DEBUG=1 for details)"
             )
 
@@ -245,10 +247,6 @@ class _Notices:
         """The learner typed a line: what comes now is news again."""
         with self._lock:
             self._shown.clear()
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _wait_for_warm_up(warmer: threading.Thread | None, stop: threading.Event, console: Console) -> None:
@@ -299,7 +297,7 @@ def preload(app: Memora, stop: threading.Event) -> None:
 def _shutdown(app: Memora, console: Console) -> int:
     pending = app.unsaved_messages()
     if pending:
-        console.say(f"Saving memories from the last {_plural(pending, 'message')}…")
+        console.say(f"Saving memories from the last {plural(pending, 'message')}…")
     try:
         finished = app.close(timeout=15)
     except KeyboardInterrupt:

@@ -53,6 +53,7 @@ from memora.engine.errors import (
     MemoryFullError,
     StoreError,
     VectorsMissing,
+    error_line,
 )
 from memora.engine.lexical import MINUS_SIGN, MINUS_SIGNS, say_the_same
 from memora.engine.records import (
@@ -70,6 +71,7 @@ from memora.engine.records import (
 from memora.engine.retrieval import RETRIEVAL_MIN_SCORE as RETRIEVAL_MIN_SCORE  # the threshold, with the store
 from memora.engine.retrieval import retrieve_relevant_memories
 from memora.engine.storage import atomic_write_text, ensure_private_dir, file_lock, quarantine
+from memora.engine.text_utils import plural
 from memora.engine.timeutil import Clock, system_clock, to_aware
 
 # The duplicate rule (``is_near_duplicate``). A false "duplicate" loses a fact
@@ -283,11 +285,6 @@ class PartialWriteError(StoreError):
     """A failed write could not be undone in Chroma (the catalog did roll back)."""
 
 
-def _short(error: BaseException, limit: int = 120) -> str:
-    text = " ".join(str(error).split()) or type(error).__name__
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 class LongTermMemoryStore:
     """One learner's long-term memories (see the module docstring)."""
 
@@ -465,8 +462,8 @@ class LongTermMemoryStore:
         listed = self.catalog.count()
         return (
             f"Your memories' vectors are missing: {self.vectors_missing}. Nothing can be searched or stored "
-            f"until you type 'reindex', which rebuilds them from the {listed} "
-            f"{'memory' if listed == 1 else 'memories'} the catalog still lists."
+            f"until you type 'reindex', which rebuilds them from the "
+            f"{plural(listed, 'memory', 'memories')} the catalog still lists."
         )
 
     def check_vectors(self) -> str | None:
@@ -696,8 +693,8 @@ class LongTermMemoryStore:
                         step()
                     except Exception as failure:
                         raise PartialWriteError(
-                            f"A write to the memory store failed ({_short(error)}) and could not be undone "
-                            f"({_short(failure)}); restart Memora to put the store back in order."
+                            f"A write to the memory store failed ({error_line(error, 120)}) and could not be undone "
+                            f"({error_line(failure, 120)}); restart Memora to put the store back in order."
                         ) from error
                 if self._vanished_under(error):  # not "attempt to write a readonly database"
                     raise VectorsMissing(self.missing_vectors_message()) from error

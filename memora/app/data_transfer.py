@@ -62,7 +62,7 @@ from memora.engine.records import (
     stored_fields,
 )
 from memora.engine.storage import FIRST_YEAR, LAST_YEAR, StoredDay, atomic_write_text, first_problem
-from memora.engine.text_utils import clean_text, normalized_key
+from memora.engine.text_utils import clean_text, normalized_key, plural
 from user_profile import MAX_PROFILE_ITEMS, UserProfile, clean_profile_value, normalize_level
 
 if TYPE_CHECKING:
@@ -683,9 +683,9 @@ def import_data(app: Memora, path: Path) -> str:
         session_note = f"session restored ({len(export.session.messages)} messages)"
     elif not (export.session.messages or export.session.summary):
         session_note = "no session in the file"
-    proposals_note = f", {len(added)} pending profile change{'s' if len(added) != 1 else ''} restored" if added else ""
+    proposals_note = f", {plural(len(added), 'pending profile change')} restored" if added else ""
     if new_mistakes:
-        proposals_note += f", {len(new_mistakes)} mistake{'s' if len(new_mistakes) != 1 else ''} added to your ledger"
+        proposals_note += f", {plural(len(new_mistakes), 'mistake')} added to your ledger"
     return (
         f"Imported {restored} memories ({kept} already here, kept as they are), "
         f"profile {'merged' if profile_changed else 'unchanged'}{proposals_note}, {session_note}."

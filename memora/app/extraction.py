@@ -80,7 +80,7 @@ from memora.engine.prompts import (
     RECONCILE_MANY_PROMPT,
     RECONCILE_PROMPT,
 )
-from memora.engine.records import MAX_MEMORY_CHARS, STATUS_SUPERSEDED, MemoryRecord
+from memora.engine.records import CATEGORIES, MAX_MEMORY_CHARS, STATUS_SUPERSEDED, MemoryRecord
 from memora.engine.retrieval import rank
 from memora.engine.slots import slot_cues, slots_of
 from memora.engine.text_utils import clean_text, normalized_key, quoted, shorten
@@ -90,7 +90,7 @@ from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
 
 log = logging.getLogger("memora.extraction")
 
-Category = Literal["name", "identity", "learning", "preference", "hobby", "habit", "schedule", "other"]
+Category = Literal[CATEGORIES]  # the structured-output schema offers exactly the stored categories
 
 
 class ExtractedFact(BaseModel):

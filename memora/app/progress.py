@@ -19,6 +19,7 @@ from datetime import date, datetime, timedelta
 from memora.engine.activity import DayActivity
 from memora.engine.errors import CommandError
 from memora.engine.ledger import MISTAKE_KINDS, Mistake
+from memora.engine.text_utils import plural
 
 DEFAULT_PERIOD_DAYS = 56  # eight weeks: the calendar row and the weekly charts
 MAX_PERIOD_DAYS = 366 * 5
@@ -97,13 +98,10 @@ def report(data: ProgressData, *, charts: bool) -> list[str]:
     practised = {d for d, a in data.activity.items() if a.turns or a.reviews}
     weeks = _weeks(today, data.days)
     mistakes = [m for m in data.mistakes if m.is_mistake]  # word cards are reviewed, but are not mistakes
-    lines = [f"Progress, {start.isoformat()} to {today.isoformat()} ({data.days} day{'s' if data.days != 1 else ''})"]
+    lines = [f"Progress, {start.isoformat()} to {today.isoformat()} ({plural(data.days, 'day')})"]
 
     days_practised = len([d for d in practised if start <= d <= today])
-    lines.append(
-        f"Days practised: {days_practised} of {data.days}; "
-        f"streak: {_streak(practised, today)} day{'s' if _streak(practised, today) != 1 else ''}"
-    )
+    lines.append(f"Days practised: {days_practised} of {data.days}; streak: {plural(_streak(practised, today), 'day')}")
     if charts:
         calendar_days = min(data.days, DEFAULT_PERIOD_DAYS)
         row = "".join(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from long_term_memory import catalog_path, collection_name, learner_of_collection
 from memora.engine.config import DEFAULT_USER, validate_user_name
+from memora.engine.text_utils import plural
 
 if TYPE_CHECKING:
     from memora.app.assistant import Memora
@@ -117,7 +118,7 @@ def delete_user(app: Memora, name: str, *, remove_exports: bool = True) -> str:
         for path in exports:
             path.unlink(missing_ok=True)
         if exports:
-            removed.append(f"{len(exports)} export file{'s' if len(exports) != 1 else ''}")
+            removed.append(plural(len(exports), "export file"))
     if name != DEFAULT_USER and paths.folder.is_dir():
         kept = set() if remove_exports else set(exports)
         for child in paths.folder.iterdir():

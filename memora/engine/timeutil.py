@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
+from memora.engine.text_utils import plural
+
 Clock = Callable[[], datetime]
 
 
@@ -58,25 +60,21 @@ def time_ago(then: datetime, now: datetime) -> str:
     if minutes < 1:
         return "just now"
     if minutes < 60:
-        return _plural(int(minutes), "minute")
+        return plural(int(minutes), "minute") + " ago"
     hours = minutes / 60
     if hours < 24:
-        return _plural(int(hours), "hour")
+        return plural(int(hours), "hour") + " ago"
     days = (now.astimezone().date() - then.astimezone(now.tzinfo).date()).days
     days = max(days, 1)
     if days == 1:
         return "yesterday"
     if days < 14:
-        return _plural(days, "day")
+        return plural(days, "day") + " ago"
     if days < 60:
-        return _plural(days // 7, "week")
+        return plural(days // 7, "week") + " ago"
     if days < 730:
-        return _plural(days // 30, "month")
-    return _plural(days // 365, "year")
-
-
-def _plural(n: int, unit: str) -> str:
-    return f"{n} {unit}{'' if n == 1 else 's'} ago"
+        return plural(days // 30, "month") + " ago"
+    return plural(days // 365, "year") + " ago"
 
 
 # -- one grammar for spoken dates ------------------------------------------------------
@@ -1151,18 +1149,14 @@ def relative_days(day: date, today: date) -> str:
         return "yesterday"
     size = abs(delta)
     if size < 14:
-        amount = _count(size, "day")
+        amount = plural(size, "day")
     elif size < 60:
-        amount = _count(size // 7, "week")
+        amount = plural(size // 7, "week")
     elif size < 730:
-        amount = _count(size // 30, "month")
+        amount = plural(size // 30, "month")
     else:
-        amount = _count(size // 365, "year")
+        amount = plural(size // 365, "year")
     return f"in {amount}" if delta > 0 else f"{amount} ago"
-
-
-def _count(n: int, unit: str) -> str:
-    return f"{n} {unit}{'' if n == 1 else 's'}"
 
 
 def on_day(day: date, today: date) -> str:
