@@ -67,9 +67,10 @@ CORRECTION = CueTable(
         _cue(
             "denial",
             rf"\b(?:never|didn{_APOS}t|did\s+not)\s+(?:say|said|tell|told|mention(?:ed)?)\s+"
-            rf"(?:that|so|this|it|i|i{_APOS}m|my|you|we|anything\s+like)\b"
+            rf"(?:that|so|this|it|i|i{_APOS}m|you|we|anything\s+like)\b"
             r"|\bnot\s+what\s+i\s+(?:said|meant|say)\b|\bwhere\s+did\s+you\s+get\s+that\b"
-            r"|我(?:從來|从来)?(?:沒|没)(?:有)?(?:說|说)|我(?:從|从)(?:來|来)?(?:沒|没)(?:講|讲)",
+            # 說話 is "to speak", not "to say something"
+            r"|我(?:從來|从来|從|从)?(?:沒|没)(?:有)?(?:這樣|这样|那樣|那样)?(?:說|说|講|讲)(?![話话])",
             "No, I never said I want to work abroad.",
             "I didn't say that",
             "I did not tell you I was married.",
@@ -78,11 +79,14 @@ CORRECTION = CueTable(
             "我沒說過我有狗",
             "我没有说我住在台北",
             "我從來沒說過這個",
+            "我沒有這樣說",
+            "我从没讲过",
         ),
         # A verdict on what the tutor holds or just said.
         _cue(
             "verdict",
             r"\bthat(?:['\u2019]?s|\s+is|\s+was)\s+(?:not\s+(?:right|true|correct|what|it|quite\s+right)|wrong|incorrect)\b"
+            rf"|\bthat\s+(?:isn{_APOS}t|wasn{_APOS}t)\s+(?:right|true|correct|what|it|quite\s+right)\b"
             r"|\bnot\s+true\b"
             rf"|\byou(?:{_APOS}re|\s+are|{_APOS}ve|\s+have)?\s+(?:got\s+|get\s+|have\s+)?(?:(?:it|that|this|me)\s+)?"
             r"(?:wrong|mistaken|misunderstood|misheard|mixed\s+(?:it|that|them|me)\s+up)\b"
@@ -90,6 +94,8 @@ CORRECTION = CueTable(
             r"|(?<![對对])不[對对](?![稱称勁劲])|不是(?:這樣|这样)|搞[錯错]|[記记][錯错]|弄[錯错]|你(?:說|说)?[錯错]了",
             "That's wrong, I live in Osaka.",
             "that's not right, I have two cats",
+            "That isn't right.",
+            "that wasn’t what I said",
             "Not true!",
             "you're wrong about my job",
             "You got it wrong, I'm a nurse.",
@@ -104,10 +110,12 @@ CORRECTION = CueTable(
         # A reply that opens with a refusal standing alone, then the right version.
         _cue(
             "retort",
-            r"^\s*(?:no+|nope|nah|not\s+really|not\s+exactly|wrong)(?:\s*(?:[,.!;:\u2014\u2013-]|$)"
+            # declining an offer ("No, thanks") answers no statement
+            r"^\s*(?:no+|nope|nah|not\s+really|not\s+exactly|wrong)(?!\W*(?:no\s+)?(?:thanks|thank\s+you|problem|worries)\b)"
+            r"(?:\s*(?:[,.!;:\u2014\u2013-]|$)"
             rf"|\s+(?:no|i|i{_APOS}m|i{_APOS}ve|it|it{_APOS}s|that|that{_APOS}s|this|my|we|you|actually|wrong|not|never)\b)"
             r"|^\s*(?:(?:no|nope|nah)\W+)?(?:the\s+)?wrong\s+[a-z]+\s*(?:[,.!;:\u2014\u2013-]|$)"
-            r"|^\s*(?:不|不是|沒有|没有)\s*[，,。.！!、]",
+            r"|^\s*(?:不|不是|沒有|没有)[啦啊喔哦呀的]?\s*[，,。.！!、](?!\s*(?:謝謝|谢谢|不用|不必))",
             "No, I live in Osaka.",
             "No.",
             "nope, wrong city",
@@ -119,6 +127,7 @@ CORRECTION = CueTable(
             "Not really, I prefer tea.",
             "不，我住在高雄",
             "不是，是週五",
+            "不是啦，是下週",
             "沒有，我沒有狗",
         ),
         # The learner corrects what they themselves said.
@@ -171,6 +180,10 @@ CORRECTION = CueTable(
         "Nobody told me.",
         "Nothing new today",
         "I'm not sure.",
+        "That's right!",
+        "that is correct",
+        "That isn't a problem",
+        "我沒有說話的機會",
         "I'm not hungry",
         "That's not bad",
         "That's not a problem",
@@ -184,6 +197,14 @@ CORRECTION = CueTable(
         "Is that right?",
         "Not bad, thanks",
         "I have no car",
+        "No, thanks.",
+        "no, thank you",
+        "Nope, no problem",
+        "I didn't tell my mom about the exam",
+        "I got the answer wrong",
+        "What's wrong with this sentence?",
+        "不，謝謝",
+        "不是很好",
         "不客氣",
         "不好意思，我遲到了",
         "我不喜歡下雨",
