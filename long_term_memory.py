@@ -35,7 +35,7 @@ import json
 import re
 import unicodedata
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -283,6 +283,46 @@ def _put_back(collection, ids: Sequence[str], before: dict[str, tuple]) -> None:
 
 class PartialWriteError(StoreError):
     """A failed write could not be undone in Chroma (the catalog did roll back)."""
+
+
+def _plan_revert(
+    steps: Sequence[tuple[str | None, str | None]], lookup: Callable[[str], MemoryRecord | None], moment: str
+) -> tuple[dict[str, MemoryRecord | None], list[tuple[str, str]]]:
+    """What ``LongTermMemoryStore.revert`` writes: each memory it changes, as it
+    will be (None: deleted), and the steps it skips, with why."""
+    view: dict[str, MemoryRecord | None] = {}  # this revert's changes, over the catalog
+
+    def current(memory_id: str | None) -> MemoryRecord | None:
+        if memory_id is None:
+            return None
+        return view[memory_id] if memory_id in view else lookup(memory_id)
+
+    skipped: list[tuple[str, str]] = []
+    for old_id, new_id in _latest_first(steps):
+        old, new = current(old_id), current(new_id)
+        if (new_id and new is None) or (old_id and old is None):
+            skipped.append((new_id or old_id, "deleted since"))
+            continue
+        if (new is not None and not new.is_current) or (
+            old is not None and (old.is_current or old.superseded_by != new_id)
+        ):
+            skipped.append((new_id or old_id, "changed again since"))
+            continue
+        if new_id:
+            view[new_id] = None
+        if old is not None:
+            before = current(old.supersedes)
+            metadata = {k: v for k, v in old.metadata.items() if k != "note"}
+            metadata["undone"] = moment + (f", took back {new_id}" if new_id else "")
+            view[old.id] = old.evolve(
+                status=STATUS_CURRENT,
+                valid_until=None,
+                superseded_by=None,
+                # its own reason for existing: the one its predecessor was retired with
+                change_reason=before.change_reason if before is not None else None,
+                metadata=metadata,
+            )
+    return view, skipped
 
 
 class LongTermMemoryStore:
@@ -951,38 +991,7 @@ class LongTermMemoryStore:
         """
         moment = to_aware(when or self.clock()).strftime("%Y-%m-%d %H:%M")
         with self._writing(new_vectors=False) as (db, collection):
-            view: dict[str, MemoryRecord | None] = {}  # this revert's changes, over the catalog
-
-            def current(memory_id: str | None) -> MemoryRecord | None:
-                if memory_id is None:
-                    return None
-                return view[memory_id] if memory_id in view else self.catalog.get(memory_id)
-
-            skipped: list[tuple[str, str]] = []
-            for old_id, new_id in _latest_first(steps):
-                old, new = current(old_id), current(new_id)
-                if (new_id and new is None) or (old_id and old is None):
-                    skipped.append((new_id or old_id, "deleted since"))
-                    continue
-                if (new is not None and not new.is_current) or (
-                    old is not None and (old.is_current or old.superseded_by != new_id)
-                ):
-                    skipped.append((new_id or old_id, "changed again since"))
-                    continue
-                if new_id:
-                    view[new_id] = None
-                if old is not None:
-                    before = current(old.supersedes)
-                    metadata = {k: v for k, v in old.metadata.items() if k != "note"}
-                    metadata["undone"] = moment + (f", took back {new_id}" if new_id else "")
-                    view[old.id] = old.evolve(
-                        status=STATUS_CURRENT,
-                        valid_until=None,
-                        superseded_by=None,
-                        # its own reason for existing: the one its predecessor was retired with
-                        change_reason=before.change_reason if before is not None else None,
-                        metadata=metadata,
-                    )
+            view, skipped = _plan_revert(steps, self.catalog.get, moment)
             stored = self.catalog.get_many(list(view))
             doomed = [i for i, record in view.items() if record is None and i in stored]
             revived = [record for record in view.values() if record is not None]
