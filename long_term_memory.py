@@ -615,9 +615,10 @@ class LongTermMemoryStore:
         if self.vectors_missing is not None:
             raise VectorsMissing(self.missing_vectors_message())
         if self.mismatch:
+            every = plural(self.count(include_superseded=True), "memory", "memories")
             raise EmbeddingModelMismatch(
                 f"The memory store was built with {self.mismatch}, but Memora is set to {self.embedder.name}. "
-                f"Type 'reindex' to re-embed all {self.count(include_superseded=True)} memories with it."
+                f"Type 'reindex' to re-embed all {every} with it."
             )
 
     def _sync_catalog(self, remote_revision: str | None = None, *, force: bool = False) -> None:

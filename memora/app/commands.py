@@ -683,7 +683,7 @@ class CommandRouter:
                 forget_everywhere(self.app, texts, self.console)
                 for path in exports:
                     path.unlink(missing_ok=True)
-                parts = [f"{deleted} memories"] + ([plural(forgotten, "mistake")] if forgotten else [])
+                parts = [plural(deleted, "memory", "memories")] + ([plural(forgotten, "mistake")] if forgotten else [])
                 if unread:
                     parts.append(plural(unread, "unread message"))
                 if turns:

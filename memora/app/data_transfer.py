@@ -703,14 +703,14 @@ def _imported(
     kept = len(export.memories) - restored
     session_note = "session kept (yours was not empty)"
     if session:
-        session_note = f"session restored ({len(export.session.messages)} messages)"
+        session_note = f"session restored ({plural(len(export.session.messages), 'message')})"
     elif not (export.session.messages or export.session.summary):
         session_note = "no session in the file"
     proposals_note = f", {plural(len(added), 'pending profile change')} restored" if added else ""
     if new_mistakes:
         proposals_note += f", {plural(len(new_mistakes), 'mistake')} added to your ledger"
     return (
-        f"Imported {restored} memories ({kept} already here, kept as they are), "
+        f"Imported {plural(restored, 'memory', 'memories')} ({kept} already here, kept as they are), "
         f"profile {'merged' if profile_changed else 'unchanged'}{proposals_note}, {session_note}."
     )
 

@@ -106,7 +106,7 @@ def delete_user(app: Memora, name: str, *, remove_exports: bool = True) -> str:
     if store is not None:
         count = store.count(include_superseded=True)
         store.drop()
-        removed.append(f"{count} memories")
+        removed.append(plural(count, "memory", "memories"))
     for path in paths.learner_files:
         for candidate in [path, Path(str(path) + ".lock")]:
             if candidate.exists():
