@@ -101,8 +101,10 @@ def test_import_accepts_what_export_wrote_at_the_configured_limits(
     longest text and with an earlier version (history has no cap); the profile lists at
     their configured length; a full ledger of entries with their most examples and
     reviews. The export is read back into itself and into an empty data folder. The
-    import floors are lowered so that they alone would refuse it: what decides is that
-    the limits follow the settings export wrote under."""
+    import floors are lowered, and the profile lists are longer than the default limit
+    (MEMORA_MAX_PROFILE_ITEMS=150, as a learner may set it), so that the floors and
+    defaults alone would refuse it: what decides is that the limits follow the settings
+    export wrote under. The Chinese run is also a learner named 李明."""
     from datetime import timedelta
 
     from memora.app import data_transfer
@@ -113,8 +115,12 @@ def test_import_accepts_what_export_wrote_at_the_configured_limits(
 
     monkeypatch.setattr(data_transfer, "MAX_IMPORT_MEMORIES", 100)
     monkeypatch.setattr(data_transfer, "MAX_IMPORT_BYTES", 1024 * 1024)
-    cap, items, changed = 60, 20, 20
-    app = make_app(memory_cap=cap, max_profile_items=items)
+    from memora.engine.config import DEFAULT_MAX_PROFILE_ITEMS
+
+    cap, items, changed = 60, 150, 20
+    assert items > DEFAULT_MAX_PROFILE_ITEMS
+    user = "李明" if text == "chinese" else "default"
+    app = make_app(memory_cap=cap, max_profile_items=items, user=user)
     unit = "學" if text == "chinese" else "w"
     long = lambda n: (f"{n} " + unit * MAX_MEMORY_CHARS)[:MAX_MEMORY_CHARS]  # noqa: E731
     app.store.add_many([{"content": long(n), "category": "hobby"} for n in range(cap)])
@@ -122,6 +128,7 @@ def test_import_accepts_what_export_wrote_at_the_configured_limits(
         app.store.supersede(record.id, long(f"v2 {record.content[:6]}"), reason="update")
     for n in range(items):
         app.profiles.add_learning_goal((f"goal {n} " + unit * MAX_PROFILE_VALUE_CHARS)[:MAX_PROFILE_VALUE_CHARS])
+        app.profiles.add_preference((f"pref {n} " + unit * MAX_PROFILE_VALUE_CHARS)[:MAX_PROFILE_VALUE_CHARS])
     now = app.now()
     app.ledger.replace_all(
         [
@@ -147,10 +154,10 @@ def test_import_accepts_what_export_wrote_at_the_configured_limits(
     assert "Exported to" in t.text and "Error" not in t.text, t.text[-600:]
     assert exported.stat().st_size > 1024 * 1024  # over the lowered floor: the settings decided
     fresh = make_app(
-        settings=make_settings(data_dir=data_dir.parent / "fresh", memory_cap=cap, max_profile_items=items)
+        settings=make_settings(data_dir=data_dir.parent / "fresh", memory_cap=cap, max_profile_items=items, user=user)
     )
     t = run_repl(fresh, [f"import {exported}"])
     assert "Error" not in t.text, t.text[-600:]
     assert fresh.store.count() == cap and fresh.store.count(include_superseded=True) == cap + changed
-    assert len(fresh.profiles.get().learning_goals) == items
+    assert len(fresh.profiles.get().learning_goals) == len(fresh.profiles.get().preferences) == items
     assert len(fresh.ledger.all()) == MAX_MISTAKES
