@@ -161,3 +161,121 @@ def test_import_accepts_what_export_wrote_at_the_configured_limits(
     assert fresh.store.count() == cap and fresh.store.count(include_superseded=True) == cap + changed
     assert len(fresh.profiles.get().learning_goals) == len(fresh.profiles.get().preferences) == items
     assert len(fresh.ledger.all()) == MAX_MISTAKES
+
+
+def test_nothing_is_asked_at_exit_and_the_question_waits_for_the_next_start(make_app, server, run_repl):
+    """A held message read at exit may offer a word card and remember a fact: between
+    "Saving memories…" and "Goodbye!" no line can be typed, so nothing there asks or
+    hints at a command; the offer is asked at the next start, where "yes" answers it."""
+    from helpers.scripts import extraction, fact
+
+    asked = {
+        **extraction(fact("The learner reads the Economist.", "hobby")),
+        "asked_words": [{"word": "ubiquitous", "meaning": "found everywhere"}],
+    }
+    server.script("extraction", asked)
+    app = make_app()
+    t = run_repl(app, ["What does ubiquitous mean"], settle=False)
+    assert app.held_messages == 0 and len(server.of_kind("extraction")) == 1
+    at_exit = t.text.split("Saving memories from the last 1 message\u2026\n", 1)[1]
+    assert at_exit.endswith("Goodbye!\n")
+    assert "reads the Economist" in at_exit  # what it remembered is still told
+    assert "?" not in at_exit and "yes/no" not in at_exit and "undo" not in at_exit, at_exit
+    app.close()
+    again = make_app()
+    t = run_repl(again, ["yes", "mistakes"])
+    before_yes = t.text.split("You: yes", 1)[0]
+    assert "Add \u201cubiquitous\u201d to your review cards? (yes/no)" in before_yes
+    assert "Added \u201cubiquitous\u201d to your review cards" in t.text
+    assert [card.card_type for card in again.ledger.all()] == ["word"]
+
+
+def test_progress_plain_is_the_command_and_leaves_the_charts_out(make_app, router_with_charts, clock):
+    from datetime import timedelta
+
+    app = make_app(base_url=None, api_key=None)
+    app.activity.record_turn(clock() - timedelta(days=3))
+    app.activity.record_turn()
+    router, screen = router_with_charts(app)
+    for line in ["progress --plain", "progress --since 30d --plain", "progress --plain --since 30d", "progress"]:
+        assert router.is_command(line), line
+    router.dispatch("progress")
+    charted = screen()
+    assert any(block in charted for block in "\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588\u25a0")
+    for line, period in [("progress --plain", "2 of 56"), ("progress --since 30d --plain", "2 of 30")]:
+        router.dispatch(line)
+        shown = screen()
+        assert f"Days practised: {period}" in shown
+        assert not any(block in shown for block in "\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588\u25a0"), shown
+    for bad in ["progress --plain --plain", "progress --plain 30d"]:
+        with pytest.raises(Exception, match="Usage: progress"):
+            router.dispatch(bad)
+
+
+@pytest.fixture
+def router_with_charts():
+    """A command router printing to a rich console (the one that draws charts), and
+    what it printed since the last look."""
+    import io
+
+    from rich.console import Console as RichOutput
+
+    from memora.app.commands import CommandRouter
+    from memora.app.terminal import RichConsole
+
+    def build(app):
+        buffer = io.StringIO()
+        console = RichConsole(out=RichOutput(file=buffer, width=120, color_system=None), reader=lambda prompt: "")
+        seen = [0]
+
+        def screen() -> str:
+            text = buffer.getvalue()
+            new, seen[0] = text[seen[0] :], len(text)
+            return new
+
+        return CommandRouter(app, console), screen
+
+    return build
+
+
+def test_one_is_said_in_the_singular(make_app, make_settings, run_repl, data_dir):
+    app = make_app()
+    app.store.add("The learner plays the erhu.", category="hobby")
+    exported = data_dir / "one.json"
+    run_repl(app, [f"export {exported}"])
+    fresh = make_app(settings=make_settings(data_dir=data_dir.parent / "fresh"))
+    t = run_repl(fresh, [f"import {exported}", "forget all", "DELETE"])
+    assert "Imported 1 memory (0 already here" in t.text
+    assert "This deletes the 1 memory" in t.text and "Deleted 1 memory" in t.text
+    assert "1 memories" not in t.text
+    other = make_app(settings=make_settings(data_dir=data_dir.parent / "fresh", user="ming"))
+    other.store.add("The learner plays the pipa.", category="hobby")
+    other.close()
+    t = run_repl(fresh, ["forget user ming", "ming"])
+    assert "Deleted learner 'ming': 1 memory" in t.text
+
+
+def test_review_export_prints_the_whole_path_and_an_empty_deck_holds_nothing_private(
+    make_app, run_repl, tmp_path, monkeypatch
+):
+    from memora.engine.ledger import NewMistake
+
+    monkeypatch.chdir(tmp_path)
+    app = make_app()
+    t = run_repl(app, ["review export empty.apkg"])
+    assert f"Wrote 0 cards to {tmp_path / 'empty.apkg'};" in t.text
+    assert "Keep it private" not in t.text
+    app.ledger.record(NewMistake(original="I goed", corrected="I went", rule="go: went", kind="grammar"))
+    t = run_repl(app, ["review export deck.apkg"])
+    assert f"Wrote 1 card to {tmp_path / 'deck.apkg'};" in t.text
+    assert "That file holds your own sentences. Keep it private." in t.text
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "-0", "+0", "-2000", "00"])
+def test_a_memory_cap_that_is_not_positive_is_one_kind_of_error(make_app, run_repl, value):
+    app = make_app()
+    app.set_memory_cap(50)
+    t = run_repl(app, [f"memory cap {value}"])
+    error = next(line for line in t.text.splitlines() if "Error:" in line)
+    assert "The memory cap must be a positive number" in error and "Usage" not in error
+    assert "the cap was not changed" in error and app.store.memory_cap == 50

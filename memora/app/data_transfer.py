@@ -72,7 +72,7 @@ from memora.engine.records import (
     stored_fields,
 )
 from memora.engine.storage import FIRST_YEAR, LAST_YEAR, StoredDay, atomic_write_text, first_problem
-from memora.engine.text_utils import clean_text, normalized_key
+from memora.engine.text_utils import clean_text, counted, normalized_key
 from user_profile import MAX_PROFILE_ITEMS, UserProfile, clean_profile_value, normalize_level
 
 if TYPE_CHECKING:
@@ -717,7 +717,7 @@ def import_data(app: Memora, path: Path) -> str:
     if new_mistakes:
         proposals_note += f", {len(new_mistakes)} mistake{'s' if len(new_mistakes) != 1 else ''} added to your ledger"
     return (
-        f"Imported {restored} memories ({kept} already here, kept as they are), "
+        f"Imported {counted(restored, 'memory', 'memories')} ({kept} already here, kept as they are), "
         f"profile {'merged' if profile_changed else 'unchanged'}{proposals_note}, {session_note}."
     )
 
