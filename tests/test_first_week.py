@@ -279,3 +279,32 @@ def test_a_memory_cap_that_is_not_positive_is_one_kind_of_error(make_app, run_re
     error = next(line for line in t.text.splitlines() if "Error:" in line)
     assert "The memory cap must be a positive number" in error and "Usage" not in error
     assert "the cap was not changed" in error and app.store.memory_cap == 50
+
+
+@pytest.mark.parametrize("weekday", range(7))
+def test_the_readme_follow_up_comes_once_that_tuesday_has_passed_whatever_day_it_was_said(
+    make_app, server, clock, run_repl, weekday
+):
+    """The README's session: "I have an English test next Tuesday" is followed up once
+    that Tuesday has passed, never before and never twice, on whichever weekday it was said."""
+    from datetime import timedelta
+
+    from helpers.scripts import extraction, fact
+
+    clock.advance(days=(weekday - clock().weekday()) % 7)
+    assert clock().weekday() == weekday
+    server.script(
+        "extraction",
+        extraction(fact("The learner has an English test next Tuesday.", "schedule", event_phrase="next Tuesday")),
+    )
+    app = make_app()
+    run_repl(app, ["I have an English test next Tuesday, can we practise listening?"])
+    [plan] = app.store.list(category="schedule")
+    assert plan.event_date.weekday() == 1 and plan.event_date > clock().date()
+    clock.now = clock.now.replace(hour=10) + timedelta(days=(plan.event_date - clock().date()).days)  # that Tuesday
+    run_repl(app, ["Let's practise some vocabulary."])
+    assert server.chats[-1].section("follow_up") is None
+    clock.advance(days=1)
+    run_repl(app, ["Good morning!", "Can we do a listening exercise?"])
+    assert "English test on Tue" in (server.chats[-2].section("follow_up") or "")
+    assert server.chats[-1].section("follow_up") is None
