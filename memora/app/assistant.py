@@ -129,6 +129,7 @@ class TurnState:
     question_due: bool = False  # a proposal arrived during a reply: ask once it is over
     deleted: bool = False  # 'forget user' removed this learner: write nothing more
     closing: bool = False  # leaving: nothing is asked that could not be answered (see close)
+    no_local_model_told: bool = False  # "memory search is unavailable" (no local model) is said once
     last_prepared: PreparedContext | None = None  # what the last request sent ('why', 'status')
     pending_jobs: list[PendingExtraction] = field(default_factory=list)  # messages not yet read for memories
     held: list[str] = field(default_factory=list)  # ids of pending short messages waiting to be read together

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 
 from context_builder import dated_text
 from memora.app.terminal import Console, render_table
-from memora.engine.errors import CommandError, MemoraError
+from memora.engine.embeddings import LOCAL_MODEL_NAME
+from memora.engine.errors import CommandError, LocalModelUnavailable, MemoraError
 from memora.engine.records import CATEGORIES, MEMORY_TYPES
 from memora.engine.text_utils import counted, quoted, shorten
 from memora.engine.timeutil import time_ago
@@ -545,6 +546,8 @@ class CommandRouter:
         else:
             self.app.record_changes("remember", [(None, result.id)])
             self.console.say(f"Remembered ({result.id}).")
+            if self.app.store.waiting_for_vectors:
+                self._no_local_model_notice()
 
     def cmd_memories(self, args: str) -> None:
         """memories [--all] [--type semantic|episodic] [--category C] [text] -- List memories, newest first."""
@@ -599,6 +602,8 @@ class CommandRouter:
             self.console.notice("Times are shown as the tutor reads them today; 'history <id>' shows your own words.")
         if self.app.store.check_vectors():  # listed from the catalog, which is true; search is not
             self.console.notice(self.app.store.missing_vectors_message())
+        elif self.app.store.waiting_for_vectors:
+            self._no_local_model_notice()
 
     def cmd_memory(self, args: str) -> None:
         """memory edit <id> <text> -- Replace a memory's text (the old text stays in its history).
@@ -811,9 +816,14 @@ class CommandRouter:
         from long_term_memory import RETRIEVAL_MIN_SCORE
         from memora.engine.retrieval import retrieve_relevant_memories
 
-        results, tokens = retrieve_relevant_memories(
-            self.app.store, args, n_results=10, include_below_threshold=True, now=self.app.now()
-        )
+        try:
+            results, tokens = retrieve_relevant_memories(
+                self.app.store, args, n_results=10, include_below_threshold=True, now=self.app.now()
+            )
+        except LocalModelUnavailable:
+            if not self._no_local_model_notice():
+                self.console.say("Memory search is unavailable without the local embedding model (see above).")
+            return
         self.app.add_usage("embeddings", tokens)
         rows = [
             [
@@ -832,6 +842,20 @@ class CommandRouter:
             ["pass", "score", "dense", "lexical", "id", "date", "text"],
             rows,
         )
+
+    def _no_local_model_notice(self) -> bool:
+        """Say once a session why memory search is unavailable (the local embedding model
+        is not on this machine) and that memories are still kept; True if said now."""
+        turn = self.app.turn
+        if turn.no_local_model_told:
+            return False
+        turn.no_local_model_told = True
+        self.console.notice(
+            f"Memory search is unavailable: the local embedding model {LOCAL_MODEL_NAME} is not on this machine "
+            "and could not be downloaded (see README, 'Offline use'). Your memories are still saved; they become "
+            "searchable at the next start with the model, or with 'reindex'."
+        )
+        return True
 
     def cmd_reindex(self, args: str) -> None:
         """reindex -- Re-embed all memories with the configured embedding model, then retry unsaved messages."""
