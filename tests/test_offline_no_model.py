@@ -133,3 +133,29 @@ def test_reindex_gives_them_their_vectors_once_the_model_is_here(make_app, run_r
 
 def after(transcript: str, line: str) -> str:
     return transcript.split(f"You: {line}\n", 1)[1]
+
+
+@pytest.mark.slow  # two child processes
+def test_a_fresh_machine_offline_remembers_and_the_next_start_with_the_model_finds_it(tmp_path):
+    """``python chatbot.py`` as a learner runs it: no key, an empty home, no network."""
+    from conftest import run_chatbot
+
+    local_model_or_skip()
+    home, data = tmp_path / "empty-home", tmp_path / "data"
+    home.mkdir()
+    proxy = f"http://127.0.0.1:{_closed_port()}"
+    offline = run_chatbot(
+        ["remember I teach maths in Tainan", "search maths", "search Tainan", "exit"],
+        HOME=home,
+        MEMORA_HOME=data,
+        HTTPS_PROXY=proxy,
+        HTTP_PROXY=proxy,
+        NO_PROXY="",
+        no_proxy="",
+    )
+    assert offline.returncode == 0, offline.stderr
+    assert "Remembered (" in offline.stdout and offline.stdout.count(UNAVAILABLE) == 1
+    assert "Error" not in offline.stdout + offline.stderr
+    online = run_chatbot(["search maths", "exit"], HOME=REAL_HOME, MEMORA_HOME=data)
+    assert online.returncode == 0, online.stderr
+    assert "I teach maths in Tainan" in online.stdout and "unavailable" not in online.stdout
