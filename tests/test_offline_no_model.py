@@ -159,3 +159,12 @@ def test_a_fresh_machine_offline_remembers_and_the_next_start_with_the_model_fin
     online = run_chatbot(["search maths", "exit"], HOME=REAL_HOME, MEMORA_HOME=data)
     assert online.returncode == 0, online.stderr
     assert "I teach maths in Tainan" in online.stdout and "unavailable" not in online.stdout
+
+
+def test_a_memory_waiting_for_its_vector_can_be_forgotten(make_app, run_repl, data_dir, offline_without_model):
+    app = make_app(embedder=LocalEmbedder(), base_url=None, api_key=None)
+    run_repl(app, ["remember My locker code is 4417", "remember I like green tea"])
+    code = next(r for r in app.store.list() if "4417" in r.content)
+    t = run_repl(app, [f"forget {code.id}", "forget all", "DELETE"])
+    assert f"Forgot {code.id}." in t.text and "Deleted 1 memory" in t.text and "Error" not in t.text
+    assert app.store.count(include_superseded=True) == 0 and app.store.waiting_for_vectors == 0
