@@ -38,7 +38,7 @@ def offline_without_model(monkeypatch, tmp_path):
     for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"):
         monkeypatch.setenv(name, proxy)
     for name in ("NO_PROXY", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "127.0.0.1,localhost")  # the stand-in chat server is not the network
     assert not local_model_available()
     yield
     monkeypatch.setenv("HOME", str(REAL_HOME))
@@ -168,3 +168,15 @@ def test_a_memory_waiting_for_its_vector_can_be_forgotten(make_app, run_repl, da
     t = run_repl(app, [f"forget {code.id}", "forget all", "DELETE"])
     assert f"Forgot {code.id}." in t.text and "Deleted 1 memory" in t.text and "Error" not in t.text
     assert app.store.count(include_superseded=True) == 0 and app.store.waiting_for_vectors == 0
+
+
+def test_with_a_chat_server_the_missing_model_is_said_once_for_chat_and_search(
+    make_app, server, run_repl, offline_without_model
+):
+    """A local chat server (a base URL, no key) embeds with the local model: the turn
+    answers without memories, and chat and 'search' together say so once."""
+    app = make_app(embedder=LocalEmbedder(), api_key=None)
+    t = run_repl(app, ["Can we practise the past tense today, please?", "search past tense", "search tense"])
+    said = t.text.count("all-MiniLM-L6-v2 is not")
+    assert said == 1, t.text
+    assert "Error" not in t.text and len(server.chats) == 1

@@ -68,6 +68,7 @@ from memora.engine.errors import (
     EmbeddingError,
     EmbeddingModelMismatch,
     LimitError,
+    LocalModelUnavailable,
     MemoraError,
     ModelNotConfigured,
     VectorsMissing,
@@ -716,8 +717,13 @@ class Memora:
             knowledge_items = self.knowledge.search(vector)
             return memories, knowledge_items
         except (EmbeddingError, EmbeddingModelMismatch) as error:
-            if not self.turn.embedding_failure_noticed:
+            # No local model is said once a session, whether chat or 'search' meets it first.
+            told = self.turn.embedding_failure_noticed or (
+                isinstance(error, LocalModelUnavailable) and self.turn.no_local_model_told
+            )
+            if not told:
                 self.turn.embedding_failure_noticed = True
+                self.turn.no_local_model_told |= isinstance(error, LocalModelUnavailable)
                 notes.append(f"Answering without memories this time: {error}")
             return [], []
         except VectorsMissing as error:  # found vanished just now, mid-session: said once
