@@ -673,7 +673,10 @@ class Extractor:
         self.store.supersede(record.id, None, reason="correction", note=retraction.evidence)
         done.append(record.id)
         outcome.retracted.append(record.id)
-        outcome.notices.append(f"Got it, I've removed that from memory: {quoted(record.content, 120)}")
+        # Superseded, not deleted: it stays in 'memories --all' and 'history', so the notice says so.
+        outcome.notices.append(
+            f"Got it, that is superseded ('memories --all' still lists it): {quoted(record.content, 120)}"
+        )
 
     def _fence(self, message: ExtractionJob) -> Fence:
         return Fence(self.store.user_id, message.generation, message.job_id)
