@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers.scripts import decisions_input, extraction, fact, said_when
+from helpers.scripts import decision_input, decisions_input, extraction, fact, naming, said_when, say
 from helpers.stores import files_holding, new_pieces
 
 from memora.app.commands import ExitRequested
@@ -273,17 +273,24 @@ def test_no_piece_of_a_forgotten_learner_or_mistake_stays_in_any_file(
 # -- newer wins, by when it was said -----------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "older, newer",
-    [
-        ("The learner works at Google.", "The learner got a new job at a bakery."),
-        ("The learner lives in Taipei.", "The learner moved to Osaka last month."),
-        ("The learner studies law at NTU.", "The learner is now a chemistry student at Kyoto University."),
-        ("The learner has an IELTS exam on Friday.", "The learner's test was postponed to next month."),
-        ("The learner's name is Ming.", "The learner is called Lin by everyone."),
-    ],
-    ids=["job", "home", "studies", "exam", "name"],
-)
+# (the older fact, the newer one filling the same slot): far apart in words and meaning
+SLOT_PAIRS = {
+    "job": ("The learner works at Google.", "The learner got a new job at a bakery."),
+    "job-trade": ("The learner is a nurse.", "The learner now teaches maths at a high school."),
+    "home": ("The learner lives in Taipei.", "The learner moved to Osaka last month."),
+    "home-rent": ("The learner lives with her parents.", "The learner rents a studio downtown."),
+    "studies": ("The learner studies law at NTU.", "The learner is now a chemistry student at Kyoto University."),
+    "exam": ("The learner has an IELTS exam on Friday.", "The learner's test was postponed to next month."),
+    "name": ("The learner's name is Ming.", "The learner is called Lin by everyone."),
+    "target": ("The learner is aiming for IELTS 7.", "The learner's target band is 6.5."),
+    "age": ("The learner is 29 years old.", "The learner just turned 30."),
+    "partner": ("The learner is single.", "The learner got married in June."),
+    "origin": ("The learner's native language is Mandarin.", "The learner's mother tongue is Cantonese."),
+    "job-zh": ("學習者是護士。", "學習者現在當老師。"),
+}
+
+
+@pytest.mark.parametrize("older, newer", SLOT_PAIRS.values(), ids=SLOT_PAIRS.keys())
 def test_facts_of_one_reading_filling_one_slot_reach_the_same_decision(make_app, server, local_embedder, older, newer):
     """However far apart their words and embeddings: the same slot is enough."""
     server.script("extraction", extraction(fact(older, "identity"), fact(newer, "other")))
@@ -312,6 +319,23 @@ def test_facts_of_one_reading_filling_one_slot_reach_the_same_decision(make_app,
     facts, _ = decisions_input(decision)
     assert set(facts.values()) == {older, newer}
     assert [r.content for r in app.store.list()] == [newer]
+
+
+@pytest.mark.parametrize("older, newer", SLOT_PAIRS.values(), ids=SLOT_PAIRS.keys())
+def test_a_stored_memory_of_the_slot_is_among_a_new_facts_candidates(make_app, server, local_embedder, older, newer):
+    """Stored under another category, in a store of unrelated memories: the slot alone
+    brings it to the decision, however far apart the two are."""
+    app = make_app(embedder=local_embedder)
+    for text in ("The learner likes jazz.", "The learner drinks green tea.", "The learner plays the oboe."):
+        app.store.add(text, category="preference", source="extracted")
+    stored = app.store.add(older, category="other", source="extracted").record  # said, not typed
+    server.script("extraction", extraction(fact(newer, "identity")))
+    server.script("reconcile", naming(older, "SUPERSEDE"))
+    say(app, "Some news about me, a lot changed in the last few weeks and I wanted you to know.")
+    [decision] = server.of_kind("reconcile")
+    _, listed = decision_input(decision)
+    assert older in listed.values()
+    assert app.store.get(stored.id).status == "superseded"
 
 
 def test_a_held_message_read_after_an_edit_never_overturns_it(make_app, server, clock):
