@@ -178,6 +178,85 @@ def test_forget_all_in_another_terminal_wins_over_the_message_this_one_holds(mak
     assert "I live in Tokyo." not in (data_dir / "memora_session.json").read_text()
 
 
+@pytest.mark.parametrize(
+    "setup, delete, gone",
+    [
+        (None, forget_all, "everything"),
+        ("remember", forget_the_fact, "fact"),
+        ("remember-then-say", forget_the_fact, "fact"),
+        ("mistake", forget_the_mistake, "mistake"),
+    ],
+    ids=["forget-all", "forget-id", "forget-id-reworded", "mistakes-forget"],
+)
+def test_a_deletion_in_another_terminal_wins_over_this_terminals_reading_in_flight(
+    make_app, server, run_repl, data_dir, setup, delete, gone
+):
+    """The reading is at the server in the first terminal when the second deletes:
+    the first's write lands after the deletion, in another instance with its own
+    connections, and is checked against the deletion log on disk."""
+    first = make_app(extraction_batch=1, timeout=60)
+    second = make_app()
+    if setup in ("remember", "remember-then-say"):
+        run_repl(first, [f"remember {BEES}"])
+    if setup == "mistake":
+        server.script("extraction", with_mistake())
+        first.chat("Last week I goed to the roof to see the bees at sunrise, and they were all fine.", on_delta=print)
+        assert first.wait_for_extraction(10) and len(first.ledger.all()) == 1
+    repeat = "The learner keeps bees on the roof" if setup != "remember-then-say" else "The learner keeps roof bees."
+    held = server.hold("extraction", with_mistake(fact(repeat, "hobby")))
+    first.chat(SAID, on_delta=lambda _: None)
+    held.wait_arrived()
+    t = command(second, *delete(second))
+    assert "Cancelled" not in t and "Error" not in t
+    assert not held.answered.is_set()
+    held.release()
+    assert first.wait_for_extraction(10)
+    for app in (first, second, make_app()):
+        if gone in ("everything", "fact"):
+            assert not any("bees" in r.content for r in app.store.list(include_superseded=True))
+        if gone in ("everything", "mistake"):
+            assert app.ledger.all() == []
+    if gone in ("everything", "fact"):
+        assert not any("remembered" in n and "bees" in n for n in first.notices)
+    first.close()
+    second.close()
+    if gone == "everything":
+        assert files_holding(data_dir, "keeps bees", "goed to the roof") == {}
+
+
+@pytest.mark.parametrize("where", ["this terminal", "another terminal"])
+@pytest.mark.parametrize("decision", ["reconcile", "reconcile_many"])
+def test_a_forget_while_the_decision_naming_the_memory_is_at_the_server_brings_nothing_back(
+    make_app, server, run_repl, where, decision
+):
+    """Later than the reading: its decision call is held, and will name the forgotten
+    memory (UPDATE, with a new wording of it). The forget wins; nothing of it comes back."""
+    app = make_app(extraction_batch=1, timeout=60)
+    other = make_app() if where == "another terminal" else app
+    run_repl(app, [f"remember {BEES}"])
+    refined = "The learner keeps bees on the roof and sells the honey."
+    facts = [fact(refined, "hobby")]
+    if decision == "reconcile_many":  # a second related fact makes the decision a shared one
+        facts.append(fact("The learner sells honey from the roof bees at a market.", "hobby"))
+        answer = {
+            "decisions": [
+                {"fact": "A", "action": "UPDATE", "memory": 1, "earlier": None, "text": refined},
+                {"fact": "B", "action": "UPDATE", "memory": 1, "earlier": None, "text": None},
+            ]
+        }
+    else:
+        answer = {"action": "UPDATE", "memory": 1, "text": refined}
+    server.script("extraction", extraction(*facts))
+    held = server.hold(decision, answer)
+    app.chat(SAID, on_delta=lambda _: None)
+    held.wait_arrived()
+    command(other, *forget_the_fact(other))
+    held.release()
+    assert app.wait_for_extraction(10)
+    for each in (app, other, make_app()):
+        assert not any("bees" in r.content for r in each.store.list(include_superseded=True))
+
+
 def test_forget_user_while_a_reading_runs_leaves_nothing_and_waits_for_nothing(
     make_app, make_settings, server, run_repl, data_dir, monkeypatch
 ):
