@@ -294,7 +294,17 @@ def edited_then_forgotten(app, secret):
     [forget_id, lambda app, secret: ["forget all", "DELETE"], lambda app, secret: ["undo"], edited_then_forgotten],
     ids=["forget-id", "forget-all", "undo-of-remember", "edited-then-forgotten"],
 )
-@pytest.mark.parametrize("secret", [SECRET, "The learner's locker code is Qwvxzyk 7291 at Plimbury gym"])
+@pytest.mark.parametrize(
+    "secret",
+    [
+        SECRET,
+        "The learner's locker code is Qwvxzyk 7291 at Plimbury gym",
+        "暗証番号はミドリガメ、비밀번호는파란고래",  # Japanese kana and kanji, Korean hangul
+        "Ünïcødé Żółwiątko naïve façade Θάλασσα Москва",  # accents, Greek, Cyrillic
+        "zqxjvkq@plimbury.example +886-912-345-678",  # an address and a number
+    ],
+    ids=["english-and-chinese", "locker-code", "japanese-and-korean", "accented-greek-cyrillic", "email-and-phone"],
+)
 def test_no_piece_of_forgotten_text_stays_in_any_file(make_app, run_repl, data_dir, delete, secret):
     app = make_app()
     kept = "The learner plays the oboe in an orchestra."
