@@ -498,3 +498,31 @@ def test_a_held_message_is_read_by_exactly_one_process(make_app, server):
     assert [r.content for r in make_app().store.list()] == ["The learner lives in Tokyo."]
     saved = json.loads(first.paths.session.read_text())
     assert saved["pending_extractions"] == []
+
+
+def test_a_held_message_is_read_once_among_three_terminals(make_app, server):
+    server.script("extraction", extraction(fact("The learner lives in Tokyo.", "identity")))
+    first = make_app()
+    first.chat("I live in Tokyo.", on_delta=lambda _: None)  # held by the first terminal
+    second, third = make_app(), make_app()  # both find it in the session file at their start
+    for app in (second, third, first):
+        assert app.wait_for_extraction(10)
+    for app in (third, second, first):
+        app.close()
+    assert len(server.of_kind("extraction")) == 1
+    assert [r.content for r in make_app().store.list()] == ["The learner lives in Tokyo."]
+
+
+def test_a_message_whose_reading_is_at_the_server_is_not_read_again_by_a_terminal_started_meanwhile(make_app, server):
+    first = make_app(extraction_batch=1)
+    held = server.hold("extraction", extraction(fact("The learner keeps bees on the roof.", "hobby")))
+    first.chat(SAID, on_delta=lambda _: None)
+    held.wait_arrived()  # claimed by the first terminal, and at the server
+    second = make_app()  # starts and leaves while the reading is under way
+    assert second.wait_for_extraction(10)
+    second.close()
+    held.release()
+    assert first.wait_for_extraction(10)
+    first.close()
+    assert len(server.of_kind("extraction")) == 1
+    assert [r.content for r in make_app().store.list()] == ["The learner keeps bees on the roof."]
