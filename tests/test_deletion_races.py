@@ -526,3 +526,42 @@ def test_a_message_whose_reading_is_at_the_server_is_not_read_again_by_a_termina
     first.close()
     assert len(server.of_kind("extraction")) == 1
     assert [r.content for r in make_app().store.list()] == ["The learner keeps bees on the roof."]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"action": "SUPERSEDE", "memory": 1, "text": None},
+        {"action": "UPDATE", "memory": 1, "text": "The learner lives in Tokyo."},
+    ],
+    ids=["supersede", "update"],
+)
+def test_a_message_held_in_one_terminal_never_overturns_what_another_terminal_heard_later(
+    make_app, server, clock, answer
+):
+    """Terminal 1 holds "I live in Tokyo."; terminal 2 then hears "I moved to Osaka" and
+    reads it at once; terminal 1 leaves last and reads Tokyo: whatever the decision says,
+    Osaka, said later, stays current, and the decision was told which was said first."""
+    def read(body):  # each reading gets the facts of what it was sent
+        said = json.dumps(body["input"])
+        facts = [fact("The learner lives in Tokyo.", "identity")] if "I live in Tokyo" in said else []
+        return extraction(*facts, *([fact("The learner moved to Osaka.", "identity")] if "Osaka" in said else []))
+
+    server.script("extraction", read, read)
+    server.script("reconcile", answer)
+    first = make_app()
+    second = make_app(extraction_batch=1)  # open before the first holds anything
+    first.chat("I live in Tokyo.", on_delta=lambda _: None)  # held
+    assert first.held_messages == 1
+    clock.advance(minutes=5)
+    second.chat("Big news: I moved to Osaka last week, the new flat is lovely and near the river.", on_delta=print)
+    assert second.wait_for_extraction(10)
+    assert [r.content for r in second.store.list()] == ["The learner moved to Osaka."]
+    clock.advance(minutes=5)
+    first.close()  # reads the held Tokyo now
+    second.close()
+    assert [r.content for r in make_app().store.list()] == ["The learner moved to Osaka."]
+    [decision] = server.of_kind("reconcile")
+    sent = decision.input[0]["content"]
+    assert sent.startswith("New fact: The learner lives in Tokyo. (29 Nov 10:00)")
+    assert "1. The learner moved to Osaka. (29 Nov 10:05)" in sent
