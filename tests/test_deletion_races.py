@@ -102,6 +102,7 @@ def test_a_deletion_while_a_reading_runs_is_decided_at_once_and_the_reading_brin
     make_app, server, run_repl, data_dir, clock, monkeypatch, setup, delete, gone
 ):
     app = make_app(extraction_batch=1, timeout=60)  # the reading could answer long after a 15 s wait
+    unique = new_pieces(data_dir, f"{BEES} {SAID}")  # what no file held before
     if setup in ("remember", "remember-then-say"):
         run_repl(app, [f"remember {BEES}"])
     if setup == "mistake":
@@ -131,7 +132,7 @@ def test_a_deletion_while_a_reading_runs_is_decided_at_once_and_the_reading_brin
     if gone in ("everything", "mistake"):
         assert app.ledger.all() == []
     if gone == "everything":
-        assert files_holding(data_dir, "keeps bees", "goed to the roof") == {}
+        assert files_holding(data_dir, "keeps bees", "goed to the roof", *unique) == {}
     app.close()
     again = make_app()
     assert again.store.list(text="bees") == [] if gone != "mistake" else True
@@ -196,6 +197,7 @@ def test_a_deletion_in_another_terminal_wins_over_this_terminals_reading_in_flig
     connections, and is checked against the deletion log on disk."""
     first = make_app(extraction_batch=1, timeout=60)
     second = make_app()
+    unique = new_pieces(data_dir, f"{BEES} {SAID}")
     if setup in ("remember", "remember-then-say"):
         run_repl(first, [f"remember {BEES}"])
     if setup == "mistake":
@@ -221,7 +223,7 @@ def test_a_deletion_in_another_terminal_wins_over_this_terminals_reading_in_flig
     first.close()
     second.close()
     if gone == "everything":
-        assert files_holding(data_dir, "keeps bees", "goed to the roof") == {}
+        assert files_holding(data_dir, "keeps bees", "goed to the roof", *unique) == {}
 
 
 @pytest.mark.parametrize("where", ["this terminal", "another terminal"])
@@ -542,6 +544,7 @@ def test_a_message_held_in_one_terminal_never_overturns_what_another_terminal_he
     """Terminal 1 holds "I live in Tokyo."; terminal 2 then hears "I moved to Osaka" and
     reads it at once; terminal 1 leaves last and reads Tokyo: whatever the decision says,
     Osaka, said later, stays current, and the decision was told which was said first."""
+
     def read(body):  # each reading gets the facts of what it was sent
         said = json.dumps(body["input"])
         facts = [fact("The learner lives in Tokyo.", "identity")] if "I live in Tokyo" in said else []
