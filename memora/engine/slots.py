@@ -2,8 +2,8 @@
 
 A learner has one job, one home, one name, one English level, one date for a
 given exam, one target score, one age (and birthday), one partner (or none),
-one place they come from and one first language. Two facts that fill the same slot may replace each other however
-far apart their words and embeddings are: "The learner works at Google." and
+one place they come from and one first language. Two facts that fill the same
+slot may replace each other however far apart their words and embeddings are: "The learner works at Google." and
 "The learner got a new job at a bakery." share no word and are 0.59 apart with
 MiniLM, beyond the related distance, yet the second ends the first. So a fact's
 slot, told by the cue words below, makes it related to every fact of that slot
