@@ -3,7 +3,7 @@
 The memory categories (records.CATEGORIES): the extraction schema and the
 digest's sections follow them. What ends a sentence (text_utils.SENTENCE_END),
 the scripts written without spaces (text_utils.CJK_RANGES), a count with its
-noun (text_utils.plural) and an error's one line (errors.error_line) each have
+noun (text_utils.counted) and an error's one line (errors.error_line) each have
 one definition that every caller uses.
 """
 
@@ -16,7 +16,7 @@ from memora.app.commands import remembered_text
 from memora.app.extraction import ExtractedFact
 from memora.engine.errors import error_line, failure_reason
 from memora.engine.records import CATEGORIES
-from memora.engine.text_utils import SENTENCE_END, plural, quoted
+from memora.engine.text_utils import SENTENCE_END, counted, quoted
 
 
 def test_the_extraction_schema_and_the_digest_follow_the_stored_categories():
@@ -36,8 +36,8 @@ def test_the_extraction_schema_and_the_digest_follow_the_stored_categories():
         (1, "retry", "retries", "1 retry"),
     ],
 )
-def test_plural(n, word, many, expected):
-    assert plural(n, word, many) == expected
+def test_a_count_takes_its_nouns_form(n, word, many, expected):
+    assert counted(n, word, many) == expected
 
 
 @pytest.mark.parametrize("end", SENTENCE_END)

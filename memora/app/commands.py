@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING
 
 from context_builder import dated_text
 from memora.app.terminal import Console, render_table
-from memora.engine.errors import CommandError, MemoraError
+from memora.engine.embeddings import LOCAL_MODEL_NAME
+from memora.engine.errors import CommandError, LocalModelUnavailable, MemoraError
 from memora.engine.records import CATEGORIES, MEMORY_TYPES
-from memora.engine.text_utils import CJK_RANGES, SENTENCE_END, plural, quoted, shorten
+from memora.engine.text_utils import CJK_RANGES, SENTENCE_END, counted, quoted, shorten
 from memora.engine.timeutil import time_ago
 from user_profile import CEFR_LEVELS, CORRECTION_STYLES
 
@@ -58,7 +59,7 @@ SUBCOMMANDS = {
     # "review my essay" and "progress is slow" are chat: these take only their subcommands.
     "mistakes": {"forget"},
     "review": {"export"},
-    "progress": {"--since"},
+    "progress": {"--since", "--plain"},
 }
 _MEMORY_ID = re.compile(r"[0-9a-f]{4,64}|[0-9A-Za-z_-]*[0-9][0-9A-Za-z_-]*")
 # After any command word, these turn the line into a sentence ("search is broken").
@@ -544,6 +545,8 @@ class CommandRouter:
         else:
             self.app.record_changes("remember", [(None, result.id)])
             self.console.say(f"Remembered ({result.id}).")
+            if self.app.store.waiting_for_vectors:
+                self._no_local_model_notice()
 
     def cmd_memories(self, args: str) -> None:
         """memories [--all] [--type semantic|episodic] [--category C] [text] -- List memories, newest first."""
@@ -592,12 +595,14 @@ class CommandRouter:
         if filters["include_superseded"]:
             columns.insert(4, "status")
         cap = self.app.store.memory_cap
-        title = plural(len(records), "memory", "memories") + (f" (cap {cap})" if cap else "")
+        title = counted(len(records), "memory", "memories") + (f" (cap {cap})" if cap else "")
         self.console.table(title, columns, rows)
         if resolved:
             self.console.notice("Times are shown as the tutor reads them today; 'history <id>' shows your own words.")
         if self.app.store.check_vectors():  # listed from the catalog, which is true; search is not
             self.console.notice(self.app.store.missing_vectors_message())
+        elif self.app.store.waiting_for_vectors:
+            self._no_local_model_notice()
 
     def cmd_memory(self, args: str) -> None:
         """memory edit <id> <text> -- Replace a memory's text (the old text stays in its history).
@@ -618,9 +623,15 @@ class CommandRouter:
                 self.app.set_memory_cap(None)
                 self.console.say("Memory cap removed.")
                 return
-            if not value.isdecimal():  # "²".isdigit() is True, but int("²") fails
+            number = value[1:] if value[:1] in "+-" else value
+            if not number.isdecimal():  # "²".isdigit() is True, but int("²") fails
                 raise self.usage("memory")
             cap, current = int(value), self.app.store.count()
+            if cap <= 0:  # "0" and "-5" alike: a number, but not a cap
+                raise CommandError(
+                    f"The memory cap must be a positive number, not {cap}; the cap was not changed. "
+                    "'memory cap off' removes it."
+                )
             if 0 < cap < current:
                 # Accepting it would leave the learner over the cap, with every new memory
                 # refused and nothing saying why the number no longer adds up.
@@ -661,11 +672,11 @@ class CommandRouter:
             if count == 0 and mistakes == 0 and unread == 0 and turns == 0:
                 self.console.say("There are no memories to delete.")
                 return
-            parts = [f"all {count} memories"]
+            parts = [f"all {counted(count, 'memory', 'memories')}" if count != 1 else "the 1 memory"]
             if mistakes:
-                parts.append(plural(mistakes, "mistake"))
+                parts.append(counted(mistakes, "mistake"))
             if unread:
-                parts.append(f"{plural(unread, 'message')} not read for memories yet")
+                parts.append(f"{counted(unread, 'message')} not read for memories yet")
             if turns:
                 parts.append("this conversation")
             listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
@@ -683,13 +694,15 @@ class CommandRouter:
                 forget_everywhere(self.app, texts, self.console)
                 for path in exports:
                     path.unlink(missing_ok=True)
-                parts = [plural(deleted, "memory", "memories")] + ([plural(forgotten, "mistake")] if forgotten else [])
+                parts = [counted(deleted, "memory", "memories")] + (
+                    [counted(forgotten, "mistake")] if forgotten else []
+                )
                 if unread:
-                    parts.append(plural(unread, "unread message"))
+                    parts.append(counted(unread, "unread message"))
                 if turns:
                     parts.append("the conversation")
                 if exports:
-                    parts.append(plural(len(exports), "export file"))
+                    parts.append(counted(len(exports), "export file"))
                 listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
                 self.console.say(f"Deleted {listed}.")
                 erase_notice(self.console, store)
@@ -731,14 +744,14 @@ class CommandRouter:
         self.app.drop_changes(deleted)
         texts = [r.content for r in chain if r.id in deleted]
         forget_everywhere(self.app, texts, self.console)
-        extra = f" (and {plural(len(deleted) - 1, 'earlier version')})" if len(deleted) > 1 else ""
+        extra = f" (and {counted(len(deleted) - 1, 'earlier version')})" if len(deleted) > 1 else ""
         self.console.say(f"Forgot {deleted[-1] if len(deleted) == 1 else words[0]}{extra}.")
         erase_notice(self.console, store)
         holding = exports_holding(learner_exports(self.app, self.app.settings.user), texts)
         if holding:
             names = ", ".join(p.name for p in holding[:3]) + (" ..." if len(holding) > 3 else "")
             self.console.notice(
-                f"{plural(len(holding), 'export file')} in your data folder "
+                f"{counted(len(holding), 'export file')} in your data folder "
                 f"still hold{'s' if len(holding) == 1 else ''} it "
                 f"({names}); delete {'them' if len(holding) != 1 else 'it'} if you want it gone everywhere."
             )
@@ -800,9 +813,14 @@ class CommandRouter:
         from long_term_memory import RETRIEVAL_MIN_SCORE
         from memora.engine.retrieval import retrieve_relevant_memories
 
-        results, tokens = retrieve_relevant_memories(
-            self.app.store, args, n_results=10, include_below_threshold=True, now=self.app.now()
-        )
+        try:
+            results, tokens = retrieve_relevant_memories(
+                self.app.store, args, n_results=10, include_below_threshold=True, now=self.app.now()
+            )
+        except LocalModelUnavailable:
+            if not self._no_local_model_notice():
+                self.console.say("Memory search is unavailable without the local embedding model (see above).")
+            return
         self.app.add_usage("embeddings", tokens)
         rows = [
             [
@@ -822,11 +840,25 @@ class CommandRouter:
             rows,
         )
 
+    def _no_local_model_notice(self) -> bool:
+        """Say once a session why memory search is unavailable (the local embedding model
+        is not on this machine) and that memories are still kept; True if said now."""
+        turn = self.app.turn
+        if turn.no_local_model_told:
+            return False
+        turn.no_local_model_told = True
+        self.console.notice(
+            f"Memory search is unavailable: the local embedding model {LOCAL_MODEL_NAME} is not on this machine "
+            "and could not be downloaded (see README, 'Offline use'). Your memories are still saved; they become "
+            "searchable at the next start with the model, or with 'reindex'."
+        )
+        return True
+
     def cmd_reindex(self, args: str) -> None:
         """reindex -- Re-embed all memories with the configured embedding model, then retry unsaved messages."""
         rebuilding = self.app.store.vectors_missing is not None
         count = self.app.reindex()
-        memories = plural(count, "memory", "memories")
+        memories = counted(count, "memory", "memories")
         if rebuilding:
             self.console.say(
                 f"Rebuilt the vectors of {memories} from the catalog with {self.app.embedder.name}; "
@@ -836,7 +868,7 @@ class CommandRouter:
             self.console.say(f"Re-embedded {memories} with {self.app.embedder.name}.")
         retried = self.app.retry_pending_extractions()
         if retried:  # messages that failed while the store did not match the model
-            self.console.say(f"Reading memories again from {plural(retried, 'earlier message')}.")
+            self.console.say(f"Reading memories again from {counted(retried, 'earlier message')}.")
 
     # -- learning -----------------------------------------------------------------------------
     def cmd_mistakes(self, args: str) -> None:
@@ -910,10 +942,11 @@ class CommandRouter:
                 raise self.usage("review")
             from memora.app.anki import write_deck
 
-            path = self._path_argument("review", words[1])
+            path = self._path_argument("review", words[1]).absolute()  # the whole path, as 'export' prints it
             count = write_deck(self.app.ledger.all(), path, user=self.app.settings.user, now=self.app.now())
-            self.console.say(f"Wrote {plural(count, 'card')} to {path}; import it in Anki (File > Import).")
-            self.console.notice("That file holds your own sentences. Keep it private.")
+            self.console.say(f"Wrote {counted(count, 'card')} to {path}; import it in Anki (File > Import).")
+            if count:  # an empty deck holds none of the learner's sentences
+                self.console.notice("That file holds your own sentences. Keep it private.")
             return
         from memora.app.drill import Drill
 
@@ -928,11 +961,11 @@ class CommandRouter:
         self.console.say(drill.run())
 
     def cmd_progress(self, args: str) -> None:
-        """progress [--since <N>d|<N>w] -- Days practised, turns, mistakes, reviews and level (default: 8 weeks)."""
-        from memora.app.progress import ProgressData, parse_since, report
+        """progress [--since <N>d|<N>w] [--plain] -- Days practised, mistakes, reviews and level; --plain: no charts."""
+        from memora.app.progress import ProgressData, parse_options, report
 
         try:
-            days = parse_since(args)
+            days, plain = parse_options(args)
         except CommandError:
             raise self.usage("progress") from None
         profile = self.app.profiles.get()
@@ -943,7 +976,7 @@ class CommandRouter:
             mistakes=self.app.ledger.all(),
             level_history=[(change.at.astimezone().date(), change.level) for change in profile.level_history],
         )
-        for line in report(data, charts=self.console.charts):
+        for line in report(data, charts=self.console.charts and not plain):
             self.console.say(line)
 
     # -- data -------------------------------------------------------------------------------
@@ -1032,7 +1065,7 @@ EXAMPLES = {
     "users": ["users"],
     "mistakes": ["mistakes", "mistakes forget m3fa9c"],
     "review": ["review", "review export ~/memora-mistakes.apkg"],
-    "progress": ["progress", "progress --since 30d"],
+    "progress": ["progress", "progress --since 30d", "progress --plain"],
     "exit": ["exit"],
 }
 

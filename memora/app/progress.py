@@ -19,7 +19,7 @@ from datetime import date, datetime, timedelta
 from memora.engine.activity import DayActivity
 from memora.engine.errors import CommandError
 from memora.engine.ledger import MISTAKE_KINDS, Mistake
-from memora.engine.text_utils import plural
+from memora.engine.text_utils import counted
 
 DEFAULT_PERIOD_DAYS = 56  # eight weeks: the calendar row and the weekly charts
 MAX_PERIOD_DAYS = 366 * 5
@@ -27,7 +27,17 @@ BLOCKS = "▁▂▃▄▅▆▇█"
 PRACTISED, IDLE = "■", "·"
 BAR_WIDTH = 24
 _PERIOD = re.compile(r"(\d{1,4})\s*([dw])", re.IGNORECASE)
-USAGE = "Usage: progress [--since <N>d|<N>w]"
+USAGE = "Usage: progress [--since <N>d|<N>w] [--plain]"
+
+
+def parse_options(args: str) -> tuple[int, bool]:
+    """The period in days and whether to leave the charts out: ``--since 30d`` /
+    ``--since 4w`` (default eight weeks) and ``--plain``, in either order."""
+    words = args.split()
+    plain = "--plain" in words
+    if words.count("--plain") > 1:
+        raise CommandError(f"{USAGE} (for example 'progress --since 30d --plain').")
+    return parse_since(" ".join(w for w in words if w != "--plain")), plain
 
 
 def parse_since(args: str) -> int:
@@ -99,7 +109,7 @@ def report(data: ProgressData, *, charts: bool) -> list[str]:
     weeks = _weeks(today, data.days)
     mistakes = [m for m in data.mistakes if m.is_mistake]  # word cards are reviewed, but are not mistakes
     return [
-        f"Progress, {start.isoformat()} to {today.isoformat()} ({plural(data.days, 'day')})",
+        f"Progress, {start.isoformat()} to {today.isoformat()} ({counted(data.days, 'day')})",
         *_practice(data, start, charts),
         *_turns(in_period, weeks, charts),
         *_mistakes_by_kind(mistakes, start, today, charts),
@@ -113,7 +123,7 @@ def _practice(data: ProgressData, start: date, charts: bool) -> list[str]:
     today = data.today
     practised = {d for d, a in data.activity.items() if a.turns or a.reviews}
     days_practised = len([d for d in practised if start <= d <= today])
-    lines = [f"Days practised: {days_practised} of {data.days}; streak: {plural(_streak(practised, today), 'day')}"]
+    lines = [f"Days practised: {days_practised} of {data.days}; streak: {counted(_streak(practised, today), 'day')}"]
     if charts:
         calendar_days = min(data.days, DEFAULT_PERIOD_DAYS)
         row = "".join(

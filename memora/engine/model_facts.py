@@ -32,7 +32,7 @@ import re
 from datetime import date
 from pathlib import Path
 
-from memora.engine.text_utils import plural
+from memora.engine.text_utils import counted
 
 # The default model: one the pinned SDK does not list as deprecated
 # (tests/test_server_compat.py checks that against the SDK's own list).
@@ -157,5 +157,5 @@ def shutdown_note(model: str, today: date) -> str | None:
         return None
     when = f"was shut down on {day.isoformat()}"
     if left > 0:
-        when = f"shuts down on {day.isoformat()} (in {plural(left, 'day')})"
+        when = f"shuts down on {day.isoformat()} (in {counted(left, 'day')})"
     return f"OpenAI's model {model} {when}: set MEMORA_MODEL to a current one, for example {DEFAULT_MODEL}."

@@ -37,7 +37,7 @@ from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError
 
-from memora.engine.text_utils import plural
+from memora.engine.text_utils import counted
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -254,7 +254,7 @@ def load_model_file(
                     n = len(problems)
                     first = problems[0] if n == 1 else f"the first: {problems[0]}"
                     notify(
-                        f"Your {label} {path.name} had {plural(n, 'entry', 'entries')} Memora cannot use "
+                        f"Your {label} {path.name} had {counted(n, 'entry', 'entries')} Memora cannot use "
                         f"({first}); {'it was' if n == 1 else 'they were'} left out, the rest kept, "
                         f"and the file as it was is saved as {copy.name}."
                     )

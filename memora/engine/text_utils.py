@@ -67,12 +67,6 @@ def shorten(text: str, limit: int, *, for_display: bool = False) -> str:
 SENTENCE_END = (".", "!", "?", "…", "。", "！", "？")
 
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 memory``, ``3 memories``, ``0 cards``: ``n`` and ``word``, made plural
-    unless ``n`` is 1 (with ``many`` when it is not ``word`` + "s")."""
-    return f"{n} {word if n == 1 else many or word + 's'}"
-
-
 def quoted(text: str, limit: int, end: str = ".") -> str:
     """``“text”`` shortened to ``limit``, followed by ``end`` unless the quoted
     text already closes the sentence (no ``“I like tea.”.``)."""
@@ -186,3 +180,8 @@ def for_terminal(text: str) -> str:
     """``text`` with every control and escape sequence removed (see ``TerminalFilter``);
     an unfinished sequence at the end is dropped too."""
     return TerminalFilter().feed(str(text))
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """ "1 memory", "2 memories": the number with the noun in the form it takes."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
