@@ -10,6 +10,7 @@ with it still holds for the real tokenizer.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import threading
@@ -97,13 +98,16 @@ class TokenCounter:
                 else:
                     self._encoding = load_encoding(self.model)
                 self._encoding_name = getattr(self._encoding, "name", FALLBACK_ENCODING)
-            except Exception as error:  # offline without cache files, corrupt cache...
+            except Exception:  # offline without cache files, corrupt cache...
+                # The cause goes to the debug log: its class name ("ConnectionError") would read
+                # as a failure to the learner, while Memora goes on working.
+                logging.getLogger("memora").debug("no tiktoken encoding for %s", self.model, exc_info=True)
                 self._approximate = True
                 self._encoding_name = "approximate"
                 if self._warn is not None:
                     self._warn(
-                        f"Token counts are approximate: no tiktoken encoding could be loaded "
-                        f"({type(error).__name__}). Set TIKTOKEN_CACHE_DIR to a folder with the encoding files."
+                        "Token counts are approximate: tiktoken's encoding files could not be downloaded or read. "
+                        "Set TIKTOKEN_CACHE_DIR to a folder with the encoding files."
                     )
 
     @property
