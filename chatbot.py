@@ -5,8 +5,9 @@
 The REPL reads a line, routes commands (``commands.py``) before chat, and
 sends everything else through ``Memora.chat`` (``assistant.py``). It never
 dies with a traceback: every error a user can cause is one line, and the loop
-goes on. Ctrl-D, Ctrl-C at the prompt, ``exit`` and ``quit`` leave cleanly;
-Ctrl-C during a reply cancels that reply and rolls the turn back.
+goes on. Ctrl-D, ``exit`` and ``quit`` leave cleanly; Ctrl-C is a shell's: it
+clears a typed line, on an empty line it says how to leave and a second one
+soon after leaves, and during a reply it cancels that reply and rolls the turn back.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sqlite3
 import sys
 import threading
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
     from memora.app.assistant import Memora
 
 WELCOME = "Memora, your English tutor. Type 'help' for commands, 'exit' to leave."
+LEAVE_HINT = "(To leave, press Ctrl-C again, or Ctrl-D, or type exit.)"
+LEAVE_WINDOW = timedelta(seconds=3)  # how soon the second Ctrl-C must follow the first to leave
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -148,15 +152,30 @@ def _loop(
         if not is_data_failure(error):
             raise
         console.error(data_failure(error, app.settings.data_dir))
+    interrupted_at = None  # when Ctrl-C last met an empty prompt
     while True:
         for note in app.take_unsaved_notes():  # a message that could not be saved, told at the next prompt
             console.notice(note)
         try:
             line = console.read()
-        except (EOFError, KeyboardInterrupt):
+        except EOFError:
             notices.new_line()
             console.say("")
             break
+        except KeyboardInterrupt:
+            # As in a shell: Ctrl-C on an empty line only says how to leave, and a second
+            # one soon after leaves (the terminal console clears a typed line itself and
+            # keeps reading). A Ctrl-C that cancelled a reply is not counted: the habitual
+            # second press after it must not quit.
+            notices.new_line()
+            now = app.clock()
+            if interrupted_at is not None and timedelta(0) <= now - interrupted_at <= LEAVE_WINDOW:
+                console.say("")
+                break
+            interrupted_at = now
+            console.say(LEAVE_HINT)
+            continue
+        interrupted_at = None
         notices.new_line()
         # Lone surrogates (a terminal with a non-UTF-8 locale) would break JSON and HTTP later.
         line = line.encode("utf-8", "replace").decode("utf-8")

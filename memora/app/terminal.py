@@ -192,7 +192,7 @@ class RichConsole(Console):
                 history = FileHistory(str(history_path))
             except OSError:
                 pass
-        return PromptSession(history=history)
+        return PromptSession(history=history, key_bindings=_shell_keys())
 
     def read(self, prompt: str = PROMPT) -> str:
         if self._reader is not None:
@@ -264,6 +264,24 @@ class RichConsole(Console):
             status.stop()
             if live is not None:
                 live.stop()
+
+
+def _shell_keys():
+    """Ctrl-C as in a shell: a typed line is cleared and the prompt stays; on an empty
+    line the read is interrupted (``KeyboardInterrupt``), and the REPL decides."""
+    from prompt_toolkit.key_binding import KeyBindings
+
+    keys = KeyBindings()
+
+    @keys.add("c-c")
+    def _(event):
+        buffer = event.app.current_buffer
+        if buffer.text:
+            buffer.reset()
+        else:
+            event.app.exit(exception=KeyboardInterrupt, style="class:aborting")
+
+    return keys
 
 
 def _termios_error() -> type[BaseException]:
