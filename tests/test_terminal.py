@@ -24,12 +24,18 @@ REPLY = "The present perfect links a past action to now, as in I have lived here
 class Terminal:
     """``python chatbot.py`` (interactive: no --plain) on a pty of a fixed size."""
 
-    def __init__(self, **env):
+    def __init__(self, columns: int = COLUMNS, rows: int = ROWS, **env):
+        self.columns, self.rows = columns, rows
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: become chatbot.py
             os.execve(sys.executable, [sys.executable, str(ROOT / "chatbot.py")], child_env(**env))
-        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+        self.resize(columns, rows)
         self.output = b""
+
+    def resize(self, columns: int, rows: int) -> None:
+        """Give the pty a new size (the child gets SIGWINCH), as a learner resizing the window."""
+        self.columns, self.rows = columns, rows
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
 
     def wait_for(self, marker: bytes, timeout: float = 30, after: bytes = b"") -> bool:
         """Read until ``marker`` appears (after ``after``, when given)."""
@@ -75,10 +81,35 @@ class Terminal:
         os.close(self.fd)
         return None
 
-    def screen(self) -> list[str]:
-        screen = pyte.Screen(COLUMNS, ROWS)
-        pyte.ByteStream(screen).feed(self.output)
+    def screen(self, output: bytes | None = None) -> list[str]:
+        screen = pyte.Screen(self.columns, self.rows)
+        pyte.ByteStream(screen).feed(self.output if output is None else output)
         return [line.rstrip() for line in screen.display]
+
+    def lines(self, output: bytes | None = None) -> list[str]:
+        """Every line written, scrolled off the top or not (a screen with history)."""
+        screen = pyte.HistoryScreen(self.columns, self.rows, history=10000)
+        pyte.ByteStream(screen).feed(self.output if output is None else output)
+        above = ["".join(line[x].data for x in range(self.columns)).rstrip() for line in screen.history.top]
+        return above + [line.rstrip() for line in screen.display]
+
+
+def start(server, tmp_path, columns: int = COLUMNS, rows: int = ROWS, **env) -> Terminal:
+    """Memora on a pty of that size, talking to the fake server."""
+    values = dict(
+        MEMORA_HOME=tmp_path / "home",
+        MEMORA_EMBEDDING_MODEL="hash",
+        OPENAI_BASE_URL=server.base_url,
+        OPENAI_API_KEY="sk-test-not-real",
+        TERM="xterm",
+        PROMPT_TOOLKIT_NO_CPR="1",
+        # The pty's own size: a COLUMNS or LINES left in the test process's environment
+        # (pytest-xdist workers have them) would make rich wrap for another width.
+        COLUMNS=str(columns),
+        LINES=str(rows),
+    )
+    values.update(env)
+    return Terminal(columns, rows, **values)
 
 
 @pytest.mark.slow  # a child process, a kill or hundreds of turns
@@ -111,3 +142,22 @@ def test_ctrl_c_during_a_reply_shows_each_line_once(server, tmp_path):
     assert screen[start - 1] == "Memora:"
     assert screen[start + 1].startswith("to now, as in I have")
     assert code == 0, "\n".join(screen)
+
+
+@pytest.mark.slow  # a child process on a pty
+def test_ctrl_c_clears_a_typed_line_hints_on_an_empty_one_and_ctrl_d_leaves(server, tmp_path):
+    term = start(server, tmp_path)
+    assert term.wait_for(b"You:")
+    term.send(b"I have went to the")  # half a sentence, not sent
+    assert term.wait_for(b"went to the")
+    term.send(b"\x03")
+    term.send(b"status\r")
+    assert term.wait_for(b"token counting"), "\n".join(term.lines())
+    assert server.chats == []  # the half sentence never reached the tutor, and status ran as typed
+    assert term.wait_for(b"You:", after=b"token counting")
+    term.send(b"\x03")  # on an empty line: a hint, and Memora stays
+    assert term.wait_for(b"press Ctrl-C again"), "\n".join(term.lines())
+    assert term.wait_for(b"You:", after=b"press Ctrl-C again")
+    code = term.close()  # Ctrl-D
+    assert code == 0, "\n".join(term.lines())
+    assert "Goodbye!" in "\n".join(term.lines())
