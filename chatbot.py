@@ -221,6 +221,8 @@ def _loop(
                 f"Unexpected {type(error).__name__}: {' '.join(str(error).split())[:200]} "
                 "(nothing was lost; set MEMORA_DEBUG=1 for details)"
             )
+        finally:
+            notices.release()  # after the turn's own error line
 
 
 class _Notices:
@@ -237,6 +239,7 @@ class _Notices:
         self._lock = threading.Lock()
         self._shown: set[str] = set()
         self._held: list[str] | None = None
+        self._deferred: list[str] = []
 
     def __call__(self, text: str) -> None:
         with self._lock:
@@ -250,15 +253,32 @@ class _Notices:
 
     @contextlib.contextmanager
     def held(self):
+        """Hold notices while a reply streams. A turn that ends in an error keeps them
+        until ``release``, so its own error line comes right under the reply's words
+        and the notices (an offline token-count warning, say) after it."""
         with self._lock:
             self._held = []
+        failed = False
         try:
             yield
+        except BaseException:
+            failed = True
+            raise
         finally:
             with self._lock:
                 waiting, self._held = self._held or [], None
+                if failed:
+                    self._deferred.extend(waiting)
+                    waiting = []
             for text in waiting:
                 self(text)
+
+    def release(self) -> None:
+        """Show what a failed turn held back (``held``)."""
+        with self._lock:
+            waiting, self._deferred = self._deferred, []
+        for text in waiting:
+            self(text)
 
     def new_line(self) -> None:
         """The learner typed a line: what comes now is news again."""
