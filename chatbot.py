@@ -197,6 +197,7 @@ def _loop(
                         result = app.chat(text, on_delta=emit)
                 for note in result.notes:
                     console.notice(note)
+                notices.release()
             finally:
                 app.after_turn()
         except (ExitRequested, OutputClosed) as stop:
@@ -253,28 +254,20 @@ class _Notices:
 
     @contextlib.contextmanager
     def held(self):
-        """Hold notices while a reply streams. A turn that ends in an error keeps them
-        until ``release``, so its own error line comes right under the reply's words
-        and the notices (an offline token-count warning, say) after it."""
+        """Hold notices while a reply streams, until ``release``: what the turn says of
+        itself (its error, its cut-off note) comes right under the reply's words, and
+        the notices raised meanwhile (an offline token-count warning, say) after it."""
         with self._lock:
             self._held = []
-        failed = False
         try:
             yield
-        except BaseException:
-            failed = True
-            raise
         finally:
             with self._lock:
-                waiting, self._held = self._held or [], None
-                if failed:
-                    self._deferred.extend(waiting)
-                    waiting = []
-            for text in waiting:
-                self(text)
+                self._deferred.extend(self._held or [])
+                self._held = None
 
     def release(self) -> None:
-        """Show what a failed turn held back (``held``)."""
+        """Show what ``held`` held back."""
         with self._lock:
             waiting, self._deferred = self._deferred, []
         for text in waiting:
