@@ -247,6 +247,12 @@ def make_app(make_settings, clock, tls_context, server):
         app = Memora.from_settings(
             settings, clock=clock, http_client=http, embedder=embedder or HashEmbedder(), notify=sink.append
         )
+        # The program's warm-up loads the token counter before the first turn; so does this,
+        # so that on a machine without tiktoken's files (``model_files``) the fallback's one
+        # warning is given here, once, and not inside the lines a test checks.
+        app.set_notify(lambda text: None)
+        app.counter.encoding_name  # noqa: B018
+        app.set_notify(sink.append)
         app.notices = sink
         apps.append(app)
         return app
