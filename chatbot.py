@@ -342,7 +342,31 @@ def _shutdown(app: Memora, console: Console) -> int:
     return 0
 
 
+def reopen_closed_streams() -> None:
+    """A standard stream the caller closed (``<&-``, ``>&-``, ``2>&-``) is None in
+    Python, and its first use would be a traceback. Each is opened on /dev/null
+    instead, on its own descriptor: input reads as empty and output goes nowhere, as
+    ``</dev/null`` or ``>/dev/null`` would; and no file Memora opens later (a database,
+    the session) can take descriptor 0-2, where a print would land inside it."""
+    for fd, name, flags, mode in (
+        (0, "stdin", os.O_RDONLY, "r"),
+        (1, "stdout", os.O_WRONLY, "w"),
+        (2, "stderr", os.O_WRONLY, "w"),
+    ):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            null = os.open(os.devnull, flags)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            setattr(sys, name, open(fd, mode, encoding="utf-8", errors="replace", closefd=False))
+        except OSError:
+            pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    reopen_closed_streams()
     args = build_parser().parse_args(argv)
     os.umask(0o077)  # every file Memora (and Chroma) creates is owner-only
     interactive = sys.stdin.isatty() and sys.stdout.isatty() and not args.plain
