@@ -175,6 +175,16 @@ def _stdout_writer(text: str) -> None:
         _output.closed = True
         _stdout_to_devnull()
         raise OutputClosed from None
+    except (OSError, ValueError) as error:  # a full device (>/dev/full), an I/O error, a closed file
+        # Nothing more can be shown, so the session ends as when the reader goes away, and
+        # what was saved stays; unlike a reader that left, this is a fault worth one line.
+        _output.closed = True
+        _stdout_to_devnull()
+        reason = getattr(error, "strerror", None) or type(error).__name__
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"Error: Memora cannot write to its output ({reason}), so it stops here.\n")
+            sys.stderr.flush()
+        raise OutputClosed from None
 
 
 class _OutputState:
