@@ -36,7 +36,8 @@ never sent to the model and never enters the conversation.
    - *a statement* (``remember``): anything but a request to recall, which opens
      with a question word or a pronoun that is not the learner ("remember when we
      met", "remember me"), or is a noun phrase with no verb ("remember our trip
-     to Kyoto", "remember the time we met"); see ``remembered_text``.
+     to Kyoto", "remember the time we met"); see ``remembered_text``. What the tutor
+     hears is still read for memories, and ``/remember ...`` stores any text as written.
 6. A command whose arguments are malformed prints its usage; nothing is sent
    (``forget all my memories``, ``memory cap abc``, ``export my whole data please``).
 7. A first word that is no command and no English word, but one edit from a
