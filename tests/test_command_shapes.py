@@ -412,3 +412,22 @@ def test_remember_stores_the_statement_and_recall_requests_go_to_the_tutor(make_
         "remember the good old days",
         "remember our trip to Kyoto",
     ]
+
+
+@pytest.mark.parametrize(
+    "typed, name, distance",
+    [
+        ("hepl", "help", 1),  # two letters swapped: one edit
+        ("exti", "exit", 1),
+        ("memries", "memories", 1),
+        ("mistkaes", "mistakes", 1),
+        ("starch", "search", 1),  # one edit, but an English word (see TYPOS)
+        ("hello", "help", 2),
+        ("profil", "profile", 1),
+        ("xyz", "history", 3),  # past the limit: limit + 1
+    ],
+)
+def test_edit_distance_counts_a_swap_as_one_edit(typed, name, distance):
+    from memora.app.routing import edit_distance
+
+    assert edit_distance(typed, name) == distance
