@@ -24,12 +24,11 @@ REPLY = "The present perfect links a past action to now, as in I have lived here
 class Terminal:
     """``python chatbot.py`` (interactive: no --plain) on a pty of a fixed size."""
 
-    def __init__(self, columns: int = COLUMNS, rows: int = ROWS, **env):
-        self.columns, self.rows = columns, rows
+    def __init__(self, **env):
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: become chatbot.py
             os.execve(sys.executable, [sys.executable, str(ROOT / "chatbot.py")], child_env(**env))
-        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
         self.output = b""
 
     def wait_for(self, marker: bytes, timeout: float = 30, after: bytes = b"") -> bool:
@@ -77,16 +76,9 @@ class Terminal:
         return None
 
     def screen(self) -> list[str]:
-        screen = pyte.Screen(self.columns, self.rows)
+        screen = pyte.Screen(COLUMNS, ROWS)
         pyte.ByteStream(screen).feed(self.output)
         return [line.rstrip() for line in screen.display]
-
-    def scrollback(self) -> list[str]:
-        """Every line the terminal showed, those scrolled off the top included."""
-        screen = pyte.HistoryScreen(self.columns, self.rows, history=10_000)
-        pyte.ByteStream(screen).feed(self.output)
-        top = ["".join(row[x].data for x in range(self.columns)).rstrip() for row in screen.history.top]
-        return top + [line.rstrip() for line in screen.display]
 
 
 @pytest.mark.slow  # a child process, a kill or hundreds of turns
@@ -119,48 +111,3 @@ def test_ctrl_c_during_a_reply_shows_each_line_once(server, tmp_path):
     assert screen[start - 1] == "Memora:"
     assert screen[start + 1].startswith("to now, as in I have")
     assert code == 0, "\n".join(screen)
-
-
-@pytest.mark.slow  # a child process on a pty
-@pytest.mark.parametrize("columns", [80, 60])
-def test_help_fits_the_terminal_without_breaking_words(server, tmp_path, columns):
-    """Each description wraps inside its own column (a hanging indent), a long usage has
-    a line of its own, and no word, bracketed group or id is split by the terminal."""
-    from memora.app.commands import COMMANDS
-
-    term = Terminal(
-        columns,
-        24,
-        MEMORA_HOME=tmp_path / "home",
-        MEMORA_EMBEDDING_MODEL="hash",
-        OPENAI_BASE_URL=server.base_url,
-        OPENAI_API_KEY="sk-test-not-real",
-        TERM="xterm",
-        PROMPT_TOOLKIT_NO_CPR="1",
-        COLUMNS=str(columns),
-        LINES="24",
-    )
-    assert term.wait_for(b"You:")
-    term.send(b"help\r")
-    assert term.wait_for(b"You:", after=b"Leave Memora")  # the next prompt: keys typed now are read
-    term.send(b"help memory\r")
-    assert term.wait_for(b"You:", after=b"e.g. memory cap 200")
-    assert term.close() == 0
-    lines = term.scrollback()
-    shown = "\n".join(lines)
-    start = next(i for i, line in enumerate(lines) if line.startswith("Commands"))
-    listing = lines[start : next(i for i, line in enumerate(lines) if i > start and line.startswith("You:"))]
-    words = {word for line in listing for word in line.split()}
-    forms = [form for command in COMMANDS for form in command.parsed_forms()]
-    for form in forms:  # every word whole: a word broken by the terminal would be two pieces
-        assert set(form.usage.split()) | set(form.help.split()) <= words, (form.usage, shown)
-    indent = max(len(line) - len(line.lstrip()) for line in listing)
-    assert indent > 10, shown
-    dashes = next(i for i, line in enumerate(listing) if line.startswith("---"))
-    for line in listing[dashes + 1 :]:  # after the title (wrapped too), the header and its dashes
-        usage_line = any(line.startswith(form.usage.split()[0]) for form in forms)
-        assert usage_line or line.startswith(" " * indent) or line.startswith("  ["), (line, shown)
-    assert any(line.startswith("  [") or "[--type semantic|episodic]" in line for line in listing)
-    # what a learner must type stays on one line: a bracketed group, an example with an id
-    assert any("[--type semantic|episodic]" in line for line in listing), shown
-    assert any(line == "e.g. memory edit 3fa9c2d1 I moved to Taipei in 2024" for line in lines), shown
