@@ -54,6 +54,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from memora.engine.text_utils import CJK_RANGES
+
 # -- the shapes a command's arguments can have -----------------------------------------------
 NOTHING, CHOICE, NAME, IDS, PATH, TEXT, STATEMENT = "nothing", "choice", "name", "ids", "path", "text", "statement"
 
@@ -137,7 +139,7 @@ SENTENCE_END = ".!…。！"
 _AROUND_WORDS = (
     "\"'`\u2018\u2019\u201c\u201d\u00ab\u00bb\u300c\u300d.,;:!?()[]{}\u2026\u3002\uff0c\uff01\uff1f-\u2014\u2013"
 )
-_CJK_START = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK_START = re.compile(f"[{CJK_RANGES}]")
 MEMORY_ID = re.compile(r"[0-9a-f]{4,64}|[0-9A-Za-z_-]*[0-9][0-9A-Za-z_-]*")
 
 
