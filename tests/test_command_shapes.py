@@ -297,6 +297,8 @@ TYPOS = [
     ("profiel goal pass IELTS", "profile"),
     ("forgt 3fa9c2d1", "forget"),
     ("forgett all", "forget"),
+    ("forgot 3fa9c2d1", "forget"),  # an English word, but only an id follows it
+    ("hisory 3fa9 5bc2", "history"),
     ("mistaks", "mistakes"),
     ("mistkaes", "mistakes"),
     ("reveiw", "review"),
@@ -338,6 +340,8 @@ TYPOS = [
     ("quite", None),
     ("forgot my homework", None),
     ("forgot", None),
+    ("forgot all of it", None),
+    ("forgot 2 things", None),
     ("forge", None),
     ("expert advice", None),
     ("expert", None),

@@ -44,7 +44,9 @@ never sent to the model and never enters the conversation.
    command's name (two for names longer than five letters), followed by what that
    command takes (or nothing), is a typo: one line "Did you mean `help`?", and
    nothing is sent ("hepl", "profil level b2", "forgt 3fa9c2d1"). "hepl me with my
-   essay" does not fit help's shape and still goes to the tutor.
+   essay" does not fit help's shape and still goes to the tutor, and so does an
+   English word ("held", "starch is in potatoes"), unless memory ids follow it
+   ("forgot 3fa9c2d1").
 """
 
 from __future__ import annotations
@@ -287,9 +289,17 @@ def route(line: str, shapes: Mapping[str, Shape]) -> Route:
     if name in shapes:
         return Route(COMMAND, name, rest) if slashed or fits(shapes[name], rest, shapes) else Route(CHAT)
     meant = near_command(name, shapes)
-    if meant and (slashed or fits(shapes[meant], rest, shapes)) and not is_english_word(name):
-        return Route(TYPO, meant, rest)
+    if meant and (slashed or fits(shapes[meant], rest, shapes)):
+        # An English word is what the learner meant ("held", "starch"), unless what follows
+        # can only be typed: memory ids ("forgot 3fa9c2d1").
+        if not is_english_word(name) or (shapes[meant].kind == IDS and _all_typed_ids(rest)):
+            return Route(TYPO, meant, rest)
     return Route(CHAT)
+
+
+def _all_typed_ids(rest: str) -> bool:
+    words = rest.split()
+    return bool(words) and all(MEMORY_ID.fullmatch(w) and any(c.isdigit() for c in w) for w in words)
 
 
 def near_command(word: str, names: Mapping[str, Shape]) -> str | None:
