@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 #      stores anything.
 #   5. What is left is a command; if its arguments are malformed ("forget zzzz",
 #      "memory cap abc", "export my data") it prints its usage and nothing is sent.
-NO_ARGUMENTS = {"why", "status", "reset", "users", "reindex", "undo", "exit", "quit"}
+NO_ARGUMENTS = {"why", "status", "reset", "users", "reindex", "undo", "exit", "quit", "page"}
 SUBCOMMANDS = {
     "profile": {"level", "goal", "preference", "remove", "clear", "confirm", "reject", "corrections"},
     "memory": {"edit", "cap"},
@@ -793,6 +793,12 @@ class CommandRouter:
             )
         self.console.table(f"History of {args}", ["id", "from", "until", "status", "made by", "ended by", "text"], rows)
 
+    def cmd_page(self, args: str) -> None:
+        """page -- Open the memory page: profile, memories, timeline, mistakes and conflicts (also F2)."""
+        from memora.app.page import open_page
+
+        open_page(self.app, self.console)
+
     def cmd_undo(self, args: str) -> None:
         """undo -- Take back the last memory change: your last message's, a remember or a memory edit (not forget)."""
         for line in self.app.undo():
@@ -1030,6 +1036,7 @@ EXAMPLES = {
     "forget": ["forget 3fa9c2d1", "forget all"],
     "history": ["history 3fa9c2d1"],
     "undo": ["undo"],
+    "page": ["page"],
     "why": ["why"],
     "status": ["status"],
     "reset": ["reset"],
@@ -1053,6 +1060,7 @@ _ORDER = [
     "forget",
     "history",
     "undo",
+    "page",
     "mistakes",
     "review",
     "progress",

@@ -192,7 +192,7 @@ class RichConsole(Console):
                 history = FileHistory(str(history_path))
             except OSError:
                 pass
-        return PromptSession(history=history)
+        return PromptSession(history=history, key_bindings=_prompt_keys())
 
     def read(self, prompt: str = PROMPT) -> str:
         if self._reader is not None:
@@ -264,6 +264,24 @@ class RichConsole(Console):
             status.stop()
             if live is not None:
                 live.stop()
+
+
+# F2 at the prompt opens the memory page, as if "/page" had been typed. F2 and not
+# Ctrl-P: Ctrl-P is the previous history line in prompt_toolkit's (Emacs) editing,
+# which learners use; F2 is unbound there and the usual "open a panel" key.
+PAGE_KEY = "f2"
+
+
+def _prompt_keys():
+    from prompt_toolkit.key_binding import KeyBindings
+
+    keys = KeyBindings()
+
+    @keys.add(PAGE_KEY)
+    def _open_page(event) -> None:
+        event.app.exit(result="/page")  # not accepted, so not written to the input history
+
+    return keys
 
 
 def _termios_error() -> type[BaseException]:
