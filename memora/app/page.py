@@ -139,6 +139,20 @@ def _one_line(text: str) -> str:
     return " ".join(for_terminal(text).split())
 
 
+def _age(then, now) -> str:
+    """A short age: "today", "4d", "3w", "5mo", "2y"."""
+    days = (now - then).days
+    if days < 1:
+        return "today"
+    if days < 14:
+        return f"{days}d"
+    if days < 60:
+        return f"{days // 7}w"
+    if days < 730:
+        return f"{days // 30}mo"
+    return f"{days // 365}y"
+
+
 def _fit(text: str, width: int) -> str:
     """``text`` cut to ``width`` terminal cells (a CJK character takes two)."""
     from prompt_toolkit.utils import get_cwidth
@@ -192,17 +206,17 @@ class MemoryPage:
         text = r.content if self.state.own_words else dated_text(r, self.now)
         mark = "!" if r.id in self.flagged else " "
         when = r.created_at.astimezone().strftime("%Y-%m-%d")
-        meta = (
-            f"{when} {time_ago(r.created_at, self.now):>8} {r.memory_type[:4]:4} {ORIGINS.get(r.source, r.source):10}"
-        )
+        origin = ORIGINS.get(r.source, r.source)
+        # The id is on the detail line (the page never asks for one): the text gets the room.
+        meta = f"{when} {_age(r.created_at, self.now):>5} {r.memory_type[:3]} {origin:10}"
         status = "" if r.is_current else "was: "
-        line = f"{mark}{indent}{r.id[:8]} {meta} {status}{_one_line(text)}"
+        line = f"{mark}{indent}{meta} {status}{_one_line(text)}"
         return Row(
             line,
             "class:old" if not r.is_current else ("class:flag" if mark == "!" else ""),
             "memory",
             r.id,
-            f"{r.content} {text} {r.category} {r.memory_type} {ORIGINS.get(r.source, '')} {r.id}".lower(),
+            f"{r.content} {text} {r.category} {r.memory_type} {origin} {r.id}".lower(),
         )
 
     def _rows_memories(self) -> list[Row]:
@@ -312,8 +326,9 @@ class MemoryPage:
 
     def visible(self, width: int, height: int) -> list[tuple[str, str]]:
         """The fragments of the rows that fit ``height`` lines, the cursor's row reversed."""
-        if self.state.pane is not None:
-            return [("", _fit(line, width) + "\n") for line in self.state.pane[: max(height, 1)]]
+        if self.state.pane is not None:  # wrapped, not cut: a history's last column is the text
+            wrapped = [line[i : i + width] for line in self.state.pane for i in range(0, max(len(line), 1), width)]
+            return [("", _fit(line, width) + "\n") for line in wrapped[: max(height, 1)]]
         rows = self.shown_rows()
         state = self.state
         state.cursor = min(max(state.cursor, 0), max(len(rows) - 1, 0))
@@ -325,11 +340,29 @@ class MemoryPage:
         out = []
         for index in range(state.top, min(state.top + height, len(rows))):
             row = rows[index]
-            style = row.style + (" class:cursor" if index == state.cursor else "")
-            out.append((style, _fit(row.text, width).ljust(width) + "\n"))
+            here = index == state.cursor
+            style = row.style + (" class:cursor" if here else "")
+            # ">" marks the cursor in any colour mode (NO_COLOR, a screen reader, a copy of the screen)
+            out.append((style, _fit((">" if here else " ") + row.text, width) + "\n"))
         if not rows:
             out.append(("class:heading", "(nothing matches the filter)\n"))
         return out
+
+    def detail(self, width: int) -> list[tuple[str, str]]:
+        """The selected row in full (a long memory is cut on its row), on two lines."""
+        row = self.selected() if self.state.pane is None else None
+        if row is None or row.kind != "memory":
+            return [("", "")]
+        record = self.app.store.get(row.key)
+        if record is None:
+            return [("", "")]
+        from context_builder import dated_text
+
+        text = record.content if self.state.own_words else dated_text(record, self.now)
+        said = "" if text == record.content else "  (w: your own words)"
+        origin = ORIGINS.get(record.source, record.source)
+        full = _one_line(f"{record.id} \u00b7 {record.category} \u00b7 {record.memory_type} \u00b7 {origin} \u00b7 {text}{said}")
+        return [("class:detail", _fit(full[:width], width) + "\n" + _fit(full[width:], width))]
 
     def footer(self, width: int) -> list[tuple[str, str]]:
         if self.state.asking:
@@ -351,7 +384,7 @@ class MemoryPage:
         self.captured.lines = []
         run_command(self.router, "/" + line)
         lines = self.captured.lines
-        self.state.message = " ".join(lines[-1:]) if lines else ""
+        self.state.message = _one_line(" ".join(lines))
         self.refresh()
         return lines
 
@@ -414,7 +447,8 @@ class MemoryPage:
             if row.kind == "conflict":
                 memory_id = self._conflict_side(row)
             if memory_id:
-                state.pane = self.command(f"history {memory_id}") + ["", "(Esc or q: back to the list)"]
+                state.pane = self.command(f"history {memory_id}")
+                state.message = "Esc or q: back to the list."
         elif key in ("1", "2") and row.kind == "conflict":
             c: Conflict = row.key
             keep, drop = (c.first, c.second) if key == "1" else (c.second, c.first)
@@ -584,8 +618,11 @@ class MemoryPage:
         footer = ConditionalContainer(
             Window(FormattedTextControl(lambda: self.footer(size().columns)), height=1), filter=~asking
         )
+        detail = Window(FormattedTextControl(lambda: self.detail(size().columns)), height=2)
         layout = Layout(
-            HSplit([header, filter_line, Window(height=1, char="\u2500"), Window(body), answer_line, footer]),
+            HSplit(
+                [header, filter_line, Window(height=1, char="\u2500"), Window(body), detail, answer_line, footer]
+            ),
             focused_element=body,
         )
         style = Style.from_dict(
@@ -597,6 +634,7 @@ class MemoryPage:
                 "old": "fg:ansibrightblack italic",
                 "flag": "fg:ansiyellow",
                 "ask": "bold",
+                "detail": "italic",
             }
         )
         self.application = Application(
@@ -623,6 +661,8 @@ class MemoryPage:
         self.build().run()
 
 
+# Lines around the list: the header (3), the filter, the rule, the detail (2), the message.
+BODY_MARGIN = 8
 VIEW_KEYS_BY_VIEW = {view: key for key, view in VIEW_KEYS.items()}
 
 
