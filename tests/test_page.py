@@ -177,9 +177,9 @@ def test_every_memory_action_on_the_page_then_back_to_the_chat(seeded, data_dir,
     assert opened < term.output.index(b"Memora page of") < term.output.rindex(b"\x1b[?1049l")
     term.send(b"And what about articles?\r")
     # (pyte has no alternate screen, so the page's last frame stays above: read what follows)
-    assert term.wait_screen(
-        lambda t: "You:" in t.rpartition("And what about articles?")[2].partition("Memora:")[2]
-    ), term.text()
+    assert term.wait_screen(lambda t: "You:" in t.rpartition("And what about articles?")[2].partition("Memora:")[2]), (
+        term.text()
+    )
     sent = server.chats[-1]
     assert "Hello, I am practising my English" in str(sent.input)
     assert sent.last_user.endswith("And what about articles?")

@@ -37,7 +37,6 @@ from memora.app.terminal import Console, render_table
 from memora.engine.conflicts import Conflict, KeptPairs, find_conflicts
 from memora.engine.records import CATEGORIES
 from memora.engine.text_utils import for_terminal
-from memora.engine.timeutil import time_ago
 
 if TYPE_CHECKING:
     from memora.app.assistant import Memora
@@ -151,6 +150,18 @@ def _age(then, now) -> str:
     if days < 730:
         return f"{days // 30}mo"
     return f"{days // 365}y"
+
+
+def _split_cells(text: str, width: int) -> tuple[str, str]:
+    """``text`` split where ``width`` terminal cells are full (a CJK character takes two)."""
+    from prompt_toolkit.utils import get_cwidth
+
+    used = 0
+    for index, ch in enumerate(text):
+        used += get_cwidth(ch)
+        if used > width:
+            return text[:index], text[index:]
+    return text, ""
 
 
 def _fit(text: str, width: int) -> str:
@@ -361,8 +372,9 @@ class MemoryPage:
         text = record.content if self.state.own_words else dated_text(record, self.now)
         said = "" if text == record.content else "  (w: your own words)"
         origin = ORIGINS.get(record.source, record.source)
-        full = _one_line(f"{record.id} \u00b7 {record.category} \u00b7 {record.memory_type} \u00b7 {origin} \u00b7 {text}{said}")
-        return [("class:detail", _fit(full[:width], width) + "\n" + _fit(full[width:], width))]
+        parts = (record.id, record.category, record.memory_type, origin, f"{text}{said}")
+        head, rest = _split_cells(_one_line(" \u00b7 ".join(parts)), width)
+        return [("class:detail", head + "\n" + _fit(rest, width))]
 
     def footer(self, width: int) -> list[tuple[str, str]]:
         if self.state.asking:
@@ -620,9 +632,7 @@ class MemoryPage:
         )
         detail = Window(FormattedTextControl(lambda: self.detail(size().columns)), height=2)
         layout = Layout(
-            HSplit(
-                [header, filter_line, Window(height=1, char="\u2500"), Window(body), detail, answer_line, footer]
-            ),
+            HSplit([header, filter_line, Window(height=1, char="\u2500"), Window(body), detail, answer_line, footer]),
             focused_element=body,
         )
         style = Style.from_dict(
