@@ -34,9 +34,10 @@ leaves a stale fact current, so the rules lean towards flagging, and
 from __future__ import annotations
 
 import json
+import os
 import re
 import unicodedata
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -134,6 +135,18 @@ _NUMBER_WORDS = {
 # A sign before a number, unless it joins two numbers ("2020-2021"): "-10" is not "10",
 # "UTC-8" is not "UTC+8".
 _SIGN = re.compile(r"(^|[^\d])([-+\u2212\u2012\u2013\u2010\ufe63\uff0d])(?=\d)")
+_NAME = re.compile(r"\b\w[\w'\-]*")  # the words; those capitalised after the first are names
+# Facts that hold one value at a time whatever their slot: a preference, a favourite, an origin.
+ONE_VALUE = frozenset("prefer favourit best main onli usual born grew from name".split())
+_TIME_WORDS = frozenset(
+    _unit
+    for _word in (
+        "monday tuesday wednesday thursday friday saturday sunday january february march april may june july "
+        "august september october november december morning afternoon evening night weekend weekday noon "
+        "daily weekly monthly yearly hourly 天 週 周 月 年 早 晚 日 一 二 三 四 五 六"
+    ).split()
+    for _unit in (_word, _word + "s")
+)
 # What ``replace`` may change and still be a conflict: a word or two for a word or two.
 # "improve" for "get better at" is three words, a rewording, not a replaced value.
 MAX_REPLACED = 2
@@ -179,10 +192,16 @@ class Words:
     shown: tuple[str, ...]
     units: tuple[str, ...]
     text: str
+    names: frozenset[str] = frozenset()  # words capitalised after the first: "Taipei", "Ming", "British"
 
     @property
-    def numbers(self) -> list[str]:
-        return [u for u in self.units if any(c.isdigit() for c in u) or u in ("minus", "plus")]
+    def numbers(self) -> tuple[str, ...]:
+        return _numbers_in(self.units)
+
+
+@lru_cache(maxsize=65536)
+def _numbers_in(units: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(u for u in units if u in ("minus", "plus") or any(c.isdigit() for c in u))
 
 
 @lru_cache(maxsize=65536)
@@ -215,7 +234,9 @@ def words_of(text: str) -> Words:
                 shown.append(piece)
                 units.append(unit)
     # CJK words of two characters in the tables ("簡單", "喜歡") are matched on the text itself.
-    return Words(tuple(shown), tuple(units), normal)
+    found = _NAME.findall(unicodedata.normalize("NFKC", text or ""))
+    names = frozenset(w.lower() for w in found[1:] if w[0].isupper() and w != "I")
+    return Words(tuple(shown), tuple(units), normal, names)
 
 
 _ADVERBS = frozenset("always never often usually sometimes rarely seldom still also already just".split())
@@ -260,7 +281,7 @@ def conflict_reason(a: str, b: str) -> str | None:
         or _negation(wa, wb)
         or _antonym(wa, wb)
         or _reordered(ua, ub)
-        or _replaced(wa, wb)
+        or _replaced(wa, wb, bool(slots_of(a) & slots_of(b)))
         or _same_slot(a, b, ua, ub)
     )
 
@@ -335,7 +356,25 @@ def _numbers(wa: Words, wb: Words) -> str | None:
     )
 
 
-def _replaced(wa: Words, wb: Words) -> str | None:
+def _same_word(x: str, y: str) -> bool:
+    """One word in two forms: "cat+s" / "cat", "happier" / "happi" (the stemmer keeps -ier)."""
+    x, y = _stem(x), _stem(y)
+    if x == y:
+        return True
+    common = len(os.path.commonprefix([x, y]))
+    return common >= max(4, min(len(x), len(y)) - 1)
+
+
+def _value(words: Words, start: int, end: int) -> bool:
+    """Whether a replaced block is a value: a name (capitalised in the middle of the
+    fact), a number, a day, a month or a time of day."""
+    return any(
+        words.shown[i] in words.names or any(c.isdigit() for c in words.units[i]) or words.shown[i] in _TIME_WORDS
+        for i in range(start, end)
+    )
+
+
+def _replaced(wa: Words, wb: Words, one_slot: bool = False) -> str | None:
     """A word or two replaced in a shared sentence ("Taipei" / "Tainan"), a word in
     another form ("a cat" / "cats", "can speak" / "speaks"), or a be-form, auxiliary
     or modal on one side only ("is bullied" / "bullied")."""
@@ -350,9 +389,17 @@ def _replaced(wa: Words, wb: Words) -> str | None:
         if (left <= _LIGHT and right <= _LIGHT | _POSSESSION) or (right <= _LIGHT and left <= _LIGHT | _POSSESSION):
             possessive = True  # "has an exam" / "the learner's exam" (and the "is" that comes with it)
             continue
-        reworded = {_stem(u) for u in left} & {_stem(u) for u in right}
+        reworded = any(_same_word(x, y) for x in left for y in right)
         modal = left <= _FUNCTION and right <= _FUNCTION and shared >= SHARED_FOR_SIGNAL
-        if shared >= SHARED_FOR_REPLACE or modal or (reworded and shared >= SHARED_FOR_SIGNAL - 0.2):
+        # Another value where a fact holds one ("lives in Taipei" / "Tainan", "exam in March" /
+        # "May", "prefers British" / "American"), not another of many ("enjoys tennis" / "chess").
+        one_value = (
+            one_slot
+            or _value(wa, i1, i2)
+            or _value(wb, j1, j2)
+            or bool(ONE_VALUE & {_stem(u) for u in ua} & {_stem(u) for u in ub})
+        )
+        if (shared >= SHARED_FOR_REPLACE and one_value) or modal or (reworded and shared >= SHARED_FOR_SIGNAL - 0.2):
             return f"{_quote(wa.shown[i1:i2])} vs {_quote(wb.shown[j1:j2])}"
     if shared < SHARED_FOR_SIGNAL:
         return None
@@ -380,7 +427,7 @@ _POSSESSION = frozenset({"have+s", "have", "=be"})
 # Words whose presence alone changes a fact: be-forms, auxiliaries, modals, 是/被/會.
 _FUNCTION = frozenset(
     "=be =be+ed =be+en =be+ing =do =是 can could will would may might must should shall have+s have+ed have had "
-    "more less most least other 被 會 会 過 过 可 以 應 该 該 应".split()
+    "did more less most least other 被 會 会 過 过 可 以 應 该 該 应".split()
 )
 
 
@@ -407,7 +454,7 @@ def related(a: MemoryRecord, b: MemoryRecord) -> bool:
         return a.category != "other" or a.source == "command" or b.source == "command"
     if "other" in (a.category, b.category):
         return True  # a ``remember`` has no category of its own: a candidate for any fact
-    return bool(slots_of(a.content) & slots_of(b.content))
+    return bool(_profile(a.content).slots & _profile(b.content).slots)
 
 
 @dataclass(frozen=True)
@@ -427,45 +474,103 @@ def pair_key(a: str, b: str) -> tuple[str, str]:
     return (a, b) if a <= b else (b, a)
 
 
-# A unit shared by more memories than this is too common to find a pair by
-# ("learner", "like"): pairs are found through their rarer words.
-_COMMON = 64
+# A bucket (memories sharing a word, in one category) larger than this is too
+# common to find a pair by ("english", "like"): its pairs are found through their
+# rarer words. A slot's bucket keeps its newest members, as the decision's does.
+_COMMON = 200
+# The most of two facts' words a comparison can find shared (twice the common
+# words over both lengths bounds difflib's ratio): below the lowest threshold
+# of any rule, the pair is not compared at all. Most pairs that share one word
+# end here, which keeps 10,000 memories within a page's opening time.
+_LOWEST_SHARE = SHARED_FOR_SIGNAL - 0.25
+# Verdicts by pair of texts: a pair is read once per process, however often the
+# page opens (the texts are the records' own strings, so the keys cost no copies).
+_VERDICTS: dict[tuple[str, str], str | None] = {}
+_MAX_VERDICTS = 500_000
+
+
+@dataclass(frozen=True)
+class _Profile:
+    heavy: Counter
+    keys: frozenset[str]
+    slots: frozenset[str]
+    ends: bool
+
+
+@lru_cache(maxsize=65536)
+def _profile(text: str) -> _Profile:
+    units = words_of(text).units
+    heavy = Counter(_stem(u) for u in units if u not in _LIGHT and u not in _FUNCTION)
+    stems = set(heavy)
+    # A pair shares a word's stem ("cat" / "cats") or stands on two sides of an antonym
+    # ("married" / "single"): each is a key the other memory also has.
+    keys = stems | {"ant:" + "|".join(sorted((u, v))) for u in stems for v in _ANTONYMS.get(u, ())}
+    slots = slots_of(text)
+    return _Profile(heavy, frozenset(keys | {"slot:" + s for s in slots}), slots, bool(ENDINGS & set(units)))
+
+
+def _worth_comparing(a: _Profile, b: _Profile) -> bool:
+    if a.slots & b.slots or a.ends or b.ends or any(k.startswith("ant:") for k in a.keys & b.keys):
+        return True
+    total = sum(a.heavy.values()) + sum(b.heavy.values())
+    common = sum((a.heavy & b.heavy).values())
+    return total > 0 and 2 * common / total >= _LOWEST_SHARE
+
+
+def _verdict(a: MemoryRecord, b: MemoryRecord) -> str | None:
+    key = (a.content, b.content)
+    if key not in _VERDICTS:
+        if len(_VERDICTS) >= _MAX_VERDICTS:
+            _VERDICTS.clear()
+        _VERDICTS[key] = conflict_reason(*key)
+    return _VERDICTS[key]
 
 
 def find_conflicts(records: Iterable[MemoryRecord], kept: set[tuple[str, str]] = frozenset()) -> list[Conflict]:
     """Every flagged pair among the current ``records``, newest pair first, leaving
     out the pairs in ``kept`` (the learner kept both).
 
-    Pairs are found through a shared word (or slot) rather than by comparing all
-    pairs, so 10,000 memories cost a few hundred thousand comparisons at most."""
+    Pairs are found through a shared word, antonym or slot in a bucket per
+    category (a memory without a category of its own is in every category's),
+    never by comparing all pairs."""
     current = [r for r in records if r.is_current]
-    by_unit: dict[str, list[int]] = defaultdict(list)
-    for index, record in enumerate(current):
-        units = {_stem(u) for u in words_of(record.content).units} - _LIGHT - _FUNCTION
-        # A pair shares a word's stem ("cat" / "cats") or stands on two sides of an antonym
-        # ("married" / "single"): each is a key the other memory also has.
-        keys = units | {"ant:" + "|".join(sorted((u, v))) for u in units for v in _ANTONYMS.get(u, ())}
-        for unit in keys:
-            by_unit[unit].append(index)
-        for slot in slots_of(record.content):
-            by_unit["slot:" + slot].append(index)
+    profiles = [_profile(r.content) for r in current]
+    buckets: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for index, (record, profile) in enumerate(zip(current, profiles)):
+        # "other" is no shared subject: its memories meet others through a slot, or when
+        # one of the two has no category of its own (a ``remember``).
+        category = "*" if record.category == "other" and record.source == "command" else record.category
+        for key in profile.keys:
+            buckets[(category if not key.startswith("slot:") else "", key)].append(index)
+    everywhere = {key: members for (category, key), members in buckets.items() if category == "*"}
     seen: set[tuple[int, int]] = set()
     found: list[Conflict] = []
-    for unit, members in by_unit.items():
-        if len(members) > _COMMON and not unit.startswith("slot:"):
-            continue
+
+    def compare(i: int, j: int) -> None:
+        pair = (i, j) if i < j else (j, i)
+        if i == j or pair in seen:
+            return
+        seen.add(pair)
+        a, b = current[i], current[j]
+        if pair_key(a.id, b.id) in kept or not related(a, b) or not _worth_comparing(profiles[i], profiles[j]):
+            return
+        first, second = sorted((a, b), key=lambda r: r.created_at)
+        reason = _verdict(first, second)  # read older first: "a vs b" says what was, then what is
+        if reason:
+            found.append(Conflict(first, second, reason))
+
+    for (category, key), members in buckets.items():
+        if len(members) > _COMMON:
+            if not key.startswith("slot:"):
+                continue
+            members = members[:_COMMON]  # the newest (records come newest first)
         for n, i in enumerate(members):
             for j in members[n + 1 :]:
-                if (i, j) in seen:
-                    continue
-                seen.add((i, j))
-                a, b = current[i], current[j]
-                if pair_key(a.id, b.id) in kept or not related(a, b):
-                    continue
-                reason = conflict_reason(a.content, b.content)
-                if reason:
-                    first, second = sorted((a, b), key=lambda r: r.created_at)
-                    found.append(Conflict(first, second, reason))
+                compare(i, j)
+        if category not in ("*", ""):
+            for j in everywhere.get(key, [])[:_COMMON]:
+                for i in members:
+                    compare(i, j)
     found.sort(key=lambda c: c.second.created_at, reverse=True)
     return found
 
