@@ -67,7 +67,8 @@ def build_store(folder: Path, size: int):
     for n in range(size):
         category = categories[n % len(categories)]
         noun = rng.choice(NOUNS)
-        text = f"The learner {rng.choice(VERBS[category])} {noun} {rng.choice(PLACES)} ({rng.choice(PEOPLE)})."
+        who = f" with {rng.choice(PEOPLE)}" if n % 10 == 0 else ""  # one fact in ten names someone
+        text = f"The learner {rng.choice(VERBS[category])} {noun} {rng.choice(PLACES)}{who}."
         if n % 100 == 1:  # about 1% contradict the memory before them
             text = f"The learner quit {items[-1]['content'].split(' ', 3)[3]}"
             category = items[-1]["category"]

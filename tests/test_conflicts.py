@@ -28,6 +28,8 @@ BOTH_TRUE = {
     ("The learner's mother is a teacher.", "The learner's father is a teacher."),
     ("The learner's son plays football.", "The learner's daughter plays football."),
     ("我媽媽是老師", "我爸爸是老師"),
+    ("The learner's sister lives in London.", "The learner lives in London."),
+    ("The learner's cousin lives in Tokyo.", "The learner lives in Tokyo."),
     ("I drink coffee every day", "I drink tea every day"),
     ("我每天都喝咖啡", "我每天都喝茶"),
 }

@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memora.app.terminal import Console, render_table
 from memora.engine.conflicts import Conflict, KeptPairs, find_conflicts
+from memora.engine.errors import MemoraError
 from memora.engine.records import CATEGORIES
 from memora.engine.text_utils import for_terminal
 
@@ -185,7 +187,7 @@ class MemoryPage:
     """The page over one app; ``run`` shows it until Esc or q. ``build_rows``,
     ``visible`` and ``press`` are separate so the benchmark can time them."""
 
-    def __init__(self, app: Memora, *, no_color: bool = False, input=None, output=None):
+    def __init__(self, app: Memora, *, no_color: bool = False, input=None, output=None, background: bool = True):
         from memora.app.commands import CommandRouter
 
         self.app = app
@@ -196,6 +198,12 @@ class MemoryPage:
         self.filter_text = ""
         self._input, self._output = input, output
         self.application = None
+        self.background = background
+        self.conflicts: list[Conflict] = []
+        self.flagged: set[str] = set()
+        self.conflicts_ready = False
+        self.conflict_error = ""
+        self._generation = 0
         self.refresh()
 
     # -- data -------------------------------------------------------------------------------
@@ -204,14 +212,42 @@ class MemoryPage:
         app = self.app
         self.now = app.now()
         self.records = app.store.list(include_superseded=True)
-        current = [r for r in self.records if r.is_current]
-        self.conflicts = open_conflicts(app, current)
-        self.flagged = {r.id for c in self.conflicts for r in (c.first, c.second)}
         self.profile = app.profiles.get()
         self.pending = app.proposals.pending()
         self.mistakes = app.ledger.all()
         self._texts: dict[tuple[str, bool], str] = {}
         self.state.rows = {view: getattr(self, f"_rows_{view}")() for view in VIEWS}
+        self._find_conflicts([r for r in self.records if r.is_current])
+
+    def _find_conflicts(self, current) -> None:
+        """Conflicts are found beside the page, not before it: among thousands of
+        memories that read each pair's words once, and the page opens without
+        waiting (the tab says "…" until they are in, then the rows are marked)."""
+        self._generation += 1
+        generation = self._generation
+
+        def find() -> None:
+            try:
+                found = open_conflicts(self.app, current)
+            except Exception as error:  # the page stays usable; the tab says why
+                found, self.conflict_error = [], " ".join(str(error).split())[:80]
+            if generation != self._generation:
+                return  # an action since: a newer search is under way
+            self.conflicts = found
+            self.flagged = {r.id for c in found for r in (c.first, c.second)}
+            self.conflicts_ready = True
+            rows = dict(self.state.rows)
+            for view in ("memories", "timeline", "conflicts"):
+                rows[view] = getattr(self, f"_rows_{view}")()
+            self.state.rows = rows
+            if self.application is not None:
+                self.application.invalidate()
+
+        self.conflicts_ready = False
+        if self.application is None and not self.background:
+            find()
+            return
+        threading.Thread(target=find, name="memora-page-conflicts", daemon=True).start()
 
     def _memory_row(self, r, indent: str = "") -> Row:
         """A memory's row; its text is resolved only when drawn (``_shown_text``): the time
@@ -295,6 +331,10 @@ class MemoryPage:
             for label, r in (("1", c.first), ("2", c.second)):
                 row = self._memory_row(r, f" {label} ")
                 rows.append(Row(row.text, "", "conflict", c, row.search, record=r))
+        if not self.conflicts_ready:
+            return [Row("(looking for conflicting memories\u2026)", "class:heading")]
+        if self.conflict_error:
+            return [Row(f"(conflicts could not be found: {self.conflict_error})", "class:heading")]
         return rows or [Row("(no conflicting memories)", "class:heading")]
 
     def _rows_profile(self) -> list[Row]:
@@ -340,7 +380,8 @@ class MemoryPage:
         top = f"Memora page of {user} \u00b7 {level} \u00b7 corrections {p.corrections}{pending}"
         tabs = []
         for key, view in VIEW_KEYS.items():
-            count = f" ({len(self.conflicts)})" if view == "conflicts" else ""
+            found = str(len(self.conflicts)) if self.conflicts_ready else "\u2026"
+            count = f" ({found})" if view == "conflicts" else ""
             tabs.append(("class:tab.on" if view == self.state.view else "class:tab", f" {key} {view}{count} "))
         return [
             ("class:title", _fit(top, width) + "\n"),
@@ -490,7 +531,10 @@ class MemoryPage:
         return row.record.id if row.record is not None else c.first.id
 
     def _keep_one(self, keep: str, drop: str) -> None:
-        self.say(keep_one(self.app, keep, drop))
+        try:
+            self.say(keep_one(self.app, keep, drop))
+        except MemoraError as error:  # changed since the pair was found: one line, nothing lost
+            self.say(f"Error: {error}")
         self.refresh()
 
     def _add(self) -> None:

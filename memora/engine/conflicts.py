@@ -91,6 +91,7 @@ _PHRASES = [
         (r"\bevery week\b|\beach week\b", "weekly"),
         (r"\b(?:is|am|are) based in\b", "lives in"),
         (r"\bworks? as (an?)\b", r"is \1"),
+        (r"\bworked as (an?)\b", r"was \1"),
         (r"\b(\w+) (?:is|am) called\b", r"\1's name is"),
         (r"\bgets? better at\b", "improve"),
         (r"\b(?:gave|give|gives|given|giving) up\b|\bstopped\b", "quit"),
@@ -99,7 +100,7 @@ _PHRASES = [
     )
 ]
 # Words that make a fact stronger, not different: "really loves jazz" still loves jazz.
-_INTENSIFIERS = frozenset("really very truly quite so 很 真".split())
+_INTENSIFIERS = frozenset("really very truly quite so now currently 很 真".split())
 # Units that carry no fact of their own when they are all that differs ("a" cat / "the" cat).
 _LIGHT = frozenset({"a", "learner", "'s", "their", "his", "her", "very", "really", "just", "also", "的", "很", "都"})
 _NUMBER_WORDS = {
@@ -137,7 +138,7 @@ _NUMBER_WORDS = {
 _SIGN = re.compile(r"(^|[^\d])([-+\u2212\u2012\u2013\u2010\ufe63\uff0d])(?=\d)")
 _NAME = re.compile(r"\b\w[\w'\-]*")  # the words; those capitalised after the first are names
 # Facts that hold one value at a time whatever their slot: a preference, a favourite, an origin.
-ONE_VALUE = frozenset("prefer favourit best main onli usual born grew from name".split())
+ONE_VALUE = frozenset("prefer favourit best main onli usual born name".split())
 _TIME_WORDS = frozenset(
     _unit
     for _word in (
@@ -281,7 +282,7 @@ def conflict_reason(a: str, b: str) -> str | None:
         or _negation(wa, wb)
         or _antonym(wa, wb)
         or _reordered(ua, ub)
-        or _replaced(wa, wb, bool(slots_of(a) & slots_of(b)))
+        or _replaced(wa, wb, bool(_slots(a) & _slots(b)))
         or _same_slot(a, b, ua, ub)
     )
 
@@ -292,6 +293,11 @@ def _reordered(ua: Sequence[str], ub: Sequence[str]) -> str | None:
         if _without(ua, _FUNCTION) != _without(ub, _FUNCTION):
             return "the same words in another order"
     return None
+
+
+@lru_cache(maxsize=65536)
+def _slots(text: str) -> frozenset[str]:
+    return slots_of(text)
 
 
 def _heavy(units: Sequence[str]) -> list[str]:
@@ -308,6 +314,8 @@ def _negation(wa: Words, wb: Words) -> str | None:
     drop = NEGATIONS | {"=do", "=be", "have+s", "have"}
     if _shared(_heavy(_without(wa.units, drop)), _heavy(_without(wb.units, drop))) >= SHARED_FOR_SIGNAL:
         return said
+    if _shared(_heavy(wa.units), _heavy(wb.units)) < SHARED_FOR_SIGNAL - 0.25:
+        return None  # "quit chess in the evenings" says nothing of "asked about chess in Tokyo"
     for words, other in ((wa, wb), (wb, wa)):  # "quit coffee" / "drinks coffee every day"
         for n, unit in enumerate(words.units):
             if unit in ENDINGS and unit not in other.units:
@@ -382,6 +390,14 @@ def _replaced(wa: Words, wb: Words, one_slot: bool = False) -> str | None:
     matcher = SequenceMatcher(None, ua, ub, autojunk=False)
     shared = _shared(_heavy(ua), _heavy(ub))
     possessive = False
+    # One value replaced: facts that differ in two places ("fishing on weekends" / "guitar
+    # on holiday") are two facts, not one fact changed.
+    changes = [
+        (op, i1, i2, j1, j2)
+        for op, i1, i2, j1, j2 in matcher.get_opcodes()
+        if op != "equal" and not set(ua[i1:i2] + ub[j1:j2]) <= _LIGHT | _FUNCTION
+    ]
+    single = len(changes) <= 1
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op != "replace" or i2 - i1 > MAX_REPLACED or j2 - j1 > MAX_REPLACED:
             continue
@@ -399,7 +415,11 @@ def _replaced(wa: Words, wb: Words, one_slot: bool = False) -> str | None:
             or _value(wb, j1, j2)
             or bool(ONE_VALUE & {_stem(u) for u in ua} & {_stem(u) for u in ub})
         )
-        if (shared >= SHARED_FOR_REPLACE and one_value) or modal or (reworded and shared >= SHARED_FOR_SIGNAL - 0.2):
+        if (
+            (shared >= SHARED_FOR_REPLACE and one_value and single)
+            or modal
+            or (reworded and shared >= SHARED_FOR_SIGNAL - 0.2)
+        ):
             return f"{_quote(wa.shown[i1:i2])} vs {_quote(wb.shown[j1:j2])}"
     if shared < SHARED_FOR_SIGNAL:
         return None
@@ -412,13 +432,21 @@ def _replaced(wa: Words, wb: Words, one_slot: bool = False) -> str | None:
     return None
 
 
+# The most words (besides "the learner", articles) of a fact that states a slot's value:
+# "The learner works at Google." (3), "The learner got a new job at a bakery." (5).
+SLOT_STATEMENT = 5
+
+
 def _same_slot(a: str, b: str, ua: Sequence[str], ub: Sequence[str]) -> str | None:
     """Both fill one one-value slot, and something in one was replaced (not only added to)."""
-    slots = slots_of(a) & slots_of(b)
-    if not slots:
-        return None
-    opcodes = SequenceMatcher(None, _heavy(ua), _heavy(ub), autojunk=False).get_opcodes()
-    if not any(op == "replace" for op, *_ in opcodes):
+    slots = _slots(a) & _slots(b)
+    if not slots or len(_heavy(ua)) > SLOT_STATEMENT or len(_heavy(ub)) > SLOT_STATEMENT:
+        return None  # a long fact mentions the slot; a short one states its value
+    # A value must differ (a name, a number, a day): "works at Google" / "got a job at a
+    # bakery", not "works on a project" / "finds work stressful".
+    wa, wb = words_of(a), words_of(b)
+    opcodes = SequenceMatcher(None, ua, ub, autojunk=False).get_opcodes()
+    if not any(op == "replace" and (_value(wa, i1, i2) or _value(wb, j1, j2)) for op, i1, i2, j1, j2 in opcodes):
         return None
     return f"both say your {sorted(slots)[0]}"
 
@@ -482,7 +510,7 @@ _COMMON = 200
 # words over both lengths bounds difflib's ratio): below the lowest threshold
 # of any rule, the pair is not compared at all. Most pairs that share one word
 # end here, which keeps 10,000 memories within a page's opening time.
-_LOWEST_SHARE = SHARED_FOR_SIGNAL - 0.25
+_LOWEST_SHARE = SHARED_FOR_SIGNAL - 0.2
 # Verdicts by pair of texts: a pair is read once per process, however often the
 # page opens (the texts are the records' own strings, so the keys cost no copies).
 _VERDICTS: dict[tuple[str, str], str | None] = {}
@@ -505,12 +533,15 @@ def _profile(text: str) -> _Profile:
     # A pair shares a word's stem ("cat" / "cats") or stands on two sides of an antonym
     # ("married" / "single"): each is a key the other memory also has.
     keys = stems | {"ant:" + "|".join(sorted((u, v))) for u in stems for v in _ANTONYMS.get(u, ())}
-    slots = slots_of(text)
+    slots = _slots(text)
     return _Profile(heavy, frozenset(keys | {"slot:" + s for s in slots}), slots, bool(ENDINGS & set(units)))
 
 
 def _worth_comparing(a: _Profile, b: _Profile) -> bool:
-    if a.slots & b.slots or a.ends or b.ends or any(k.startswith("ant:") for k in a.keys & b.keys):
+    if a.ends or b.ends or any(k.startswith("ant:") for k in a.keys & b.keys):
+        return True
+    short = sum(a.heavy.values()) <= SLOT_STATEMENT and sum(b.heavy.values()) <= SLOT_STATEMENT
+    if a.slots & b.slots and short:
         return True
     total = sum(a.heavy.values()) + sum(b.heavy.values())
     common = sum((a.heavy & b.heavy).values())
