@@ -13,7 +13,9 @@ draws its first frame into an 80x24 terminal (a VT100 output over a buffer).
 
 Keypresses go through the application's real input (a pipe) while it runs:
 cursor moves, view switches, a filter typed and erased character by
-character (each narrows all rows), the learner's-words toggle. A keypress's
+character (each narrows all rows), the learner's-words toggle. The conflicts
+are found in a thread started after that frame; the time they are in is
+printed beside, and the keypresses start then. A keypress's
 redraw time is from writing the key to the end of the frame it causes.
 Targets: open < 0.5 s and redraw p95 < 50 ms at 10,000 memories.
 """
@@ -113,8 +115,13 @@ def measure(app, keys: list[bytes]) -> tuple[float, list[float]]:
         application.after_render += rendered
         timings: list[float] = []
 
+        found: list[float] = []
+
         def typist() -> None:
             drawn.wait(30)
+            while not page.conflicts_ready:  # the conflicts are found beside the page
+                time.sleep(0.005)
+            found.append(time.perf_counter())
             for key in keys:
                 drawn.clear()
                 sent = time.perf_counter()
@@ -127,7 +134,7 @@ def measure(app, keys: list[bytes]) -> tuple[float, list[float]]:
         thread.start()
         application.run()
         thread.join(30)
-        return frames[0] - started, timings
+        return frames[0] - started, found[0] - started if found else float("nan"), timings
 
 
 def keypresses() -> list[bytes]:
@@ -139,6 +146,12 @@ def keypresses() -> list[bytes]:
     return keys
 
 
+def open_conflicts(app):
+    from memora.app.page import open_conflicts as found
+
+    return found(app)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
@@ -147,13 +160,15 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             app = build_store(Path(folder), size)
             try:
-                opened, timings = measure(app, keypresses())
+                opened, conflicts, timings = measure(app, keypresses())
+                count = len(open_conflicts(app))
             finally:
                 app.close(timeout=5)
         timings.sort()
         p95 = timings[int(len(timings) * 0.95) - 1] if timings else float("nan")
         print(
-            f"{size} memories: open {opened:.3f} s; redraw after a keypress: median "
+            f"{size} memories: open {opened:.3f} s (conflicts found beside it by {conflicts:.2f} s: {count}); "
+            "redraw after a keypress: median "
             f"{statistics.median(timings) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms, max {timings[-1] * 1000:.1f} ms "
             f"({len(timings)} keys)"
         )

@@ -204,6 +204,7 @@ class MemoryPage:
         self.conflicts_ready = False
         self.conflict_error = ""
         self._generation = 0
+        self._deferred = None
         self.refresh()
 
     # -- data -------------------------------------------------------------------------------
@@ -244,10 +245,17 @@ class MemoryPage:
                 self.application.invalidate()
 
         self.conflicts_ready = False
-        if self.application is None and not self.background:
+        if not self.background:
             find()
-            return
-        threading.Thread(target=find, name="memora-page-conflicts", daemon=True).start()
+        elif self.application is None:
+            self._deferred = find  # started once the first frame is on screen (``build``)
+        else:
+            threading.Thread(target=find, name="memora-page-conflicts", daemon=True).start()
+
+    def _first_frame(self, _app) -> None:
+        find, self._deferred = self._deferred, None
+        if find is not None:
+            threading.Thread(target=find, name="memora-page-conflicts", daemon=True).start()
 
     def _memory_row(self, r, indent: str = "") -> Row:
         """A memory's row; its text is resolved only when drawn (``_shown_text``): the time
@@ -714,6 +722,7 @@ class MemoryPage:
             input=self._input,
             output=self._output,
         )
+        self.application.after_render += self._first_frame
         return self.application
 
     def _key(self, key: str) -> None:
