@@ -206,6 +206,7 @@ class MemoryPage:
         self._generation = 0
         self._deferred = None
         self.refresh()
+        self._skip_headings(1)
 
     # -- data -------------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -485,20 +486,14 @@ class MemoryPage:
     def press(self, key: str) -> None:
         """One key on the list (the benchmark and the key bindings both come here)."""
         state, row = self.state, self.selected()
+        moves = {"down": 1, "up": -1, "pagedown": 10, "pageup": -10, "home": -(10**9), "end": 10**9}
         if key in VIEW_KEYS:
             state.view, state.cursor, state.top, state.pane, state.message = VIEW_KEYS[key], 0, 0, None, ""
-        elif key == "down":
-            state.cursor += 1
-        elif key == "up":
-            state.cursor = max(state.cursor - 1, 0)
-        elif key == "pagedown":
-            state.cursor += 10
-        elif key == "pageup":
-            state.cursor = max(state.cursor - 10, 0)
-        elif key == "home":
-            state.cursor = 0
-        elif key == "end":
-            state.cursor = len(self.shown_rows()) - 1
+            self._skip_headings(1)
+        elif key in moves:
+            rows = self.shown_rows()
+            state.cursor = min(max(state.cursor + moves[key], 0), max(len(rows) - 1, 0))
+            self._skip_headings(1 if moves[key] > 0 else -1)
         elif key == "w":
             state.own_words = not state.own_words
             self.say(
@@ -533,6 +528,18 @@ class MemoryPage:
             self.refresh()
         elif key in ("y", "n") and row.kind == "pending":
             self.command("profile confirm" if key == "y" else "profile reject")
+
+    def _skip_headings(self, direction: int) -> None:
+        """Move off a heading (a category, a month) onto the next row that is something;
+        at either end, the other way."""
+        rows, state = self.shown_rows(), self.state
+        for step in (direction, -direction):
+            index = state.cursor
+            while 0 <= index < len(rows) and not rows[index].kind:
+                index += step
+            if 0 <= index < len(rows):
+                state.cursor = index
+                return
 
     def _conflict_side(self, row: Row) -> str:
         c: Conflict = row.key
@@ -732,6 +739,7 @@ class MemoryPage:
     def _filtered(self, buffer) -> None:
         self.filter_text = buffer.text
         self.state.cursor, self.state.top = 0, 0
+        self._skip_headings(1)
 
     def run(self) -> None:
         self.build().run()
