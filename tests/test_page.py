@@ -308,4 +308,22 @@ def test_ten_thousand_rows_draw_only_what_fits(make_app):
     shown = page.shown_rows()  # every word of the filter, anywhere in the row
     assert len(shown) >= 13 and all("number" in r.search and "29" in r.search for r in shown)
     page.filter_text = ""
-    assert re.fullmatch(r"[A-Z][a-z]+ 20\d\d", page.state.rows["timeline"][0].text)  # a month heading first
+    assert re.fullmatch(r"[A-Z][a-z]+ 20\d\d", page.rows_of("timeline")[0].text)  # a month heading first
+
+
+def test_keep_one_is_recorded_in_history_and_undone_by_undo(make_app):
+    from memora.app.page import keep_one, open_conflicts
+
+    app = make_app()
+    old = app.store.add("The learner loves coffee.", category="habit", source="extracted").id
+    new = app.store.add("The learner quit coffee.", category="habit", source="extracted").id
+    [conflict] = open_conflicts(app)
+    assert {conflict.first.id, conflict.second.id} == {old, new}
+    keep_one(app, new, old)
+    assert open_conflicts(app) == []
+    [version] = app.store.history(old)
+    assert not version.is_current and version.change_reason == "conflict"
+    assert "kept" in version.metadata.get("note", "")
+    lines = app.undo()
+    assert "'keep one' on the page" in lines[0]
+    assert app.store.get(old).is_current and len(open_conflicts(app)) == 1

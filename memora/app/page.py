@@ -218,7 +218,7 @@ class MemoryPage:
         self.pending = app.proposals.pending()
         self.mistakes = app.ledger.all()
         self._texts: dict[tuple[str, bool], str] = {}
-        self.state.rows = {view: getattr(self, f"_rows_{view}")() for view in VIEWS}
+        self.state.rows = {}  # each view's rows are made when it is first shown (``rows_of``)
         self._find_conflicts([r for r in self.records if r.is_current])
 
     def _find_conflicts(self, current) -> None:
@@ -238,10 +238,7 @@ class MemoryPage:
             self.conflicts = found
             self.flagged = {r.id for c in found for r in (c.first, c.second)}
             self.conflicts_ready = True
-            rows = dict(self.state.rows)
-            for view in ("memories", "timeline", "conflicts"):
-                rows[view] = getattr(self, f"_rows_{view}")()
-            self.state.rows = rows
+            self.state.rows = {view: rows for view, rows in self.state.rows.items() if view != "conflicts"}
             if self.application is not None:
                 self.application.invalidate()
 
@@ -259,22 +256,27 @@ class MemoryPage:
             threading.Thread(target=find, name="memora-page-conflicts", daemon=True).start()
 
     def _memory_row(self, r, indent: str = "") -> Row:
-        """A memory's row; its text is resolved only when drawn (``_shown_text``): the time
-        phrases of 10,000 memories take seconds to resolve, a screen's worth a millisecond."""
-        mark = "!" if r.id in self.flagged else " "
-        when = r.created_at.astimezone().strftime("%Y-%m-%d")
+        """A memory's row. What it shows is made when it is drawn (``row_text``): its
+        date, age and resolved time phrases for 10,000 memories take seconds, a
+        screen's worth a millisecond."""
         origin = ORIGINS.get(r.source, r.source)
-        # The id is on the detail line (the page never asks for one): the text gets the room.
-        meta = f"{when} {_age(r.created_at, self.now):>5} {r.memory_type[:3]} {origin:10}"
-        status = "" if r.is_current else "was: "
         return Row(
-            f"{mark}{indent}{meta} {status}",
-            "class:old" if not r.is_current else ("class:flag" if mark == "!" else ""),
+            indent,
+            "" if r.is_current else "class:old",
             "memory",
             r.id,
             f"{r.content} {r.category} {r.memory_type} {origin} {r.id}".lower(),
             record=r,
         )
+
+    def _memory_prefix(self, row: Row) -> str:
+        r = row.record
+        mark = "!" if r.id in self.flagged else " "
+        when = r.created_at.astimezone().strftime("%Y-%m-%d")
+        origin = ORIGINS.get(r.source, r.source)
+        # The id is on the detail line (the page never asks for one): the text gets the room.
+        meta = f"{when} {_age(r.created_at, self.now):>5} {r.memory_type[:3]} {origin:10}"
+        return f"{mark}{row.text}{meta} {'' if r.is_current else 'was: '}"
 
     def _shown_text(self, record) -> str:
         """A memory as the page shows it: time phrases resolved, or the learner's own words (w)."""
@@ -287,7 +289,14 @@ class MemoryPage:
         return self._texts[key]
 
     def row_text(self, row: Row) -> str:
-        return row.text + self._shown_text(row.record) if row.record is not None else row.text
+        if row.record is None:
+            return row.text
+        return self._memory_prefix(row) + self._shown_text(row.record)
+
+    def row_style(self, row: Row) -> str:
+        if row.record is not None and row.record.is_current and row.record.id in self.flagged:
+            return "class:flag"
+        return row.style
 
     def _rows_memories(self) -> list[Row]:
         rows: list[Row] = []
@@ -339,7 +348,7 @@ class MemoryPage:
             )
             for label, r in (("1", c.first), ("2", c.second)):
                 row = self._memory_row(r, f" {label} ")
-                rows.append(Row(row.text, "", "conflict", c, row.search, record=r))
+                rows.append(Row(row.text, row.style, "conflict", c, row.search, record=r))
         if not self.conflicts_ready:
             return [Row("(looking for conflicting memories\u2026)", "class:heading")]
         if self.conflict_error:
@@ -373,8 +382,14 @@ class MemoryPage:
         return rows
 
     # -- what is shown ------------------------------------------------------------------------
+    def rows_of(self, view: str) -> list[Row]:
+        rows = self.state.rows.get(view)
+        if rows is None:
+            rows = self.state.rows[view] = getattr(self, f"_rows_{view}")()
+        return rows
+
     def shown_rows(self) -> list[Row]:
-        rows = self.state.rows[self.state.view]
+        rows = self.rows_of(self.state.view)
         terms = self.filter_text.lower().split()
         if not terms:
             return rows
@@ -416,7 +431,7 @@ class MemoryPage:
         for index in range(state.top, min(state.top + height, len(rows))):
             row = rows[index]
             here = index == state.cursor
-            style = row.style + (" class:cursor" if here else "")
+            style = self.row_style(row) + (" class:cursor" if here else "")
             # ">" marks the cursor in any colour mode (NO_COLOR, a screen reader, a copy of the screen)
             out.append((style, _fit((">" if here else " ") + self.row_text(row), width) + "\n"))
         if not rows:
