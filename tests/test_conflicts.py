@@ -27,17 +27,16 @@ BOTH_TRUE = {
     ("我姐姐住在倫敦", "我住在倫敦"),
     ("The learner's mother is a teacher.", "The learner's father is a teacher."),
     ("The learner's son plays football.", "The learner's daughter plays football."),
+    ("The learner's husband works in a bank.", "The learner's wife works in a bank."),
     ("我媽媽是老師", "我爸爸是老師"),
     ("The learner's sister lives in London.", "The learner lives in London."),
     ("The learner's cousin lives in Tokyo.", "The learner lives in Tokyo."),
     ("I drink coffee every day", "I drink tea every day"),
     ("我每天都喝咖啡", "我每天都喝茶"),
 }
-# Contradictions the words alone do not show (left alone, and known): symbols are not
-# words; "city centre" / "suburbs" is a place without a name, a number or a slot.
+# Contradictions the words alone do not show (left alone, and known): symbols are not words.
 KNOWN_MISSES = {
     ("The learner programs in C++.", "The learner programs in C#."),
-    ("The learner's office is in the city centre.", "The learner's office is in the suburbs."),
 }
 FLAG, LEAVE = True, False
 

@@ -205,6 +205,7 @@ class MemoryPage:
         self.conflict_error = ""
         self._generation = 0
         self._deferred = None
+        self._shown: tuple[object, list[Row]] = (None, [])
         self.refresh()
         self._skip_headings(1)
 
@@ -229,6 +230,11 @@ class MemoryPage:
         generation = self._generation
 
         def find() -> None:
+            # Every view's rows are made here too, beside the page, so that switching
+            # to the timeline of 10,000 memories is a redraw, not a wait.
+            for view in ("memories", "timeline", "mistakes", "profile"):
+                if generation == self._generation:
+                    self.rows_of(view)
             try:
                 found = open_conflicts(self.app, current)
             except Exception as error:  # the page stays usable; the tab says why
@@ -238,7 +244,9 @@ class MemoryPage:
             self.conflicts = found
             self.flagged = {r.id for c in found for r in (c.first, c.second)}
             self.conflicts_ready = True
-            self.state.rows = {view: rows for view, rows in self.state.rows.items() if view != "conflicts"}
+            rows = {view: rows for view, rows in self.state.rows.items() if view != "conflicts"}
+            rows["conflicts"] = self._rows_conflicts()
+            self.state.rows = rows
             if self.application is not None:
                 self.application.invalidate()
 
@@ -389,11 +397,15 @@ class MemoryPage:
         return rows
 
     def shown_rows(self) -> list[Row]:
+        """The current view's rows the filter lets through (kept until the view, the filter
+        or the rows change: a frame asks for them several times)."""
         rows = self.rows_of(self.state.view)
-        terms = self.filter_text.lower().split()
-        if not terms:
-            return rows
-        return [r for r in rows if r.kind and all(t in r.search for t in terms)]
+        key = (self.state.view, self.filter_text, id(rows))
+        if self._shown[0] != key:
+            terms = self.filter_text.lower().split()
+            shown = [r for r in rows if r.kind and all(t in r.search for t in terms)] if terms else rows
+            self._shown = (key, shown)
+        return self._shown[1]
 
     def header(self, width: int) -> list[tuple[str, str]]:
         p = self.profile

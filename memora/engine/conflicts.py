@@ -148,6 +148,11 @@ _TIME_WORDS = frozenset(
     ).split()
     for _unit in (_word, _word + "s")
 )
+# People: a fact about one relative does not contradict the same fact about another.
+_KIN = frozenset(
+    "mother father mum mom dad parent+s sister brother son daughter husband wife partner cousin aunt uncle "
+    "grandmoth grandfath friend boss colleagu 媽 爸 姐 妹 哥 弟 兒 女 夫 妻".split()
+)
 # What ``replace`` may change and still be a conflict: a word or two for a word or two.
 # "improve" for "get better at" is three words, a rewording, not a replaced value.
 MAX_REPLACED = 2
@@ -230,8 +235,8 @@ def words_of(text: str) -> Words:
                     unit = stem  # "I like" says what "the learner likes" says
                 stem, plus, ending = unit.partition("+")
                 unit = _SYNONYMS.get(unit) or (_SYNONYMS[stem] + plus + ending if stem in _SYNONYMS else unit)
-                if unit in _NUMBER_WORDS and _NUMBER_WORDS[unit]:
-                    unit = _NUMBER_WORDS[unit]
+                if _NUMBER_WORDS.get(piece):  # the word as typed: the stemmer makes "one" "on"
+                    unit = _NUMBER_WORDS[piece]
                 shown.append(piece)
                 units.append(unit)
     # CJK words of two characters in the tables ("簡單", "喜歡") are matched on the text itself.
@@ -405,6 +410,8 @@ def _replaced(wa: Words, wb: Words, one_slot: bool = False) -> str | None:
         if (left <= _LIGHT and right <= _LIGHT | _POSSESSION) or (right <= _LIGHT and left <= _LIGHT | _POSSESSION):
             possessive = True  # "has an exam" / "the learner's exam" (and the "is" that comes with it)
             continue
+        if {_stem(u) for u in left} & _KIN and {_stem(u) for u in right} & _KIN:
+            continue  # "mother" / "father is a teacher": two people, both may be true
         reworded = any(_same_word(x, y) for x in left for y in right)
         modal = left <= _FUNCTION and right <= _FUNCTION and shared >= SHARED_FOR_SIGNAL
         # Another value where a fact holds one ("lives in Taipei" / "Tainan", "exam in March" /
