@@ -81,7 +81,7 @@ from memora.engine.prompts import SYSTEM_PROMPT
 from memora.engine.records import MemorySearchResult
 from memora.engine.retrieval import retrieve_relevant_memories
 from memora.engine.storage import ensure_private_dir
-from memora.engine.text_utils import quoted
+from memora.engine.text_utils import counted, quoted
 from memora.engine.timeutil import Clock, said_day, system_clock
 from memora.engine.tokens import TokenCounter
 from memory import ContextBudget, ConversationMemory, PreparedContext
@@ -345,8 +345,8 @@ class Memora:
             self.turn.rebuild_asked = True
             self.turn.awaiting = None  # a profile question asked before waits: "yes" answers this one
         self.notify(
-            f"Your memories' vectors are missing: {cause}. The catalog still lists your {current} "
-            f"{'memory' if current == 1 else 'memories'}{versions}. Rebuild the vectors from it now, "
+            f"Your memories' vectors are missing: {cause}. The catalog still lists your "
+            f"{counted(current, 'memory', 'memories')}{versions}. Rebuild the vectors from it now, "
             "re-embedding their text? (yes/no)"
         )
         return True
@@ -745,7 +745,7 @@ class Memora:
             return None
         mistakes = sum(1 for card in due if card.is_mistake)
         words = len(due) - mistakes  # a word the learner asked to learn is a card, not a mistake
-        parts = [f"{n} {noun}{'s' if n != 1 else ''}" for n, noun in ((mistakes, "mistake"), (words, "word")) if n]
+        parts = [counted(n, noun) for n, noun in ((mistakes, "mistake"), (words, "word")) if n]
         return f"{' and '.join(parts)} to review today (type review)"
 
     def _digest(self):

@@ -26,7 +26,7 @@ from memora.app.terminal import Console, render_table
 from memora.engine.embeddings import LOCAL_MODEL_NAME
 from memora.engine.errors import CommandError, LocalModelUnavailable, MemoraError
 from memora.engine.records import CATEGORIES, MEMORY_TYPES
-from memora.engine.text_utils import counted, quoted, shorten
+from memora.engine.text_utils import CJK_RANGES, SENTENCE_END, counted, quoted, shorten
 from memora.engine.timeutil import time_ago
 from user_profile import CEFR_LEVELS, CORRECTION_STYLES
 
@@ -159,7 +159,6 @@ CHAT_OPENINGS = {
     "memories": {"about", "from", "with", "that", "i", "we", "you", "my"},
     "history": set(),
 }
-_SENTENCE_END = ".!…。！"
 _MISTAKE_ID = re.compile(r"m[0-9a-f]{1,5}")
 STATUS_ORDER = {"active": 0, "improving": 1, "mastered": 2}
 # Around a word, these never change which word it is: "when," "'when'" "“when”" "that!".
@@ -202,7 +201,7 @@ _IRREGULAR_PAST = set(
     "said went got had made took saw met lost won left began became came gave told taught bought felt found kept "
     "knew thought ran wrote spoke drove ate drank sang".split()
 )
-_CJK_START = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK_START = re.compile(rf"[{CJK_RANGES}]")
 
 
 def bare_words(rest: str) -> list[str]:
@@ -348,7 +347,7 @@ class CommandRouter:
         if name in SUBCOMMANDS:
             return words[0].lower() in SUBCOMMANDS[name]
         if name in ("forget", "history"):
-            if words[-1][-1] in _SENTENCE_END:
+            if words[-1][-1] in SENTENCE_END:
                 return False  # "forget yesterday." is said, not typed as a command
             if name == "forget" and words[0].lower() in ("all", "user"):  # "forget all my memories": its usage
                 return True
@@ -596,7 +595,7 @@ class CommandRouter:
         if filters["include_superseded"]:
             columns.insert(4, "status")
         cap = self.app.store.memory_cap
-        title = f"{len(records)} {'memory' if len(records) == 1 else 'memories'}" + (f" (cap {cap})" if cap else "")
+        title = counted(len(records), "memory", "memories") + (f" (cap {cap})" if cap else "")
         self.console.table(title, columns, rows)
         if resolved:
             self.console.notice("Times are shown as the tutor reads them today; 'history <id>' shows your own words.")
@@ -675,9 +674,9 @@ class CommandRouter:
                 return
             parts = [f"all {counted(count, 'memory', 'memories')}" if count != 1 else "the 1 memory"]
             if mistakes:
-                parts.append(f"{mistakes} mistake{'s' if mistakes != 1 else ''}")
+                parts.append(counted(mistakes, "mistake"))
             if unread:
-                parts.append(f"{unread} message{'s' if unread != 1 else ''} not read for memories yet")
+                parts.append(f"{counted(unread, 'message')} not read for memories yet")
             if turns:
                 parts.append("this conversation")
             listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
@@ -696,14 +695,14 @@ class CommandRouter:
                 for path in exports:
                     path.unlink(missing_ok=True)
                 parts = [counted(deleted, "memory", "memories")] + (
-                    [f"{forgotten} mistake{'s' if forgotten != 1 else ''}"] if forgotten else []
+                    [counted(forgotten, "mistake")] if forgotten else []
                 )
                 if unread:
-                    parts.append(f"{unread} unread message{'s' if unread != 1 else ''}")
+                    parts.append(counted(unread, "unread message"))
                 if turns:
                     parts.append("the conversation")
                 if exports:
-                    parts.append(f"{len(exports)} export file{'s' if len(exports) != 1 else ''}")
+                    parts.append(counted(len(exports), "export file"))
                 listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
                 self.console.say(f"Deleted {listed}.")
                 erase_notice(self.console, store)
@@ -745,16 +744,14 @@ class CommandRouter:
         self.app.drop_changes(deleted)
         texts = [r.content for r in chain if r.id in deleted]
         forget_everywhere(self.app, texts, self.console)
-        extra = (
-            f" (and {len(deleted) - 1} earlier version{'s' if len(deleted) > 2 else ''})" if len(deleted) > 1 else ""
-        )
+        extra = f" (and {counted(len(deleted) - 1, 'earlier version')})" if len(deleted) > 1 else ""
         self.console.say(f"Forgot {deleted[-1] if len(deleted) == 1 else words[0]}{extra}.")
         erase_notice(self.console, store)
         holding = exports_holding(learner_exports(self.app, self.app.settings.user), texts)
         if holding:
             names = ", ".join(p.name for p in holding[:3]) + (" ..." if len(holding) > 3 else "")
             self.console.notice(
-                f"{len(holding)} export file{'s' if len(holding) != 1 else ''} in your data folder "
+                f"{counted(len(holding), 'export file')} in your data folder "
                 f"still hold{'s' if len(holding) == 1 else ''} it "
                 f"({names}); delete {'them' if len(holding) != 1 else 'it'} if you want it gone everywhere."
             )
@@ -867,17 +864,17 @@ class CommandRouter:
         """reindex -- Re-embed all memories with the configured embedding model, then retry unsaved messages."""
         rebuilding = self.app.store.vectors_missing is not None
         count = self.app.reindex()
-        noun = "memory" if count == 1 else "memories"
+        memories = counted(count, "memory", "memories")
         if rebuilding:
             self.console.say(
-                f"Rebuilt the vectors of {count} {noun} from the catalog with {self.app.embedder.name}; "
+                f"Rebuilt the vectors of {memories} from the catalog with {self.app.embedder.name}; "
                 "memory search works again."
             )
         else:
-            self.console.say(f"Re-embedded {count} {noun} with {self.app.embedder.name}.")
+            self.console.say(f"Re-embedded {memories} with {self.app.embedder.name}.")
         retried = self.app.retry_pending_extractions()
         if retried:  # messages that failed while the store did not match the model
-            self.console.say(f"Reading memories again from {retried} earlier message{'' if retried == 1 else 's'}.")
+            self.console.say(f"Reading memories again from {counted(retried, 'earlier message')}.")
 
     # -- learning -----------------------------------------------------------------------------
     def cmd_mistakes(self, args: str) -> None:
