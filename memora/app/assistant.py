@@ -987,7 +987,12 @@ class Memora:
             self._undone.extend(UndoneMemory(id=r.id, at=now) for r in result.removed if r.id not in restored)
             del self._undone[:-MAX_UNDONE_KEPT]
         self.save_session()
-        what = {"turn": "your message", "remember": "'remember'", "edit": "'memory edit'"}[change.origin]
+        what = {
+            "turn": "your message",
+            "remember": "'remember'",
+            "edit": "'memory edit'",
+            "conflict": "'keep one' on the page",
+        }[change.origin]
         done = [("removed", r) for r in result.removed] + [("restored", r) for r in result.restored]
         lines = []
         if done:

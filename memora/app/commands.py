@@ -157,6 +157,13 @@ COMMANDS = (
         ("undo",),
     ),
     Command(
+        "page",
+        nothing(),
+        ("page -- Open the memory page: profile, memories, timeline, mistakes and conflicts (also F2).",),
+        ("page",),
+        reads_first=True,
+    ),
+    Command(
         "mistakes",
         choice("forget"),
         (
@@ -721,6 +728,11 @@ class CommandRouter:
                 [r.id, r.created_at.astimezone().strftime("%Y-%m-%d %H:%M"), until, r.status, made, ended, r.content]
             )
         self.console.table(f"History of {args}", ["id", "from", "until", "status", "made by", "ended by", "text"], rows)
+
+    def cmd_page(self, args: str) -> None:
+        from memora.app.page import open_page
+
+        open_page(self.app, self.console)
 
     def cmd_undo(self, args: str) -> None:
         for line in self.app.undo():

@@ -55,7 +55,7 @@ class ChangeSet(BaseModel):
     text lives in the memory store, so the session file holds no memory text."""
 
     at: datetime
-    origin: Literal["turn", "remember", "edit"]
+    origin: Literal["turn", "remember", "edit", "conflict"]
     job_id: str = ""
     steps: list[tuple[str | None, str | None]] = Field(default_factory=list)
 

@@ -410,9 +410,16 @@ class RichConsole(Console):
                 live.stop()
 
 
+# F2 at the prompt opens the memory page, as if "/page" had been typed. F2 and not
+# Ctrl-P: Ctrl-P is the previous history line in prompt_toolkit's (Emacs) editing,
+# which learners use; F2 is unbound there and the usual "open a panel" key.
+PAGE_KEY = "f2"
+
+
 def _shell_keys():
     """Ctrl-C as in a shell: a typed line is cleared and the prompt stays; on an empty
-    line the read is interrupted (``KeyboardInterrupt``), and the REPL decides."""
+    line the read is interrupted (``KeyboardInterrupt``), and the REPL decides. F2
+    opens the memory page (``PAGE_KEY``)."""
     from prompt_toolkit.key_binding import KeyBindings
 
     keys = KeyBindings()
@@ -424,6 +431,10 @@ def _shell_keys():
             buffer.reset()
         else:
             event.app.exit(exception=KeyboardInterrupt, style="class:aborting")
+
+    @keys.add(PAGE_KEY)
+    def _open_page(event) -> None:
+        event.app.exit(result="/page")  # not accepted, so not written to the input history
 
     return keys
 
