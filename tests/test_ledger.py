@@ -189,19 +189,19 @@ def test_correct_answers_push_the_card_out_and_a_wrong_one_brings_it_back_tomorr
     intervals = []
     for _ in range(4):
         card = spaced.review(card, spaced.VERDICT_RATINGS["correct"], now)
-        intervals.append(spaced.due(card) - now)
-        now = spaced.due(card)
+        intervals.append((spaced.due_day(card) - spaced.learner_day(now)).days)
+        now = now + timedelta(days=intervals[-1])
     assert intervals == sorted(intervals) and len(set(intervals)) == 4
-    assert intervals[0] == timedelta(days=2)
+    assert intervals[0] == 2
     card = spaced.review(card, spaced.VERDICT_RATINGS["wrong"], now)
-    assert spaced.due(card) - now == timedelta(days=1)
+    assert (spaced.due_day(card) - spaced.learner_day(now)).days == 1
 
 
 def test_mastered_needs_stability_and_the_last_two_correct(ledger, clock):
     entry, _ = ledger.record(GOED)
     ratings = []
     while True:
-        clock.now = max(clock.now, entry.due.astimezone())
+        clock.now = max(clock.now, _morning(entry.due, clock))
         entry = ledger.review(entry.id, 3, clock())
         ratings.append(3)
         if entry.mastered_at is not None:
@@ -219,20 +219,26 @@ def test_mastered_needs_stability_and_the_last_two_correct(ledger, clock):
 def test_a_wrong_answer_after_mastery_takes_mastery_away(ledger, clock):
     entry, _ = ledger.record(GOED)
     for _ in range(6):
-        clock.now = max(clock.now, entry.due.astimezone())
+        clock.now = max(clock.now, _morning(entry.due, clock))
         entry = ledger.review(entry.id, 4, clock())
     assert entry.status == "mastered"
-    clock.now = entry.due.astimezone()
+    clock.now = _morning(entry.due, clock)
     entry = ledger.review(entry.id, 1, clock())
-    assert entry.status == "active" and entry.due - clock() <= timedelta(days=1)
+    assert entry.status == "active" and (entry.due - ledger.today()).days <= 1
 
 
-def test_due_means_due_by_the_end_of_the_learners_day(ledger, clock):
+def _morning(day, clock, hour=9):
+    """9 am local on ``day`` (a learner's day), in the clock's zone."""
+    return datetime.combine(day, datetime.min.time(), tzinfo=clock().tzinfo) + timedelta(hours=hour)
+
+
+def test_due_means_due_from_the_start_of_the_learners_day(ledger, clock):
     entry, _ = ledger.record(GOED)
-    entry = ledger.review(entry.id, 3, clock())  # due two days later, same hour
-    assert ledger.due(clock() + timedelta(days=1)) == []
-    later_that_day = (entry.due - timedelta(hours=1)).astimezone()
-    assert [m.id for m in ledger.due(later_that_day)] == [entry.id]
+    entry = ledger.review(entry.id, 3, clock())  # due two days later
+    assert entry.due == ledger.today() + timedelta(days=2)
+    assert ledger.due(_morning(entry.due, clock, hour=-1)) == []  # 11 pm the evening before
+    assert ledger.due(_morning(entry.due, clock, hour=3)) == []  # 3 am is still the day before
+    assert [m.id for m in ledger.due(_morning(entry.due, clock, hour=4))] == [entry.id]
 
 
 # -- the activity log ------------------------------------------------------------------------

@@ -230,7 +230,14 @@ class Memora:
         self._known_jobs: set[str] = set()  # messages this session has held (SessionStore.save)
         self._reading: set[str] = set()  # messages the worker has claimed and is reading now
         self.ledger = LedgerStore(
-            self.paths.mistakes, clock=clock, notify=self._deliver, deletions=self.deletions, learner=settings.user
+            self.paths.mistakes,
+            clock=clock,
+            notify=self._deliver,
+            deletions=self.deletions,
+            learner=settings.user,
+            day_start=settings.day_start,
+            new_per_day=settings.new_cards,
+            reviews_per_day=settings.reviews_per_day,
         )
         self.activity = ActivityLog(self.paths.activity, clock=clock, notify=self.notify)
         self.proposals = ProposalStore(self.paths.proposals, notify=self.notify)

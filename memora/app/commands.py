@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING
 
 from context_builder import dated_text
 from memora.app.terminal import Console, render_table
+from memora.engine import spaced
 from memora.engine.errors import CommandError, MemoraError
+from memora.engine.ledger import correction_excerpt
 from memora.engine.records import CATEGORIES, MEMORY_TYPES
 from memora.engine.text_utils import quoted, shorten
 from memora.engine.timeutil import time_ago
@@ -864,15 +866,16 @@ class CommandRouter:
             )
             return
         now = self.app.now()
+        today = ledger.today(now)
         entries = sorted(ledger.all(), key=lambda m: (STATUS_ORDER[m.status], -m.count, -m.last_seen.timestamp()))
         words = [m for m in entries if not m.is_mistake]  # words asked about: cards, not mistakes
         entries = [m for m in entries if m.is_mistake]
         rows = []
         for m in entries:
             example = m.latest
-            shown = (
-                f"{shorten(example.original, 50)} -> {shorten(example.corrected, 50)}" if example else "(no example)"
-            )
+            # The changed words with two either side: a long sentence cut at a fixed length could hide the fix.
+            excerpt = correction_excerpt(example.original, example.corrected) if example else None
+            shown = f"{shorten(excerpt[0], 60)} -> {shorten(excerpt[1], 60)}" if excerpt else "(no example)"
             rows.append(
                 [
                     m.id,
@@ -882,18 +885,19 @@ class CommandRouter:
                     m.first_seen.astimezone().strftime("%Y-%m-%d"),
                     time_ago(m.last_seen, now),
                     m.status,
+                    _next_review(m, today),
                     shown,
                 ]
             )
         self.console.table(
             "Your mistakes (review drills them; 'mistakes forget <id>' deletes one)",
-            ["id", "kind", "rule", "count", "first seen", "last seen", "status", "example"],
+            ["id", "kind", "rule", "count", "first seen", "last seen", "status", "next review", "example"],
             rows,
         )
         if words:
             self.console.table(
                 "Your word cards (review drills them too; 'mistakes forget <id>' deletes one)",
-                ["id", "word", "meaning", "added", "status"],
+                ["id", "word", "meaning", "added", "status", "next review"],
                 [
                     [
                         m.id,
@@ -901,6 +905,7 @@ class CommandRouter:
                         shorten(m.latest.corrected if m.latest else "", 60),
                         m.first_seen.astimezone().strftime("%Y-%m-%d"),
                         m.status,
+                        _next_review(m, today),
                     ]
                     for m in words
                 ],
@@ -1083,3 +1088,10 @@ def run_command(router: CommandRouter, line: str) -> bool:
 
 
 __all__ = ["CEFR_LEVELS", "CommandRouter", "ExitRequested", "run_command"]
+
+
+def _next_review(mistake, today) -> str:
+    """'2026-12-14 (in 11 days)'; a card due by today says so."""
+    if mistake.due <= today:
+        return "due today"
+    return f"{mistake.due.isoformat()} ({spaced.in_days(mistake.due, today)})"

@@ -96,7 +96,7 @@ class Drill:
     def run(self, limit: int = DEFAULT_DRILL_SIZE) -> str:
         cards = self.ledger.due(self.clock())[:limit]
         if not cards:
-            return "Nothing to review today. New mistakes from your messages become cards."
+            return "Nothing to review today. New mistakes from your messages become cards." + self._later()
         how = "I'll check each answer" if self.model else "You'll see the answer and rate yourself"
         self.console.say(
             f"Review: {len(cards)} card{'s' if len(cards) != 1 else ''}. {how}; an empty line or 'stop' ends it."
@@ -110,8 +110,34 @@ class Drill:
                 done = False
             if not done:
                 summary.stopped = True
-                return summary.line(len(cards) - index + 1)
-        return summary.line(0)
+                return summary.line(len(cards) - index + 1) + self._later()
+        return summary.line(0) + self._left()
+
+    def _left(self) -> str:
+        """After a full drill: what is still due today, and what waits for later days."""
+        left = len(self.ledger.due(self.clock()))
+        today = f" {left} more card{'s' if left != 1 else ''} for today: type review again." if left else ""
+        return today + self._later()
+
+    def _later(self) -> str:
+        """One sentence on the cards today's limits hold back, and when they come."""
+        reviews, new = self.ledger.backlog(self.clock())
+        parts = []
+        if reviews:
+            days = -(-reviews // self.ledger.reviews_per_day)
+            when = "tomorrow" if days == 1 else f"over the next {days} days"
+            parts.append(
+                f"{reviews} overdue card{'s' if reviews != 1 else ''} come{'s' if reviews == 1 else ''} back {when} "
+                f"(at most {self.ledger.reviews_per_day} a day, the most urgent first)"
+            )
+        if new:
+            days = -(-new // max(1, self.ledger.new_per_day))
+            when = "tomorrow" if days == 1 else f"over the next {days} days"
+            parts.append(
+                f"{new} new card{'s' if new != 1 else ''} start{'s' if new == 1 else ''} {when} "
+                f"({self.ledger.new_per_day} new a day)"
+            )
+        return f" {'; '.join(parts)[0].upper()}{'; '.join(parts)[1:]}." if parts else ""
 
     def _one(self, card: Mistake, index: int, total: int, summary: DrillSummary) -> bool:
         """Ask one card; False when the learner ended the drill."""
@@ -183,6 +209,9 @@ class Drill:
         self.activity.record_review(correct, now)
         summary.answered += 1
         summary.correct += int(correct)
+        next_in = spaced.in_days(saved.due, self.ledger.today(now))
         if saved.mastered_at is not None and card.mastered_at is None:
-            self.console.say(f"Mastered: {shorten(card.rule, 100)}.")
+            self.console.say(f"Mastered: {shorten(card.rule, 100)}; next {next_in}.")
+        else:
+            self.console.say(f"Next {next_in} ({saved.due:%a %d %b}).")
         return True

@@ -150,6 +150,9 @@ class Settings:
     proactive_days: int = DEFAULT_PROACTIVE_DAYS
     max_profile_items: int = DEFAULT_MAX_PROFILE_ITEMS
     extraction_batch: int = DEFAULT_EXTRACTION_BATCH
+    day_start: int = 4  # the hour a learner's day starts for review (MEMORA_DAY_START), as in Anki
+    new_cards: int = 5  # new review cards a day (MEMORA_NEW_CARDS)
+    reviews_per_day: int = 30  # answers to earlier cards a day (MEMORA_REVIEWS_PER_DAY)
     debug: bool = False  # the debug log on stderr (MEMORA_DEBUG)
     chroma_url: str | None = None
     knowledge_dir: Path = KNOWLEDGE_DIR
@@ -188,6 +191,9 @@ class Settings:
             "proactive_days": "MEMORA_PROACTIVE_DAYS",
             "max_profile_items": "MEMORA_MAX_PROFILE_ITEMS",
             "extraction_batch": "MEMORA_EXTRACTION_BATCH",
+            "day_start": "MEMORA_DAY_START",
+            "new_cards": "MEMORA_NEW_CARDS",
+            "reviews_per_day": "MEMORA_REVIEWS_PER_DAY",
         }
         for key, var in ints.items():
             if env.get(var):
@@ -239,6 +245,10 @@ class Settings:
                 f"MEMORA_BACKGROUND_ROLE must be developer or system, got {self.background_role!r} "
                 "(leave it unset to use the role the server reads)."
             )
+        if not 0 <= self.day_start <= 23:
+            raise ConfigError(f"MEMORA_DAY_START is the hour a day starts, 0 to 23; got {self.day_start}.")
+        if self.new_cards < 0 or self.reviews_per_day < 1:
+            raise ConfigError("MEMORA_NEW_CARDS cannot be negative, and MEMORA_REVIEWS_PER_DAY must be positive.")
         if self.max_retries < 0 or self.proactive_days < 0:
             raise ConfigError("MEMORA_MAX_RETRIES and MEMORA_PROACTIVE_DAYS cannot be negative.")
         if not self.model:

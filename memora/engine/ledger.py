@@ -39,7 +39,7 @@ import difflib
 import re
 import uuid
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -57,6 +57,8 @@ MAX_EXAMPLES = 3
 MAX_REVIEWS_KEPT = 50  # mastery needs the last two; progress counts come from the activity log
 MAX_MISTAKES = 1000
 MAX_MISTAKE_CHARS = 300  # a mistake is a phrase or a sentence, not a paragraph
+DEFAULT_NEW_PER_DAY = 5  # new cards a day (MEMORA_NEW_CARDS): a new mistake is drilled within a day or two
+DEFAULT_REVIEWS_PER_DAY = 30  # answers to earlier cards a day (MEMORA_REVIEWS_PER_DAY): three drills
 MAX_COUNT = 1_000_000  # times one mistake was made: more than a lifetime of messages
 STATUSES = ("active", "improving", "mastered")
 # What ``_new_id`` makes, and all that 'mistakes forget <id>' takes.
@@ -85,6 +87,8 @@ class Review(BaseModel):
 
     at: StoredTime
     rating: int = Field(ge=1, le=4, strict=True)
+    # "drill": an answer in 'review'; "chat": the mistake made again in conversation (a lapse)
+    source: Literal["drill", "chat"] = "drill"
 
     @property
     def correct(self) -> bool:
@@ -132,13 +136,21 @@ class Mistake(BaseModel):
         return usable[-1] if usable else None
 
     @property
-    def due(self) -> datetime:
-        return spaced.due(self.card)
+    def due(self) -> date:
+        """The learner's day the card is next due."""
+        return spaced.due_day(self.card)
+
+    @property
+    def is_new(self) -> bool:
+        """Never reviewed yet: it counts against the new cards a day."""
+        return spaced.is_new(self.card)
 
     @property
     def status(self) -> str:
         if self.mastered_at is not None:
             return "mastered"
+        # A repeat in conversation is stored as a failed review, so a mistake made
+        # an hour ago is "active" until the learner gets it right once.
         if self.reviews and self.reviews[-1].correct:
             return "improving"
         return "active"
@@ -295,9 +307,15 @@ class LedgerStore:
         notify: Callable[[str], None] | None = None,
         deletions: DeletionLog | None = None,
         learner: str = "default",
+        day_start: int = spaced.DEFAULT_DAY_START,
+        new_per_day: int = DEFAULT_NEW_PER_DAY,
+        reviews_per_day: int = DEFAULT_REVIEWS_PER_DAY,
     ):
         self.path = Path(path)
         self.clock = clock
+        self.day_start = day_start
+        self.new_per_day = new_per_day
+        self.reviews_per_day = reviews_per_day
         self._notify = notify
         self._told_full: set[str] = set()  # "full" is said once a session, until there is room again
         self._cache: tuple | None = None  # (file stamp, parsed ledger): see _load
@@ -365,14 +383,49 @@ class LedgerStore:
         prefix = prefix.strip().lower()
         return [m for m in self.all() if m.id.startswith(prefix)] if prefix else []
 
+    def today(self, now: datetime | None = None) -> date:
+        return spaced.learner_day(now or self.clock(), self.day_start)
+
     def due(self, now: datetime | None = None) -> list[Mistake]:
-        """Active cards due by the end of the learner's day, the longest overdue first.
+        """Today's queue: the cards to drill now, in the order to drill them.
+
+        * Cards already reviewed and due by today, the least likely to be
+          recalled first (FSRS's retrievability: the most overdue for their
+          interval), then the mistakes made most often. At most
+          ``reviews_per_day`` answers a day: after a break the backlog is spread
+          over the next days, the most urgent first, instead of all at once.
+        * New cards (never reviewed), at most ``new_per_day`` a day, the most
+          often made then the newest first, interleaved with the others so a
+          drill cut short still meets some.
 
         A card whose example was edited away stays listed: the drill says so
         rather than let it vanish without a word."""
-        horizon = spaced.end_of_day(now or self.clock())
-        cards = [m for m in self.all() if m.active and m.due <= horizon]
-        return sorted(cards, key=lambda m: (m.due, -m.count))
+        queue, _ = self._plan(now or self.clock())
+        return queue
+
+    def backlog(self, now: datetime | None = None) -> tuple[int, int]:
+        """(reviews, new cards) due by today that today's limits leave for later days."""
+        _, later = self._plan(now or self.clock())
+        return sum(1 for m in later if not m.is_new), sum(1 for m in later if m.is_new)
+
+    def _plan(self, now: datetime) -> tuple[list[Mistake], list[Mistake]]:
+        today = self.today(now)
+        entries = [m for m in self.all() if m.active]
+        done_today = [r for m in entries for r in m.reviews if r.source == "drill" and self.today(r.at) == today]
+        introduced = sum(
+            1
+            for m in entries
+            if (first := next((r for r in m.reviews if r.source == "drill"), None)) is not None
+            and self.today(first.at) == today
+        )
+        old = [m for m in entries if not m.is_new and m.due <= today]
+        old.sort(key=lambda m: (spaced.retrievability(m.card, now, self.day_start), m.due, -m.count))
+        new = [m for m in entries if m.is_new and m.due <= today]
+        new.sort(key=lambda m: (-m.count, -m.first_seen.timestamp()))
+        old_room = max(0, self.reviews_per_day - (len(done_today) - introduced))
+        new_room = max(0, self.new_per_day - introduced)
+        reviews, fresh = old[:old_room], new[:new_room]
+        return _interleave(reviews, fresh), old[old_room:] + new[new_room:]
 
     def count(self) -> int:
         return len(self._load().mistakes)
@@ -403,13 +456,11 @@ class LedgerStore:
                         e.original.casefold() == new.original.casefold() and e.seen_at == when for e in entry.examples
                     ):
                         return entry, True  # the same message read again (a retried job): counted once
-                    card = entry.card
-                    if entry.reviews:
-                        # Made again after reviewing: the card comes back now, and mastery must be earned again.
-                        card = spaced.make_due(card, when)
+                    card, reviews = self._relapse(entry, when)
                     updated = entry.model_copy(
                         update={
                             "count": min(entry.count + 1, MAX_COUNT),
+                            "reviews": reviews,
                             "last_seen": max(entry.last_seen, when),
                             "examples": [e for e in entry.examples if e.original.casefold() != new.original.casefold()][
                                 -(MAX_EXAMPLES - 1) :
@@ -429,7 +480,7 @@ class LedgerStore:
                 examples=[example],
                 first_seen=when,
                 last_seen=when,
-                card=spaced.new_card(when),
+                card=spaced.new_card(when, self.day_start),
             )
             state.mistakes.append(entry)
             return entry, False
@@ -441,6 +492,30 @@ class LedgerStore:
             raise
         self._tell_dropped(dropped)
         return result
+
+    def _relapse(self, entry: Mistake, when: datetime) -> tuple[dict, list[Review]]:
+        """The card and reviews of ``entry`` made again at ``when``.
+
+        Once reviewed, a repeat is a lapse: FSRS Again on the day it was made,
+        so stability falls and mastery must be earned again (stability and the
+        last two answers right). A second repeat the same day adds no second
+        lapse: one bad day is one failed review, as in a drill. The card is then
+        due today, not tomorrow as Again alone would make it: the tutor has just
+        corrected it, so now is when a drill helps. A card never reviewed stays
+        new; the repeat is one more example of it."""
+        if not entry.reviews:
+            return entry.card, entry.reviews
+        last = entry.reviews[-1]
+        if when < last.at:
+            # Said before the last review (a held message read late): that review already
+            # followed the correction, so it is not a lapse after it.
+            return entry.card, entry.reviews
+        card = entry.card
+        reviews = entry.reviews
+        if last.correct or self.today(last.at) != self.today(when):
+            card = spaced.review(card, 1, when, self.day_start)
+            reviews = (reviews + [Review(at=when, rating=1, source="chat")])[-MAX_REVIEWS_KEPT:]
+        return spaced.make_due(card, when, self.day_start), reviews
 
     def has_word(self, word: str) -> bool:
         key = clean_text(word).casefold()
@@ -468,7 +543,7 @@ class LedgerStore:
                 examples=[Example(original=word, corrected=meaning, seen_at=when)],
                 first_seen=when,
                 last_seen=when,
-                card=spaced.new_card(when),
+                card=spaced.new_card(when, self.day_start),
                 card_type="word",
             )
             state.mistakes.append(entry)
@@ -528,7 +603,7 @@ class LedgerStore:
             for index, entry in enumerate(state.mistakes):
                 if entry.id != mistake_id:
                     continue
-                card = spaced.review(entry.card, rating, when)
+                card = spaced.review(entry.card, rating, when, self.day_start)
                 reviews = (entry.reviews + [Review(at=when, rating=rating)])[-MAX_REVIEWS_KEPT:]
                 mastered_at = entry.mastered_at
                 if mastered_at is None and spaced.is_mastered(card, [r.rating for r in reviews]):
@@ -572,6 +647,21 @@ class LedgerStore:
             self.path.unlink(missing_ok=True)
         self._told_full.clear()
         return n
+
+
+def _interleave(reviews: list[Mistake], fresh: list[Mistake]) -> list[Mistake]:
+    """The new cards spread evenly among the reviews, the first new card first."""
+    if not reviews or not fresh:
+        return fresh + reviews
+    out: list[Mistake] = []
+    gap = len(reviews) / len(fresh)
+    taken = 0
+    for n, card in enumerate(fresh):
+        out.append(card)
+        upto = round((n + 1) * gap)
+        out.extend(reviews[taken:upto])
+        taken = upto
+    return out + reviews[taken:]
 
 
 def _aware(moment: datetime) -> datetime:
