@@ -51,6 +51,32 @@ SAME = [
         mistake("I am student", "I am a student", "a before a singular noun"),
         mistake("She is teacher", "She is a teacher", "A before a singular noun"),
     ),
+    # the same changed words in another form, the rule worded differently or not at all alike
+    (
+        mistake("He don't like tea", "He doesn't like tea", "third person singular: doesn't"),
+        mistake("My sister don't eat meat", "My sister doesn't eat meat", "Use does not with he, she and it."),
+    ),
+    (
+        mistake("I have to do a decision", "I have to make a decision", "make a decision, not do", "word choice"),
+        mistake("Yesterday I did a decision", "Yesterday I made a decision", "make a decision, not do", "word choice"),
+    ),
+    (
+        mistake("We did a mistake", "We made a mistake", "we make mistakes", "word choice"),
+        mistake("Don't do a mistake", "Don't make a mistake", "collocation: make + mistake", "word choice"),
+    ),
+    # case and apostrophes folded: "Its" and "it’s" are the words of "its" and "it's"
+    (
+        mistake("Its raining again", "It's raining again", "it's = it is", "punctuation"),
+        mistake("I think its too late", "I think it’s too late", "Contraction of it is needs an apostrophe.", "spelling"),
+    ),
+    (
+        mistake("They was late", "They were late", "plural subject: were"),
+        mistake("We was happy", "We were happy", "were after we"),
+    ),
+    (
+        mistake("He can't swims", "He can't swim", "base form after can't"),
+        mistake("She can't swims well", "She can’t swim well", "modal + bare infinitive"),
+    ),
 ]
 DIFFERENT = [
     # the same generic rule, but a different word put right
@@ -92,6 +118,30 @@ DIFFERENT = [
         mistake("I am agree", "I agree", "agree is a verb"),
         mistake("I am come from Taipei", "I come from Taipei", "no be before a main verb"),
     ),
+    # the opposites of the pairs that merge above
+    (
+        mistake("He don't like tea", "He doesn't like tea", "third person singular: doesn't"),
+        mistake("I doesn't know", "I don't know", "don't after I"),
+    ),
+    (
+        mistake("I did a decision", "I made a decision", "make a decision", "word choice"),
+        mistake("I made my homework", "I did my homework", "do homework", "word choice"),
+    ),
+    (
+        mistake("Its raining", "It's raining", "it's = it is", "punctuation"),
+        mistake("The dog wagged it's tail", "The dog wagged its tail", "its: belonging to it", "punctuation"),
+    ),
+    (mistake("They was late", "They were late", "were"), mistake("I were tired", "I was tired", "was")),
+    # the same word put into two different forms is two corrections
+    (
+        mistake("He don't like tea", "He doesn't like tea", "third person: doesn't"),
+        mistake("Yesterday I don't go", "Yesterday I didn't go", "past: didn't"),
+    ),
+    (
+        mistake("I have to do a decision", "I have to make a decision", "make a decision", "word choice"),
+        mistake("I have to do a decision", "I have to take a decision", "take a decision", "word choice"),
+    ),
+    (mistake("I goed home", "I went home", "past of go"), mistake("He go home", "He goes home", "third person -s")),
 ]
 
 

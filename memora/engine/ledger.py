@@ -28,14 +28,17 @@ active entry is never dropped to make room, and the learner is told once.
 
 The merge rule (``same_mistake``) is as careful as the duplicate rule for
 facts: a new mistake joins an entry only when it makes the same correction
-(the same words replaced by the same words), or states the same rule *and*
-touches a word the entry's correction touches. "irregular past tense" alone
+(the same words replaced by the same words, compared as dictionary words, with
+case and apostrophes folded: "did a decision" -> "made" is "do a decision" ->
+"make"), whatever its rule says, or states the same rule *and* touches a word
+the entry's correction touches. "irregular past tense" alone
 does not merge "goed -> went" with "eated -> ate".
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import uuid
 from collections.abc import Callable, Iterable
@@ -183,11 +186,57 @@ class _LedgerFile(BaseModel):
 
 # -- the merge rule -------------------------------------------------------------------
 
-_TOKEN = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*|[^\w\s]", re.UNICODE)
+_TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*|[^\w\s]", re.UNICODE)
+# Every apostrophe a keyboard or a model writes is the same one: "It’s" and "It's" are one word.
+_APOSTROPHES = str.maketrans(dict.fromkeys("\u2019\u2018\u02bc\u00b4`", "'"))
+# Contractions whose stem is not the verb's own form: "won't" is a form of "will not".
+_NEGATED_STEMS = {"wo": "will", "ca": "can", "sha": "shall", "ai": "be"}
+
+
+def _fold_apostrophes(text: str) -> str:
+    return clean_text(text or "").translate(_APOSTROPHES)
 
 
 def _tokens(text: str) -> list[str]:
-    return _TOKEN.findall(clean_text(text or "").replace("\u2019", "'"))
+    return _TOKEN.findall(_fold_apostrophes(text))
+
+
+@functools.lru_cache(maxsize=8192)
+def _lemmas(word: str) -> frozenset[str]:
+    """The dictionary forms a word may be a form of ("did" -> do, "made" -> make,
+    "goed" -> go, "doesn't" -> do not); a word English does not inflect is its own.
+    lemminflect's tables ship in its wheel, so this works offline."""
+    import lemminflect
+
+    word = word.casefold()
+    stem, negated = (word[:-3], True) if word.endswith("n't") and len(word) > 3 else (word, False)
+    if negated and stem in _NEGATED_STEMS:
+        found = {_NEGATED_STEMS[stem]}
+    else:
+        found = {lemma for forms in lemminflect.getAllLemmas(stem).values() for lemma in forms}
+        if not found and stem.isalpha():
+            # Not in the dictionary: a learner's own form ("goed", "childs") read by the inflection rules.
+            found = {lemma for upos in ("VERB", "NOUN") for lemma in lemminflect.getAllLemmasOOV(stem, upos)[upos]}
+    found = {lemma.casefold() for lemma in found} or {stem}
+    return frozenset(f"{lemma} not" for lemma in found) if negated else frozenset(found)
+
+
+def _forms_of_one_word(a: str, b: str) -> bool:
+    """Whether two words are forms of one another: the same dictionary word
+    ("go"/"went", "don't"/"doesn't") or the same letters but for an apostrophe
+    ("its"/"it's")."""
+    return a.replace("'", "") == b.replace("'", "") or bool(_lemmas(a) & _lemmas(b))
+
+
+def _edit_key(edit: tuple[str, str]) -> tuple:
+    """What makes two edits the same correction. Putting one form of a word in
+    place of another ("goed" -> "went", "don't" -> "doesn't") is the forms
+    themselves; any other change is compared by dictionary words, so "do a
+    decision" -> "make" and "did a decision" -> "made" are one correction."""
+    removed, inserted = edit[0].split(), edit[1].split()
+    if len(removed) == len(inserted) and all(_forms_of_one_word(a, b) for a, b in zip(removed, inserted, strict=True)):
+        return ("forms", edit[0].casefold(), edit[1].casefold())
+    return ("words", tuple(min(_lemmas(w)) for w in removed), tuple(min(_lemmas(w)) for w in inserted))
 
 
 def correction_edits(original: str, corrected: str) -> tuple[tuple[str, str], ...]:
@@ -207,7 +256,7 @@ def correction_excerpt(original: str, corrected: str, context: int = 2) -> tuple
     both texts ("...it feel being" → "...it feel beings"): what the tutor must watch
     for, without the rest of a long sentence in every request. A short mistake
     is returned whole."""
-    texts = [clean_text(original or "").replace("\u2019", "'"), clean_text(corrected or "").replace("\u2019", "'")]
+    texts = [_fold_apostrophes(original), _fold_apostrophes(corrected)]
     spans = [[m.span() for m in _TOKEN.finditer(t)] for t in texts]
     words = [[texts[n][a:b].casefold() for a, b in spans[n]] for n in (0, 1)]
     changes = [
@@ -239,8 +288,14 @@ def _touched(edits: Iterable[tuple[str, str]]) -> set[str]:
 
 
 def _specific(edits: Iterable[tuple[str, str]]) -> bool:
-    """Whether a correction changes a content word, not only function words or punctuation."""
-    return any(word.isalpha() and word not in lexical.STOP_WORDS for word in _touched(edits))
+    """Whether a correction says which mistake it is: it changes a content word,
+    or puts one form of a word in place of another ("don't" -> "doesn't", "its"
+    -> "it's", "was" -> "were"), where an inserted, dropped or swapped function
+    word ("to", "on", "a") is made for many unrelated reasons."""
+    edits = list(edits)
+    if any(word.isalpha() and word not in lexical.STOP_WORDS for word in _touched(edits)):
+        return True
+    return any(_edit_key(edit)[0] == "forms" and edit[0] and edit[1] for edit in edits)
 
 
 def same_mistake(a: NewMistake | Mistake, b: NewMistake | Mistake) -> bool:
@@ -249,12 +304,16 @@ def same_mistake(a: NewMistake | Mistake, b: NewMistake | Mistake) -> bool:
     An entry's examples are the same mistake by construction, so a new mistake
     may match any of them."""
     edits_a, edits_b = _edit_sets(a), _edit_sets(b)
+    keys_b = [tuple(_edit_key(edit) for edit in edits) for edits in edits_b]
     same_rule = lexical.say_the_same(a.rule, b.rule)
     # The same correction is the same mistake only when it changes a word that
     # carries meaning ("goed" -> "went"). Inserting "to", "on" or a comma, or
     # dropping "am", is the same edit in unrelated mistakes ("want go" / "listen
     # music", "in Monday" / "in the bus"), so there the rules must agree too.
-    if any(edits and edits in edits_b and (same_rule or _specific(edits)) for edits in edits_a):
+    if any(
+        edits and tuple(_edit_key(edit) for edit in edits) in keys_b and (same_rule or _specific(edits))
+        for edits in edits_a
+    ):
         return True
     if not same_rule:
         return False
