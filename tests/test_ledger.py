@@ -67,7 +67,7 @@ SAME = [
     # case and apostrophes folded: "Its" and "it’s" are the words of "its" and "it's"
     (
         mistake("Its raining again", "It's raining again", "it's = it is", "punctuation"),
-        mistake("I think its too late", "I think it’s too late", "Contraction of it is needs an apostrophe.", "spelling"),
+        mistake("I think its too late", "I think it’s too late", "it is, contracted, has an apostrophe", "spelling"),
     ),
     (
         mistake("They was late", "They were late", "plural subject: were"),
