@@ -1,0 +1,297 @@
+"""Teaching from memory, the scheduler's side: a repeat is a lapse, days are the
+learner's calendar days, the day's queue has limits and says what waits, and
+plain FSRS agrees wherever Memora adds no rule of its own."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from fsrs import Card, Rating, Scheduler
+
+from memora.engine import spaced
+from memora.engine.ledger import LedgerStore, NewMistake
+
+TAIPEI = timezone(timedelta(hours=8))
+LONDON = timezone(timedelta(hours=0))
+
+
+def mistake(original, corrected, rule, kind="grammar"):
+    return NewMistake(original=original, corrected=corrected, rule=rule, kind=kind)
+
+
+GOED = mistake("Yesterday I goed to the market.", "Yesterday I went to the market.", "go → went: irregular past tense")
+
+
+def at(day, hour, minute=0, tz=TAIPEI):
+    """``hour:minute`` on ``day`` (a date) in ``tz``."""
+    return datetime(day.year, day.month, day.day, hour, minute, tzinfo=tz)
+
+
+@pytest.fixture
+def ledger(tmp_path, clock):
+    return LedgerStore(tmp_path / "memora_mistakes.json", clock=clock)
+
+
+def master(ledger, clock, entry):
+    """Answer the card right each morning it is due until it is mastered."""
+    for _ in range(10):
+        clock.now = max(clock.now, at(entry.due, 9, tz=clock().tzinfo))
+        entry = ledger.review(entry.id, 3, clock())
+        if entry.status == "mastered":
+            return entry
+    raise AssertionError("not mastered after 10 right answers")
+
+
+# -- 1. a relapse is a lapse ------------------------------------------------------------------
+
+
+def test_a_relapse_takes_mastery_away_and_one_right_answer_does_not_give_it_back(ledger, clock):
+    entry = master(ledger, clock, ledger.record(GOED)[0])
+    stable = spaced.stability(entry.card)
+    clock.advance(days=5)
+    again, merged = ledger.record(mistake("Last week we goed to Tainan", "Last week we went to Tainan", "past of go"))
+    assert merged and again.id == entry.id
+    assert again.status == "active" and again.mastered_at is None  # made 0 minutes ago: not "improving"
+    assert again.reviews[-1].rating == 1 and again.reviews[-1].source == "chat"
+    assert spaced.stability(again.card) < stable / 3  # FSRS's post-lapse stability, not the old one
+    assert [m.id for m in ledger.due()] == [entry.id]  # drilled the day it was made again
+    clock.advance(hours=1)
+    once = ledger.review(entry.id, 3)
+    assert once.status == "improving" and once.mastered_at is None
+    # mastery needs what it needed the first time: two right answers after the lapse and stability
+    clock.now = at(once.due, 9, tz=clock().tzinfo)
+    twice = ledger.review(entry.id, 3)
+    assert (twice.status == "mastered") == (spaced.stability(twice.card) >= spaced.MASTERED_STABILITY_DAYS)
+    twice = master(ledger, clock, twice)
+    assert [r.rating >= 3 for r in twice.reviews[-2:]] == [True, True]
+
+
+def test_a_mistake_made_an_hour_ago_is_active_even_after_right_answers(ledger, clock):
+    entry, _ = ledger.record(GOED)
+    ledger.review(entry.id, 3)
+    clock.advance(days=2, hours=3)
+    assert ledger.get(entry.id).status == "improving"
+    ledger.record(mistake("They goed home", "They went home", "go → went"))
+    clock.advance(minutes=59)
+    assert ledger.get(entry.id).status == "active"
+
+
+def test_two_repeats_on_one_day_are_one_lapse_and_a_message_read_twice_counts_once(ledger, clock):
+    entry, _ = ledger.record(GOED)
+    ledger.review(entry.id, 3)
+    clock.advance(days=2)
+    said = clock()
+    ledger.record(mistake("They goed home", "They went home", "go → went"), seen_at=said)
+    ledger.record(mistake("They goed home", "They went home", "go → went"), seen_at=said)  # the same message
+    clock.advance(hours=2)
+    ledger.record(mistake("She goed out", "She went out", "go → went"))
+    entry = ledger.get(entry.id)
+    assert entry.count == 3 and [r.rating for r in entry.reviews] == [3, 1]
+
+
+def test_a_message_said_before_the_last_review_is_not_a_lapse_after_it(ledger, clock):
+    entry, _ = ledger.record(GOED)
+    ledger.review(entry.id, 3)
+    clock.advance(days=2)
+    said = clock()
+    clock.advance(minutes=5)
+    ledger.review(entry.id, 3)  # drilled right after the tutor corrected it
+    clock.advance(minutes=5)  # the held message is read now
+    ledger.record(mistake("They goed home", "They went home", "go → went"), seen_at=said)
+    assert [r.rating for r in ledger.get(entry.id).reviews] == [3, 3]
+
+
+def test_a_card_never_reviewed_stays_new_when_the_mistake_is_made_again(ledger, clock):
+    entry, _ = ledger.record(GOED)
+    clock.advance(days=3)
+    again, merged = ledger.record(mistake("They goed home", "They went home", "go → went"))
+    assert merged and again.reviews == [] and again.is_new and again.due <= ledger.today()
+
+
+def test_a_reworded_repeat_brings_the_mastered_card_back(ledger, clock):
+    entry = master(
+        ledger, clock, ledger.record(mistake("Its raining", "It's raining", "it's = it is", "punctuation"))[0]
+    )
+    clock.advance(days=3)
+    again, merged = ledger.record(mistake("I think its late", "I think it’s late", "an apostrophe for it is"))
+    assert merged and again.id == entry.id and again.status == "active" and ledger.count() == 1
+    assert [m.id for m in ledger.due()] == [entry.id]
+
+
+# -- 5. calendar days ---------------------------------------------------------------------------
+
+
+def plain_fsrs(ratings_on_days):
+    """Plain fsrs, Memora's settings, reviews given on whole days."""
+    scheduler = Scheduler(
+        learning_steps=(timedelta(days=1),), relearning_steps=(timedelta(days=1),), enable_fuzzing=False
+    )
+    card = Card(card_id=1, due=datetime(2026, 12, 1, tzinfo=UTC))
+    for rating, day in ratings_on_days:
+        card, _ = scheduler.review_card(
+            card, Rating(rating), review_datetime=datetime.combine(day, datetime.min.time(), UTC)
+        )
+    return card
+
+
+def test_a_morning_review_after_an_evening_one_is_one_day_later(ledger, clock):
+    day = clock().date()
+    clock.now = at(day, 9)
+    entry, _ = ledger.record(GOED)
+    ledger.review(entry.id, 3)  # day 0
+    clock.now = at(day + timedelta(days=2), 21, 30)
+    ledger.review(entry.id, 1)  # day 2, in the evening
+    clock.now = at(day + timedelta(days=3), 7, 45)  # ten hours later: the next morning
+    card = ledger.review(entry.id, 3).card
+    expected = plain_fsrs([(3, day), (1, day + timedelta(days=2)), (3, day + timedelta(days=3))])
+    assert card["stability"] == pytest.approx(expected.stability)
+    assert card["difficulty"] == pytest.approx(expected.difficulty)
+    assert spaced.due_day(card) == expected.due.date()
+    # counted as 24-hour periods it would have been a same-day review: a different card
+    same_day = plain_fsrs([(3, day), (1, day + timedelta(days=2)), (3, day + timedelta(days=2))])
+    assert expected.stability != pytest.approx(same_day.stability)
+
+
+def test_a_review_before_the_day_start_hour_belongs_to_the_day_before(ledger, clock):
+    day = clock().date()
+    clock.now = at(day, 22)
+    entry, _ = ledger.record(GOED)
+    ledger.review(entry.id, 1)  # wrong: back tomorrow
+    clock.now = at(day + timedelta(days=1), 1, 30)  # still the same learner's day at 1:30
+    assert ledger.due() == []
+    clock.now = at(day + timedelta(days=1), 4)
+    assert [m.id for m in ledger.due()] == [entry.id]
+
+
+def test_a_later_day_start_hour_moves_the_boundary(tmp_path, clock):
+    owl = LedgerStore(tmp_path / "m.json", clock=clock, day_start=6)
+    day = clock().date()
+    clock.now = at(day, 23)
+    entry, _ = owl.record(GOED)
+    owl.review(entry.id, 1)
+    clock.now = at(day + timedelta(days=1), 5, 30)
+    assert owl.due() == []
+    clock.now = at(day + timedelta(days=1), 6)
+    assert len(owl.due()) == 1
+
+
+def test_a_time_zone_change_between_sessions_counts_the_learners_days(ledger, clock):
+    day = clock().date()
+    clock.now = at(day, 9)
+    entry, _ = ledger.record(GOED)
+    ledger.review(entry.id, 3)
+    clock.now = at(day + timedelta(days=2), 21, 30, tz=TAIPEI)
+    ledger.review(entry.id, 1)
+    # flown to London overnight: 07:45 there is 15:45 in Taipei, the next local day
+    clock.now = at(day + timedelta(days=3), 7, 45, tz=LONDON)
+    card = ledger.review(entry.id, 3).card
+    expected = plain_fsrs([(3, day), (1, day + timedelta(days=2)), (3, day + timedelta(days=3))])
+    assert card["stability"] == pytest.approx(expected.stability)
+    # flown west, the date can go back: no day has passed, and nothing breaks
+    clock.now = at(day + timedelta(days=3), 23, 0, tz=timezone(timedelta(hours=-10)))
+    assert ledger.review(entry.id, 3) is not None
+
+
+@pytest.mark.parametrize("value, error", [("24", "0 to 23"), ("-1", "0 to 23"), ("four", "MEMORA_DAY_START")])
+def test_a_bad_day_start_is_one_line(value, error):
+    from memora.engine.config import Settings
+    from memora.engine.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=error):
+        Settings.from_env({"MEMORA_DAY_START": value, "MEMORA_HOME": "/tmp/x"})
+    assert Settings.from_env({"MEMORA_DAY_START": "6", "MEMORA_HOME": "/tmp/x"}).day_start == 6
+
+
+def test_plain_fsrs_agrees_on_every_card_memora_adds_no_rule_to(ledger, clock):
+    """Drill answers only, at any hour: Memora's card is plain fsrs's on the learner's days."""
+    day = clock().date()
+    script = [(3, 0, 9), (3, 2, 22), (2, 5, 7), (1, 9, 23), (3, 10, 6), (4, 12, 13), (3, 30, 4), (1, 31, 3)]
+    clock.now = at(day, 8)
+    entry, _ = ledger.record(GOED)
+    seen = []
+    for rating, offset, hour in script:
+        clock.now = at(day + timedelta(days=offset), hour)
+        card = ledger.review(entry.id, rating).card
+        seen.append((rating, spaced.learner_day(clock())))
+        expected = plain_fsrs(seen)
+        assert (card["stability"], card["difficulty"], card["state"], card["step"]) == pytest.approx(
+            (expected.stability, expected.difficulty, expected.state.value, expected.step)
+        )
+        assert spaced.due_day(card) == expected.due.date()
+
+
+# -- 6. the day's queue ------------------------------------------------------------------------
+
+
+def many(n):
+    verbs = ["eat", "see", "buy", "think", "teach", "catch", "bring", "fight", "seek", "sell", "tell", "swim"]
+    past = [
+        "ate",
+        "saw",
+        "bought",
+        "thought",
+        "taught",
+        "caught",
+        "brought",
+        "fought",
+        "sought",
+        "sold",
+        "told",
+        "swam",
+    ]
+    return [
+        mistake(f"Yesterday I {v}ed it ({i})", f"Yesterday I {p} it ({i})", f"past of {v}: {p}")
+        for i, (v, p) in enumerate(zip(verbs[:n], past[:n], strict=True))
+    ]
+
+
+def test_at_most_five_new_cards_a_day_and_the_rest_come_the_next_days(ledger, clock):
+    for item in many(8):
+        ledger.record(item)
+        clock.advance(minutes=1)
+    today = ledger.due()
+    assert len(today) == 5 and ledger.backlog() == (0, 3)
+    assert today[0].rule == "past of fight: fought"  # the newest first: fresh in mind
+    for card in today:
+        ledger.review(card.id, 3)
+    assert ledger.due() == [] and ledger.backlog() == (0, 3)
+    clock.advance(days=1)
+    assert len(ledger.due()) == 3
+
+
+def test_new_cards_are_interleaved_with_due_ones(ledger, clock):
+    old = []
+    for item in many(4):
+        entry, _ = ledger.record(item)
+        old.append(ledger.review(entry.id, 1).id)  # wrong: due tomorrow
+    clock.advance(days=1)
+    fresh = [
+        ledger.record(mistake("He don't know", "He doesn't know", "third person"))[0].id,
+        ledger.record(mistake("I am agree", "I agree", "agree is a verb"))[0].id,
+    ]
+    order = [m.id for m in ledger.due()]
+    assert sorted(order) == sorted(old + fresh)
+    assert order[0] in fresh and order[1] in old and order[3] in fresh  # new, two due, new, two due
+
+
+def test_after_a_break_the_backlog_is_spread_most_urgent_first(tmp_path, clock):
+    ledger = LedgerStore(tmp_path / "m.json", clock=clock, reviews_per_day=4)
+    ids = []
+    for n, item in enumerate(many(10)):
+        entry, _ = ledger.record(item)
+        clock.advance(minutes=1)
+        ledger.review(entry.id, 3 if n % 2 else 1)  # half due in 2 days, half tomorrow
+        ids.append(entry.id)
+    clock.advance(days=21)  # three weeks away
+    first = ledger.due()
+    assert len(first) == 4 and ledger.backlog() == (6, 0)
+    # the ones answered wrong have the shortest memory: most overdue for their interval, first
+    wrong = {ids[n] for n in range(0, 10, 2)}
+    assert {m.id for m in first} <= wrong
+    for card in first:
+        ledger.review(card.id, 3)
+    assert ledger.due() == []  # the day's share is done; the rest waits for the next days
+    clock.advance(days=1)
+    second = ledger.due()
+    assert len(second) == 4 and not {m.id for m in second} & {m.id for m in first}
