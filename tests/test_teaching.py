@@ -295,3 +295,93 @@ def test_after_a_break_the_backlog_is_spread_most_urgent_first(tmp_path, clock):
     clock.advance(days=1)
     second = ledger.due()
     assert len(second) == 4 and not {m.id for m in second} & {m.id for m in first}
+
+
+# -- 2. the conversation is part of the review ---------------------------------------------------
+
+
+def extraction(*mistakes, uses=()):
+    return {
+        "facts": [],
+        "profile_changes": [],
+        "corrections": [],
+        "mistakes": list(mistakes),
+        "mistake_uses": list(uses),
+    }
+
+
+def reviewed_yesterday(app, clock):
+    """GOED, answered wrong yesterday: due today."""
+    entry, _ = app.ledger.record(GOED)
+    app.ledger.review(entry.id, 1)
+    clock.advance(days=1)
+    return entry
+
+
+def test_a_correct_use_in_chat_passes_the_due_card_and_says_so(make_app, run_repl, server, clock):
+    app = make_app(extraction_batch=1)
+    entry = reviewed_yesterday(app, clock)
+    said = "Last weekend we went to the night market with my cousins and ate a lot."
+    server.script(
+        "extraction", extraction(uses=[{"mistake": entry.id, "use": "correct", "evidence": "we went to the night"}])
+    )
+    t = run_repl(app, [said])
+    [reading] = server.of_kind("extraction")
+    sent = reading.input[0]["content"]
+    assert f"Tracked mistakes (id: wrong → right (rule)):\n- {entry.id}: “Yesterday I goed to the...”" in sent
+    card = app.ledger.get(entry.id)
+    assert card.reviews[-1].rating == 3 and card.reviews[-1].source == "chat"
+    assert card.status == "improving" and card.due > app.ledger.today()
+    assert f"Used “went” correctly: review card passed (next {spaced.in_days(card.due, app.ledger.today())})." in t.text
+    assert app.ledger.due() == []  # passed: not drilled again today
+
+
+def test_a_repeat_in_chat_is_a_lapse_and_a_use_is_counted_once_a_day(make_app, run_repl, server, clock):
+    app = make_app(extraction_batch=1)
+    entry = reviewed_yesterday(app, clock)
+    app.ledger.review(entry.id, 3)  # answered right this morning: not due again today
+    clock.advance(hours=2)
+    use = {"mistake": entry.id, "use": "correct", "evidence": "we went to the night"}
+    server.script("extraction", extraction(uses=[use]))
+    t = run_repl(app, ["Last weekend we went to the night market with my cousins and ate a lot."])
+    assert "correctly" not in t.text and len(app.ledger.get(entry.id).reviews) == 2  # reviewed today already
+    clock.advance(hours=1)
+    repeat = {"mistake": entry.id, "use": "repeated", "evidence": "my friends goed to"}
+    server.script("extraction", extraction(uses=[repeat]))
+    t = run_repl(app, ["After that my friends goed to the station together and took the last train home."])
+    card = app.ledger.get(entry.id)
+    assert card.count == 2 and card.reviews[-1].rating == 1 and card.status == "active"
+    assert "“goed” again (it is “went”): its review card comes back today." in t.text
+    assert [m.id for m in app.ledger.due()] == [entry.id]
+
+
+def test_a_use_the_message_does_not_hold_or_an_unknown_id_changes_nothing(make_app, run_repl, server, clock):
+    app = make_app(extraction_batch=1)
+    entry = reviewed_yesterday(app, clock)
+    server.script(
+        "extraction",
+        extraction(
+            uses=[
+                {"mistake": entry.id, "use": "correct", "evidence": "I went to Paris"},  # not their words
+                {"mistake": "m00000", "use": "repeated", "evidence": "we went to the night"},
+            ]
+        ),
+    )
+    t = run_repl(app, ["Last weekend we went to the night market with my cousins and ate a lot."])
+    assert app.ledger.get(entry.id).reviews[-1].rating == 1 and "correctly" not in t.text
+    assert [s.kind for s in app.turn.extraction_skipped] == ["mistake use", "mistake use"]
+
+
+def test_one_message_read_twice_is_one_review(ledger, clock):
+    entry, _ = ledger.record(GOED)
+    ledger.review(entry.id, 1)
+    clock.advance(days=1)
+    said = clock()
+    passed, counted = ledger.use_in_chat(entry.id, True, said)
+    assert counted and passed.reviews[-1].source == "chat"
+    again, counted = ledger.use_in_chat(entry.id, True, said)
+    assert not counted and len(again.reviews) == 2
+    clock.advance(days=1)
+    lapse, counted = ledger.use_in_chat(entry.id, False, clock())
+    assert counted and lapse.count == 2
+    assert ledger.use_in_chat(entry.id, False, clock()) == (ledger.get(entry.id), False)

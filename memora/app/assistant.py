@@ -73,7 +73,7 @@ from memora.engine.errors import (
     VectorsMissing,
     failure_reason,
 )
-from memora.engine.ledger import LedgerStore, correction_excerpt, relevant
+from memora.engine.ledger import LedgerStore, Mistake, correction_excerpt, relevant
 from memora.engine.llm import ModelClient, ReplyResult
 from memora.engine.model_facts import shutdown_note
 from memora.engine.prompts import SYSTEM_PROMPT
@@ -257,6 +257,7 @@ class Memora:
                 on_tokens=lambda n: self.add_usage("extraction", n),
                 counter=self.counter,
                 ledger=self.ledger,
+                watched=self._watched,
             ),
             on_outcome=self._extraction_done,
             on_failure=self._extraction_failed,
@@ -729,9 +730,13 @@ class Memora:
             notes.append(f"Answering without memory search: {error}")
             return [], []
 
+    def _watched(self, text: str) -> list[Mistake]:
+        """The tracked mistakes the background shows for ``text`` (and the reading asks about)."""
+        return relevant(self.ledger.all(), text, MISTAKES_PER_TURN)
+
     def _mistake_notes(self, text: str) -> list[MistakeNote]:
         notes = []
-        for entry in relevant(self.ledger.all(), text, MISTAKES_PER_TURN):
+        for entry in self._watched(text):
             example = entry.latest
             original, corrected = correction_excerpt(example.original, example.corrected)
             notes.append(MistakeNote(original, corrected, entry.rule, entry.count))

@@ -660,19 +660,68 @@ class LedgerStore:
 
         def change(state: _LedgerFile) -> Mistake | None:
             for index, entry in enumerate(state.mistakes):
+                if entry.id == mistake_id:
+                    state.mistakes[index] = self._reviewed(entry, rating, when, "drill")
+                    return state.mistakes[index]
+            return None
+
+        return self._change(change)
+
+    def _reviewed(self, entry: Mistake, rating: int, when: datetime, source: str) -> Mistake:
+        card = spaced.review(entry.card, rating, when, self.day_start)
+        reviews = (entry.reviews + [Review(at=when, rating=rating, source=source)])[-MAX_REVIEWS_KEPT:]
+        mastered_at = entry.mastered_at
+        if mastered_at is None and spaced.is_mastered(card, [r.rating for r in reviews]):
+            mastered_at = when
+        elif mastered_at is not None and rating < spaced.CORRECT_RATING:
+            mastered_at = None
+        return entry.model_copy(update={"card": card, "reviews": reviews, "mastered_at": mastered_at})
+
+    def use_in_chat(self, mistake_id: str, correct: bool, at: datetime | None = None) -> tuple[Mistake | None, bool]:
+        """The learner used a tracked mistake's corrected form in conversation
+        (``correct``) or made the mistake again; returns (entry, counted).
+
+        A correct use is a pass (Good) on a card that is due today, once a day:
+        a card answered or passed today already has its review, one not due yet
+        would be reviewed early, and one whose mistake was made today is only
+        being copied from the tutor's correction, not recalled. A repeat is a
+        lapse (``_relapse``) and one more time the mistake was made. One message
+        is counted once: a reading run again finds its own time among the
+        card's reviews or examples."""
+        when = _aware(at or self.clock())
+        today = self.today(when)
+
+        def change(state: _LedgerFile) -> tuple[Mistake | None, bool]:
+            for index, entry in enumerate(state.mistakes):
                 if entry.id != mistake_id:
                     continue
-                card = spaced.review(entry.card, rating, when, self.day_start)
-                reviews = (entry.reviews + [Review(at=when, rating=rating)])[-MAX_REVIEWS_KEPT:]
-                mastered_at = entry.mastered_at
-                if mastered_at is None and spaced.is_mastered(card, [r.rating for r in reviews]):
-                    mastered_at = when
-                elif mastered_at is not None and rating < spaced.CORRECT_RATING:
-                    mastered_at = None
-                updated = entry.model_copy(update={"card": card, "reviews": reviews, "mastered_at": mastered_at})
+                if any(r.at == when and r.source == "chat" for r in entry.reviews):
+                    return entry, False
+                if correct:
+                    if (
+                        not entry.active
+                        or entry.due > today
+                        or self.today(entry.last_seen) == today
+                        or any(self.today(r.at) == today for r in entry.reviews)
+                    ):
+                        return entry, False
+                    updated = self._reviewed(entry, spaced.CORRECT_RATING, when, "chat")
+                else:
+                    if not entry.is_mistake or any(e.seen_at == when for e in entry.examples):
+                        return entry, False  # a word card is not a mistake; this message already counted it
+                    card, reviews = self._relapse(entry, when)
+                    updated = entry.model_copy(
+                        update={
+                            "count": min(entry.count + 1, MAX_COUNT),
+                            "last_seen": max(entry.last_seen, when),
+                            "card": card,
+                            "reviews": reviews,
+                            "mastered_at": None,
+                        }
+                    )
                 state.mistakes[index] = updated
-                return updated
-            return None
+                return updated, True
+            return None, False
 
         return self._change(change)
 
