@@ -4,13 +4,14 @@ plain FSRS agrees wherever Memora adds no rule of its own."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from fsrs import Card, Rating, Scheduler
 
 from memora.engine import spaced
-from memora.engine.ledger import LedgerStore, NewMistake
+from memora.engine.ledger import LedgerStore, NewMistake, correction_edits
 
 TAIPEI = timezone(timedelta(hours=8))
 LONDON = timezone(timedelta(hours=0))
@@ -385,3 +386,177 @@ def test_one_message_read_twice_is_one_review(ledger, clock):
     lapse, counted = ledger.use_in_chat(entry.id, False, clock())
     assert counted and lapse.count == 2
     assert ledger.use_in_chat(entry.id, False, clock()) == (ledger.get(entry.id), False)
+
+
+# -- sixty days of one learner ------------------------------------------------------------------
+
+
+def said(original, corrected, rule, kind="grammar"):
+    return {"original": original, "corrected": corrected, "rule": rule, "kind": kind}
+
+
+GOED_1 = said(
+    "Yesterday I goed to the market with my mother.",
+    "Yesterday I went to the market with my mother.",
+    "go → went: irregular past tense",
+)
+GOED_2 = said(
+    "Last Sunday we goed to the beach near Keelung.", "Last Sunday we went to the beach near Keelung.", "past of go"
+)
+DECIDE_1 = said(
+    "I have to do a decision about my new job.",
+    "I have to make a decision about my new job.",
+    "make a decision, not do",
+    "word choice",
+)
+DECIDE_2 = said(
+    "Yesterday I did a decision to move to Tainan.",
+    "Yesterday I made a decision to move to Tainan.",
+    "make a decision, not do",
+    "word choice",
+)
+ITS_1 = said("Its raining again in Taipei today.", "It's raining again in Taipei today.", "it's = it is", "punctuation")
+ITS_2 = said(
+    "I think its too late for coffee now.",
+    "I think it’s too late for coffee now.",
+    "an apostrophe for it is",
+    "spelling",
+)
+DONT_1 = said("My boss don't like long meetings.", "My boss doesn't like long meetings.", "third person: doesn't")
+DONT_2 = said("My sister don't eat meat at all.", "My sister doesn't eat meat at all.", "he, she, it + does not")
+VERBS = [
+    (verb, past)
+    for verb, past in zip(
+        "eat buy think teach catch bring fight sell tell swim seek drink ride write speak break".split(),
+        "ate bought thought taught caught brought fought sold told swam sought drank rode wrote spoke broke".split(),
+        strict=True,
+    )
+]
+
+
+def replay_in_plain_fsrs(entry):
+    """The card plain fsrs makes from the entry's answers, on the learner's days."""
+    return plain_fsrs([(r.rating, spaced.learner_day(r.at)) for r in entry.reviews])
+
+
+def test_sixty_days_of_one_learner(make_app, run_repl, server, clock):
+    start = clock().date()
+    day_of = lambda n, hour, minute=0: (
+        datetime.combine(  # noqa: E731
+            start + timedelta(days=n), datetime.min.time(), tzinfo=clock().tzinfo
+        )
+        + timedelta(hours=hour, minutes=minute)
+    )
+
+    def session(n, hour, lines, *, minute=0, mistakes=(), uses=()):
+        clock.now = day_of(n, hour, minute)
+        app = make_app(extraction_batch=1, reviews_per_day=4)
+        for line, made in zip(lines, list(mistakes) + [None] * len(lines)):
+            if line not in ("review", "mistakes") and not line.startswith("answer"):
+                server.script("extraction", extraction(*([made] if made else []), uses=uses))
+        t = run_repl(app, list(lines))
+        app.close()
+        return app, t
+
+    def review(n, hour, minute=0, wrong=0):
+        clock.now = day_of(n, hour, minute)
+        app = make_app(extraction_batch=1, reviews_per_day=4)
+        due = len(app.ledger.due())
+        server.script("grading", *[{"verdict": "wrong", "feedback": "Not yet."}] * wrong)
+        t = run_repl(app, ["review"] + ["answer"] * min(due, 10))
+        app.close()
+        return app, t
+
+    # day 0, evening: two mistakes in chat, both drilled the same evening
+    app, t = session(0, 20, [GOED_1["original"], DECIDE_1["original"]], mistakes=[GOED_1, DECIDE_1])
+    app, t = review(0, 20, 30)
+    drill = t.text.split("You: review\n", 1)[1]
+    assert "Review: 2 cards." in drill and "Fix this sentence: “Yesterday I goed to the market" in drill
+    assert "Next in 2 days" in drill
+    # day 1, 21:30: a new mistake, answered wrong: back tomorrow
+    app, t = session(1, 21, [ITS_1["original"]], minute=15, mistakes=[ITS_1])
+    app, t = review(1, 21, 30, wrong=1)
+    assert "Next tomorrow" in t.text
+    # day 2, 07:45: the morning after counts as one day, as plain fsrs on whole days says
+    app, t = review(2, 7, 45)
+    its = next(m for m in app.ledger.all() if m.rule == "it's = it is")
+    assert [spaced.learner_day(r.at) - start for r in its.reviews] == [timedelta(days=1), timedelta(days=2)]
+    assert its.card["stability"] == pytest.approx(replay_in_plain_fsrs(its).stability)
+    # reworded repeats land on their entries (and each reviewed card lapses)
+    app, t = session(
+        2,
+        19,
+        [DECIDE_2["original"], ITS_2["original"], DONT_1["original"], DONT_2["original"]],
+        mistakes=[DECIDE_2, ITS_2, DONT_1, DONT_2],
+    )
+    entries = {m.rule: m for m in app.ledger.all()}
+    assert len(entries) == 4 and entries["make a decision, not do"].count == 2
+    assert entries["it's = it is"].count == 2 and entries["third person: doesn't"].count == 2
+    assert entries["make a decision, not do"].status == "active"
+    listing = run_repl(app, ["mistakes"]).text
+    assert listing.count("make a decision") == 1 and "due today" in listing
+
+    # days 3-27: practice most days, answer right, two new mistakes every third day
+    verbs = iter(VERBS)
+    for n in range(3, 28):
+        if n % 5 == 4:
+            continue  # a day off now and then
+        if n % 3 == 0:
+            made = [
+                said(f"On day {n} I {v}ed it.", f"On day {n} I {p} it.", f"past of {v}: {p}")
+                for v, p in [next(verbs), next(verbs)]
+            ]
+            session(n, 19, [m["original"] for m in made], mistakes=made)
+        if n == 24:
+            # the mastered card's mistake made again in chat: a lapse
+            goed = next(m for m in app.ledger.all() if m.rule.startswith("go → went"))
+            assert goed.status == "mastered"
+            repeat = {"mistake": goed.id, "use": "repeated", "evidence": "we goed to the beach"}
+            app, t = session(n, 18, [GOED_2["original"]], mistakes=[GOED_2], uses=[repeat])
+            goed = app.ledger.get(goed.id)
+            assert goed.status == "active" and goed.reviews[-1].rating == 1 and goed.mastered_at is None
+            app, t = review(n, 19)
+            goed = app.ledger.get(goed.id)
+            assert goed.reviews[-1].rating == 3 and goed.status == "improving"  # one right answer: not mastered
+            continue
+        app, t = review(n, 8)
+
+    # days 28-44: a break of more than two weeks; then the backlog comes back spread out
+    app, t = review(45, 9)
+    assert re.search(r"\d+ overdue cards? comes? back (tomorrow|over the next \d+ days) \(at most 4 a day", t.text)
+    first = {
+        m.id
+        for m in app.ledger.all()
+        if m.reviews and spaced.learner_day(m.reviews[-1].at) == start + timedelta(days=45)
+    }
+    assert len(first) == 4
+    app, t = review(46, 9)
+    second = {
+        m.id
+        for m in app.ledger.all()
+        if m.reviews and spaced.learner_day(m.reviews[-1].at) == start + timedelta(days=46)
+    }
+    assert second and not second & first
+
+    # day 50: a due card's corrected form used right in chat passes it
+    clock.now = day_of(50, 12)
+    app = make_app(extraction_batch=1, reviews_per_day=4)
+    due = [m for m in app.ledger.due() if not m.is_new]
+    target = due[0]
+    app.close()
+    right = " ".join(b for _, b in correction_edits(target.latest.original, target.latest.corrected))
+    message = f"Today at work I {right} it again and then I {right} everything on my list before lunch."
+    use = {"mistake": target.id, "use": "correct", "evidence": f"I {right} it again"}
+    app, t = session(50, 12, [message], uses=[use])
+    assert f"Used “{right}” correctly: review card passed" in t.text
+    assert app.ledger.get(target.id).reviews[-1].source == "chat"
+
+    for n in range(51, 60, 2):
+        app, t = review(n, 8)
+    # plain fsrs agrees on every card Memora added no rule to: drill answers only
+    plain = [m for m in app.ledger.all() if all(r.source == "drill" for r in m.reviews) and m.reviews]
+    assert len(plain) >= 8
+    for entry in plain:
+        expected = replay_in_plain_fsrs(entry)
+        assert entry.card["stability"] == pytest.approx(expected.stability), entry.rule
+        assert entry.due == expected.due.date(), entry.rule

@@ -469,11 +469,13 @@ class LedgerStore:
 
     def _plan(self, now: datetime) -> tuple[list[Mistake], list[Mistake]]:
         today = self.today(now)
-        entries = [m for m in self.all() if m.active]
-        done_today = [r for m in entries for r in m.reviews if r.source == "drill" and self.today(r.at) == today]
+        everything = self.all()
+        entries = [m for m in everything if m.active]
+        # Today's answers count against today's limits, on cards they mastered too.
+        done_today = [r for m in everything for r in m.reviews if r.source == "drill" and self.today(r.at) == today]
         introduced = sum(
             1
-            for m in entries
+            for m in everything
             if (first := next((r for r in m.reviews if r.source == "drill"), None)) is not None
             and self.today(first.at) == today
         )
