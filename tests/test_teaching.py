@@ -560,3 +560,45 @@ def test_sixty_days_of_one_learner(make_app, run_repl, server, clock):
         expected = replay_in_plain_fsrs(entry)
         assert entry.card["stability"] == pytest.approx(expected.stability), entry.rule
         assert entry.due == expected.due.date(), entry.rule
+
+
+def test_undo_takes_back_the_review_a_message_counted(make_app, run_repl, server, clock):
+    app = make_app(extraction_batch=1)
+    entry = reviewed_yesterday(app, clock)
+    before = app.ledger.get(entry.id)
+    use = {"mistake": entry.id, "use": "correct", "evidence": "we went to the night"}
+    server.script("extraction", extraction(uses=[use]))
+    t = run_repl(app, ["Last weekend we went to the night market with my cousins and ate a lot.", "undo"])
+    assert "Used “went” correctly" in t.text
+    assert f"Undone: the review your message counted on card {entry.id} (go → went: irregular past tense)." in t.text
+    after = app.ledger.get(entry.id)
+    assert after.card == before.card and after.reviews == before.reviews and after.count == before.count
+    assert [m.id for m in app.ledger.due()] == [entry.id]  # due again, as before the message
+
+
+def test_a_lapse_read_from_a_message_is_said_and_undone(make_app, run_repl, server, clock):
+    app = make_app(extraction_batch=1)
+    entry, _ = app.ledger.record(GOED)
+    app.ledger.review(entry.id, 3)
+    clock.advance(days=5)
+    before = app.ledger.get(entry.id)
+    server.script(
+        "extraction",
+        extraction(
+            said(
+                "After that my friends goed to the station.", "After that my friends went to the station.", "past of go"
+            )
+        ),
+    )
+    t = run_repl(app, ["After that my friends goed to the station.", "undo"])
+    assert "“goed” again (it is “went”): its review card comes back today." in t.text
+    after = app.ledger.get(entry.id)
+    assert after.card == before.card and after.reviews == before.reviews
+    assert after.count == 2  # the mistake was made: undo takes back the lapse, not the fact
+
+
+def test_a_new_mistake_is_said_after_the_turn(make_app, run_repl, server, clock):
+    app = make_app(extraction_batch=1)
+    server.script("extraction", extraction(GOED_1))
+    t = run_repl(app, [GOED_1["original"]])
+    assert "New mistake to review: “goed” → “went” (go → went: irregular past tense); review it today." in t.text

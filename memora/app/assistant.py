@@ -80,7 +80,7 @@ from memora.engine.prompts import SYSTEM_PROMPT
 from memora.engine.records import MemorySearchResult
 from memora.engine.retrieval import retrieve_relevant_memories
 from memora.engine.storage import ensure_private_dir
-from memora.engine.text_utils import quoted
+from memora.engine.text_utils import quoted, shorten
 from memora.engine.timeutil import Clock, said_day, system_clock
 from memora.engine.tokens import TokenCounter
 from memory import ContextBudget, ConversationMemory, PreparedContext
@@ -791,7 +791,7 @@ class Memora:
             + list(outcome.superseded)
             + [(old, None) for old in outcome.retracted]
         )
-        self.record_changes("turn", steps, job_id=job.job_id)
+        self.record_changes("turn", steps, job_id=job.job_id, reviews=outcome.reviews)
         if outcome.retry is not None:  # some items' own calls failed: keep just those
             self._extraction_failed(
                 job, outcome.retry_reason or "a model call failed", remaining=outcome.retry.model_dump(mode="json")
@@ -908,17 +908,22 @@ class Memora:
         return f"Okay, I left your profile as it is ({proposal.describe()} discarded)."
 
     # -- visible, reversible memory writes ---------------------------------------------
-    def record_changes(self, origin: str, steps, *, job_id: str = "") -> None:
+    def record_changes(self, origin: str, steps, *, job_id: str = "", reviews=()) -> None:
         """Remember a memory change so 'undo' can take it back (one set per turn:
-        a correction applied right after the reply and the turn's extraction merge)."""
+        a correction applied right after the reply and the turn's extraction merge),
+        with the reviews its reading counted on mistake cards."""
         steps = [tuple(step) for step in steps if step[0] or step[1]]
-        if not steps:
+        reviews = [tuple(review) for review in reviews]
+        if not steps and not reviews:
             return
         with self._lock:
             if job_id and self._changes and self._changes[-1].job_id == job_id:
                 self._changes[-1].steps.extend(steps)
+                self._changes[-1].reviews.extend(reviews)
             else:
-                self._changes.append(ChangeSet(at=self.clock(), origin=origin, job_id=job_id, steps=steps))
+                self._changes.append(
+                    ChangeSet(at=self.clock(), origin=origin, job_id=job_id, steps=steps, reviews=reviews)
+                )
                 del self._changes[:-MAX_UNDO]
         self.save_session()
 
@@ -975,6 +980,7 @@ class Memora:
                 "('forget' is a real deletion and cannot be undone)."
             ]
         result = self.store.revert(change.steps, when=self.clock())  # if this fails, the change stays undoable
+        cards = [self.ledger.take_back(mistake_id, at) for mistake_id, at in change.reviews]
         if result.removed:  # taken back is deleted, as with 'forget': no copy of its text is left
             from memora.app.erasure import forget_everywhere
 
@@ -1001,6 +1007,12 @@ class Memora:
             )
         for memory_id, why in result.skipped:
             lines.append(f"Left {memory_id[:6]} as it is: it was {why} (see 'history {memory_id[:6]}').")
+        for (mistake_id, _), card in zip(change.reviews, cards, strict=True):
+            lines.append(
+                f"Undone: the review your message counted on card {mistake_id} ({shorten(card.rule, 60)})."
+                if card is not None
+                else f"Left card {mistake_id} as it is: it was reviewed again since, or forgotten."
+            )
         if self._changes:
             lines.append(f"('undo' again takes back the change before: {len(self._changes)} left.)")
         return lines

@@ -426,6 +426,7 @@ class ExtractionOutcome:
     retracted: list[str] = field(default_factory=list)
     proposals: list[ProfileProposal] = field(default_factory=list)
     mistakes: list[str] = field(default_factory=list)  # ledger ids, new or counted again
+    reviews: list[tuple[str, datetime]] = field(default_factory=list)  # (ledger id, said at): undoable reviews
     notices: list[str] = field(default_factory=list)
     full: bool = False
     skipped: list[Skipped] = field(default_factory=list)
@@ -1233,8 +1234,15 @@ class Extractor:
             raise LimitError("its original words are not in the message")
         if not re.search(r"[A-Za-z]", mistake.original):
             raise LimitError("it is not English")
-        entry, _ = self.ledger.record(mistake, seen_at=job.said_at_of(mistake.original))
+        said_at = job.said_at_of(mistake.original)
+        entry, merged = self.ledger.record(mistake, seen_at=said_at)
+        if entry.id in outcome.mistakes:
+            return  # one line a message for one mistake
         outcome.mistakes.append(entry.id)
+        lapsed = bool(entry.reviews) and entry.reviews[-1].at == said_at and entry.reviews[-1].source == "chat"
+        if lapsed:
+            outcome.reviews.append((entry.id, said_at))
+        outcome.notices.append(self._mistake_line(entry, "lapse" if lapsed else "again" if merged else "new"))
 
     def _apply_use(self, use: MistakeUse, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
         """A tracked mistake used right or made again in the conversation: a review of its card."""
@@ -1244,20 +1252,31 @@ class Extractor:
         entry, counted = self.ledger.use_in_chat(use.mistake.strip(), use.use == "correct", said_at)
         if entry is None:
             raise LimitError(f"no tracked mistake has the id {shorten(use.mistake, 20)!r}")
-        if not counted or entry.latest is None:
+        if not counted:
             return
-        changed = correction_edits(entry.latest.original, entry.latest.corrected)
-        wrong = " ".join(a for a, _ in changed if a) or entry.latest.original
-        right = " ".join(b for _, b in changed if b) or entry.latest.corrected
-        next_in = spaced.in_days(entry.due, self.ledger.today())
-        if use.use == "correct":
-            outcome.notices.append(f"Used {quoted(right, 60, end='')} correctly: review card passed (next {next_in}).")
-        else:
-            outcome.notices.append(
-                f"{quoted(wrong, 60, end='')} again (it is {quoted(right, 60, end='')}): "
-                f"its review card comes back {next_in}."
-            )
         outcome.mistakes.append(entry.id)
+        reviewed = bool(entry.reviews) and entry.reviews[-1].at == said_at and entry.reviews[-1].source == "chat"
+        if reviewed:
+            outcome.reviews.append((entry.id, said_at))
+        what = "correct" if use.use == "correct" else "lapse" if reviewed else "again"
+        outcome.notices.append(self._mistake_line(entry, what))
+
+    def _mistake_line(self, entry: Mistake, what: str) -> str:
+        """The after-turn line for a mistake read from a message: 'Used “went” correctly:
+        review card passed (next in 9 days).'"""
+        example = entry.latest
+        changed = correction_edits(example.original, example.corrected) if example else ()
+        wrong = " ".join(a for a, _ in changed if a) or (example.original if example else entry.rule)
+        right = " ".join(b for _, b in changed if b) or (example.corrected if example else entry.rule)
+        next_in = spaced.in_days(entry.due, self.ledger.today())
+        wrong, right = quoted(wrong, 60, end=""), quoted(right, 60, end="")
+        if what == "correct":
+            return f"Used {right} correctly: review card passed (next {next_in})."
+        if what == "new":
+            return f"New mistake to review: {wrong} → {right} ({shorten(entry.rule, 80)}); review it {next_in}."
+        if what == "lapse":
+            return f"{wrong} again (it is {right}): its review card comes back {next_in}."
+        return f"{wrong} again (it is {right}): made {entry.count} times; review it {next_in}."
 
     def _offer_word(self, asked: AskedWord, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
         """Ask (after the reply) whether to review a word the learner asked about."""

@@ -85,13 +85,28 @@ class Example(BaseModel):
     seen_at: StoredTime
 
 
+class Before(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    card: dict
+    mastered_at: StoredTime | None = None
+    count: int = Field(ge=1, le=MAX_COUNT, strict=True)
+
+    @field_validator("card")
+    @classmethod
+    def _schedulable(cls, card: dict) -> dict:
+        return spaced.check_card(card)
+
+
 class Review(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     at: StoredTime
     rating: int = Field(ge=1, le=4, strict=True)
-    # "drill": an answer in 'review'; "chat": the mistake made again in conversation (a lapse)
+    # "drill": an answer in 'review'; "chat": read from a message (a repeat or a correct use)
     source: Literal["drill", "chat"] = "drill"
+    # For a review read from a message: the entry as it was before, so 'undo' can take it back.
+    before: Before | None = None
 
     @property
     def correct(self) -> bool:
@@ -517,7 +532,8 @@ class LedgerStore:
                         e.original.casefold() == new.original.casefold() and e.seen_at == when for e in entry.examples
                     ):
                         return entry, True  # the same message read again (a retried job): counted once
-                    card, reviews = self._relapse(entry, when)
+                    # Undoing the lapse keeps the count: the mistake was made ('mistakes forget' forgets it).
+                    card, reviews = self._relapse(entry, when, min(entry.count + 1, MAX_COUNT))
                     updated = entry.model_copy(
                         update={
                             "count": min(entry.count + 1, MAX_COUNT),
@@ -554,7 +570,7 @@ class LedgerStore:
         self._tell_dropped(dropped)
         return result
 
-    def _relapse(self, entry: Mistake, when: datetime) -> tuple[dict, list[Review]]:
+    def _relapse(self, entry: Mistake, when: datetime, count_after: int) -> tuple[dict, list[Review]]:
         """The card and reviews of ``entry`` made again at ``when``.
 
         Once reviewed, a repeat is a lapse: FSRS Again on the day it was made,
@@ -575,7 +591,8 @@ class LedgerStore:
         reviews = entry.reviews
         if last.correct or self.today(last.at) != self.today(when):
             card = spaced.review(card, 1, when, self.day_start)
-            reviews = (reviews + [Review(at=when, rating=1, source="chat")])[-MAX_REVIEWS_KEPT:]
+            before = Before(card=entry.card, mastered_at=entry.mastered_at, count=count_after)
+            reviews = (reviews + [Review(at=when, rating=1, source="chat", before=before)])[-MAX_REVIEWS_KEPT:]
         return spaced.make_due(card, when, self.day_start), reviews
 
     def has_word(self, word: str) -> bool:
@@ -671,7 +688,8 @@ class LedgerStore:
 
     def _reviewed(self, entry: Mistake, rating: int, when: datetime, source: str) -> Mistake:
         card = spaced.review(entry.card, rating, when, self.day_start)
-        reviews = (entry.reviews + [Review(at=when, rating=rating, source=source)])[-MAX_REVIEWS_KEPT:]
+        before = Before(card=entry.card, mastered_at=entry.mastered_at, count=entry.count) if source == "chat" else None
+        reviews = (entry.reviews + [Review(at=when, rating=rating, source=source, before=before)])[-MAX_REVIEWS_KEPT:]
         mastered_at = entry.mastered_at
         if mastered_at is None and spaced.is_mastered(card, [r.rating for r in reviews]):
             mastered_at = when
@@ -711,7 +729,7 @@ class LedgerStore:
                 else:
                     if not entry.is_mistake or any(e.seen_at == when for e in entry.examples):
                         return entry, False  # a word card is not a mistake; this message already counted it
-                    card, reviews = self._relapse(entry, when)
+                    card, reviews = self._relapse(entry, when, entry.count)
                     updated = entry.model_copy(
                         update={
                             "count": min(entry.count + 1, MAX_COUNT),
@@ -724,6 +742,33 @@ class LedgerStore:
                 state.mistakes[index] = updated
                 return updated, True
             return None, False
+
+        return self._change(change)
+
+    def take_back(self, mistake_id: str, at: datetime) -> Mistake | None:
+        """Undo the review a message made at ``at`` (a pass or a lapse read from it):
+        the card, mastery and count as they were. None when there is nothing to
+        take back: the entry is gone, or the card was reviewed again since (its
+        later answers were given to the card as it then was)."""
+
+        def change(state: _LedgerFile) -> Mistake | None:
+            for index, entry in enumerate(state.mistakes):
+                if entry.id != mistake_id or not entry.reviews:
+                    continue
+                last = entry.reviews[-1]
+                if last.source != "chat" or last.at != at or last.before is None:
+                    return None
+                restored = entry.model_copy(
+                    update={
+                        "card": last.before.card,
+                        "mastered_at": last.before.mastered_at,
+                        "count": max(last.before.count, len(entry.examples)),
+                        "reviews": entry.reviews[:-1],
+                    }
+                )
+                state.mistakes[index] = restored
+                return restored
+            return None
 
         return self._change(change)
 
