@@ -151,7 +151,7 @@ def test_a_grading_answer_that_is_not_json_becomes_a_self_rating_and_keeps_the_a
     t = run_repl(app, ["review", "Yesterday I went to the market.", "4"])
     lines = segment_after(t.text, "review").splitlines()
     failure = [line for line in lines if line.startswith("Could not grade")]
-    assert len(failure) == 1 and failure[0].endswith("rate it yourself.")
+    assert len(failure) == 1 and failure[0].endswith("rate it yourself, and the rest of this review too.")
     assert "Review done: 1 answer saved (1 correct)." in t.text
     [entry] = app.ledger.all()
     assert entry.reviews[-1].rating == 4 and "Traceback" not in t.text

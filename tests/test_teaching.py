@@ -602,3 +602,34 @@ def test_a_new_mistake_is_said_after_the_turn(make_app, run_repl, server, clock)
     server.script("extraction", extraction(GOED_1))
     t = run_repl(app, [GOED_1["original"]])
     assert "New mistake to review: “goed” → “went” (go → went: irregular past tense); review it today." in t.text
+
+
+# -- 11. smaller items -----------------------------------------------------------------------------
+
+
+def test_with_the_server_down_grading_fails_once_and_the_rest_is_self_rated(make_app, run_repl, server, clock):
+    from helpers.fake_openai import Disconnect
+
+    app = make_app()
+    for item in many(3):
+        app.ledger.record(item)
+    server.script("grading", Disconnect(times=5))
+    t = run_repl(app, ["review", "answer", "3", "answer", "3", "answer", "4"])
+    drill = t.text.split("You: review\n", 1)[1]
+    assert drill.count("Could not grade") == 1 and len(server.of_kind("grading")) == 1
+    assert drill.count("How well did you know it?") == 3
+    assert "Review done: 3 answers saved (3 correct)." in drill
+
+
+def test_mistakes_shows_the_changed_words_of_a_long_sentence_and_the_next_review(make_app, run_repl, clock):
+    app = make_app(base_url=None, api_key=None)
+    long = "When I was a child in a small village near the mountains my grandmother always "
+    entry, _ = app.ledger.record(
+        mistake(long + "teached me songs", long + "taught me songs", "teach → taught: irregular past")
+    )
+    app.ledger.review(entry.id, 3)
+    t = run_repl(app, ["mistakes"])
+    row = next(line for line in t.text.splitlines() if line.startswith(entry.id))
+    due = app.ledger.get(entry.id).due
+    assert "...grandmother always teached me songs -> ...grandmother always taught me songs" in row
+    assert f"{due.isoformat()} (in 2 days)" in row and "improving" in row

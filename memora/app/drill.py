@@ -177,7 +177,13 @@ class Drill:
             except ModelNotConfigured:
                 self.model = None
             except MemoraError as error:
-                self.console.say(f"Could not grade this answer ({shorten(str(error), 120)}); rate it yourself.")
+                # One failure is enough: a server that is down would fail (and keep the
+                # learner waiting) once a card, so the rest of the drill is self-rated.
+                self.model = None
+                self.console.say(
+                    f"Could not grade this answer ({shorten(str(error), 120)}); rate it yourself, "
+                    "and the rest of this review too."
+                )
             else:
                 self.on_tokens(tokens)
                 self.console.say(
