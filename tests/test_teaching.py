@@ -633,3 +633,17 @@ def test_mistakes_shows_the_changed_words_of_a_long_sentence_and_the_next_review
     due = app.ledger.get(entry.id).due
     assert "...grandmother always teached me songs -> ...grandmother always taught me songs" in row
     assert f"{due.isoformat()} (in 2 days)" in row and "improving" in row
+
+
+def test_a_question_from_the_last_messages_waits_for_the_next_start(make_app, run_repl, server):
+    app = make_app()  # short messages are held, and read at exit
+    asked = {**extraction(), "asked_words": [{"word": "ubiquitous", "meaning": "found everywhere"}]}
+    server.script("extraction", asked)
+    t = run_repl(app, ["I saw the word ubiquitous in a book today"], settle=False)
+    goodbye = t.text.split("Saving memories", 1)[1]
+    assert "Add “ubiquitous”" not in goodbye
+    assert "A question from your last messages will be asked when you next start Memora." in goodbye
+    app = make_app()
+    t = run_repl(app, ["yes"])
+    assert "Add “ubiquitous” to your review cards? (yes/no)" in t.text.split("You: yes", 1)[0]
+    assert [m.examples[0].original for m in app.ledger.all()] == ["ubiquitous"]

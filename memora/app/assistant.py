@@ -124,6 +124,9 @@ class TurnState:
     ``Memora``'s properties."""
 
     turn_active: bool = False  # a reply is streaming: notices and questions wait
+    # The session is ending ("told" once the learner heard that a question waits): a
+    # question asked now could not be answered, so it waits for the next start.
+    closing: bool | str = False
     awaiting: ProfileProposal | None = None  # the question just asked, which a bare "yes" answers
     rebuild_asked: bool = False  # the start asked to rebuild a vanished store; only the next line answers
     question_due: bool = False  # a proposal arrived during a reply: ask once it is over
@@ -808,6 +811,13 @@ class Memora:
         if line:
             self._deliver(line)
         if outcome.proposals and self.turn.awaiting is None:
+            if self.turn.closing:
+                # Nothing can answer it after "Saving memories…": it is kept, and asked at the next start.
+                with self._lock:
+                    told, self.turn.closing = self.turn.closing == "told", "told"
+                if not told:
+                    self.notify("A question from your last messages will be asked when you next start Memora.")
+                return
             with self._lock:
                 if self.turn.turn_active:
                     # A reply is streaming: the question waits until it is over, so that
@@ -1094,8 +1104,12 @@ class Memora:
 
     def close(self, timeout: float | None = 10.0) -> bool:
         """Finish queued extraction (bounded) and save the session."""
+        with self._lock:
+            self.turn.closing = True
         self.read_held_messages()
         finished = self.worker.close(timeout)
+        with self._lock:
+            self.turn.closing = False
         self.save_session()
         release_owner(self.owner)  # its claims lapse: another session may read what is left
         return finished
