@@ -4,6 +4,7 @@ plain FSRS agrees wherever Memora adds no rule of its own."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -647,3 +648,66 @@ def test_a_question_from_the_last_messages_waits_for_the_next_start(make_app, ru
     t = run_repl(app, ["yes"])
     assert "Add “ubiquitous” to your review cards? (yes/no)" in t.text.split("You: yes", 1)[0]
     assert [m.examples[0].original for m in app.ledger.all()] == ["ubiquitous"]
+
+
+# -- 10. the Anki deck ---------------------------------------------------------------------------
+
+
+def _collection(path, tmp_path):
+    import sqlite3
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        archive.extract("collection.anki2", tmp_path / path.stem)
+    return sqlite3.connect(tmp_path / path.stem / "collection.anki2")
+
+
+@pytest.mark.parametrize("user, name", [("Lin", "Memora — Lin"), ("default", "Memora"), ("李明", "Memora — 李明")])
+def test_the_anki_deck_is_named_for_the_learner(ledger, tmp_path, clock, user, name):
+    import json
+
+    from memora.app.anki import DECK_ID, write_deck
+
+    ledger.record(GOED)
+    path = tmp_path / "deck.apkg"
+    write_deck(ledger.all(), path, user=user, now=clock())
+    decks = json.loads(_collection(path, tmp_path).execute("SELECT decks FROM col").fetchone()[0])
+    assert decks[str(DECK_ID)]["name"] == name
+
+
+def test_the_anki_deck_carries_the_review_history_a_typed_card_and_a_words_meaning_once(ledger, tmp_path, clock):
+    from memora.app.anki import write_deck
+
+    entry, _ = ledger.record(GOED)
+    answers = [(3, 0), (1, 2), (3, 3), (3, 5)]
+    start = clock()
+    for rating, day in answers:
+        clock.now = start + timedelta(days=day)
+        ledger.review(entry.id, rating)
+    ledger.add_word("ubiquitous", "found everywhere")
+    path = tmp_path / "deck.apkg"
+    assert write_deck(ledger.all(), path, user="Lin", now=clock()) == 2
+    db = _collection(path, tmp_path)
+    notes = {row[0]: row[1].split("\x1f") for row in db.execute("SELECT id, flds FROM notes")}
+    cards = db.execute(
+        "SELECT id, nid, ord, type, queue, due, ivl, reps, lapses, data FROM cards ORDER BY nid, ord"
+    ).fetchall()
+    mistake_cards = [c for c in cards if notes[c[1]][4] == entry.id]
+    word_cards = [c for c in cards if notes[c[1]][4] != entry.id]
+    assert [c[2] for c in mistake_cards] == [0, 1]  # fix the sentence, and type the fix
+    assert len(word_cards) == 1  # a word has no typed card
+    [word_note] = [f for f in notes.values() if f[4] != entry.id]
+    assert word_note[1] == "found everywhere" and word_note[2] == ""  # the meaning once, not again as the rule
+    [mistake_note] = [f for f in notes.values() if f[4] == entry.id]
+    assert mistake_note[5] == "went"
+    (crt,) = db.execute("SELECT crt FROM col").fetchone()
+    saved = ledger.get(entry.id)
+    for card_id, _, _, kind, queue, due, ivl, reps, lapses, data in mistake_cards:
+        assert (kind, queue, reps, lapses) == (2, 2, 4, 1)
+        assert due == (saved.due - datetime.fromtimestamp(crt).date()).days
+        assert ivl == (saved.due - spaced.learner_day(saved.reviews[-1].at)).days
+        assert json.loads(data)["s"] == pytest.approx(spaced.stability(saved.card), abs=1e-3)
+        log = db.execute("SELECT ease, lastIvl, type FROM revlog WHERE cid = ? ORDER BY id", (card_id,)).fetchall()
+        assert log == [(3, 0, 0), (1, 2, 2), (3, 1, 1), (3, 2, 1)]
+    assert db.execute("SELECT COUNT(*) FROM revlog").fetchone()[0] == 8
+    assert [c[3] for c in word_cards] == [0]  # never reviewed: a new card in Anki too
