@@ -468,10 +468,16 @@ def test_sixty_days_of_one_learner(make_app, run_repl, server, clock):
         app.close()
         return app, t
 
-    # day 0, evening: two mistakes in chat, both drilled the same evening
-    app, t = session(0, 20, [GOED_1["original"], DECIDE_1["original"]], mistakes=[GOED_1, DECIDE_1])
-    app, t = review(0, 20, 30)
+    # day 0, evening: two short messages with mistakes, held to be read together (the
+    # default batching); 'review' reads them first and drills both the same evening
+    clock.now = day_of(0, 20)
+    app = make_app(reviews_per_day=4)
+    server.script("extraction", extraction(GOED_1, DECIDE_1))
+    t = run_repl(app, [GOED_1["original"], DECIDE_1["original"], "review", "answer", "answer"], settle=False)
+    app.close()
     drill = t.text.split("You: review\n", 1)[1]
+    assert len(server.of_kind("extraction")) == 1  # one reading for both messages
+    assert drill.startswith("Note: Reading your last messages for memories first…")
     assert "Review: 2 cards." in drill and "Fix this sentence: “Yesterday I goed to the market" in drill
     assert "Next in 2 days" in drill
     # day 1, 21:30: a new mistake, answered wrong: back tomorrow
