@@ -717,3 +717,24 @@ def test_the_anki_deck_carries_the_review_history_a_typed_card_and_a_words_meani
         assert log == [(3, 0, 0), (1, 2, 2), (3, 1, 1), (3, 2, 1)]
     assert db.execute("SELECT COUNT(*) FROM revlog").fetchone()[0] == 8
     assert [c[3] for c in word_cards] == [0]  # never reviewed: a new card in Anki too
+
+
+# -- 9. before a remembered exam -------------------------------------------------------------------
+
+
+def test_cards_due_before_a_remembered_exam_are_pulled_forward_and_progress_says_so(make_app, run_repl, clock):
+    app = make_app(base_url=None, api_key=None)
+    ids = []
+    for n, item in enumerate(many(4)):
+        entry, _ = app.ledger.record(item)
+        ids.append(app.ledger.review(entry.id, 3 if n else 4).id)  # due in 2 days; the Easy one later
+    assert app.ledger.due() == []
+    exam_day = app.ledger.today() + timedelta(days=3)
+    app.store.add("The learner has an IELTS exam on Wednesday.", category="schedule", event_date=exam_day)
+    pulled = {m.id for m in app.ledger.due()}
+    assert pulled == {m.id for m in app.ledger.all() if m.due <= exam_day} and len(pulled) >= 3
+    t = run_repl(app, ["progress"])
+    assert f"Exam: The learner has an IELTS exam on Wednesday. ({exam_day.isoformat()}): {len(pulled)} cards" in t.text
+    # an exam more than two weeks off changes nothing yet
+    assert app.ledger.pulled_forward_to(exam_day - timedelta(days=15)) == exam_day - timedelta(days=15)
+    assert app.ledger.pulled_forward_to(exam_day - timedelta(days=14)) == exam_day

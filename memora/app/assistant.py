@@ -23,6 +23,7 @@ one line once the reply is over, and can be taken back with ``undo``.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import uuid
 from collections.abc import Callable
@@ -97,6 +98,8 @@ MEMORIES_PER_TURN = 5
 # 0.45% of the full-history baseline on bench/tokens_per_turn.py for a mistake
 # that is, by construction, the least relevant to the message.
 MISTAKES_PER_TURN = 2
+# What makes a remembered plan an exam the review prepares for (ledger.EXAM_DAYS).
+_EXAM = re.compile(r"\b(exams?|tests?|ielts|toefl|toeic|gept|cambridge|interview)\b|考試|測驗|面試", re.IGNORECASE)
 # 'undo' goes back this many change sets; older ones are dropped from the session
 # (a learner takes back what they just saw, not last month's turn).
 MAX_UNDO = 20
@@ -241,6 +244,7 @@ class Memora:
             day_start=settings.day_start,
             new_per_day=settings.new_cards,
             reviews_per_day=settings.reviews_per_day,
+            exam=self.next_exam,
         )
         self.activity = ActivityLog(self.paths.activity, clock=clock, notify=self.notify)
         self.proposals = ProposalStore(self.paths.proposals, notify=self.notify)
@@ -732,6 +736,19 @@ class Memora:
         except VectorsMissing as error:  # found vanished just now, mid-session: said once
             notes.append(f"Answering without memory search: {error}")
             return [], []
+
+    def next_exam(self, today: date) -> tuple[date, str] | None:
+        """The learner's nearest remembered exam from today on: (its day, the memory's text).
+        A plan with a date whose words name an exam or a test."""
+        store = getattr(self, "store", None)
+        if store is None:
+            return None
+        exams = [
+            (record.event_date, record.content)
+            for record in store.list(category="schedule")
+            if record.event_date is not None and record.event_date >= today and _EXAM.search(record.content)
+        ]
+        return min(exams, default=None)
 
     def _watched(self, text: str) -> list[Mistake]:
         """The tracked mistakes the background shows for ``text`` (and the reading asks about)."""

@@ -948,7 +948,12 @@ class CommandRouter:
         except CommandError:
             raise self.usage("progress") from None
         profile = self.app.profiles.get()
+        ledger, now = self.app.ledger, self.app.now()
+        exam = ledger.exam(ledger.today(now))
+        if exam is not None and ledger.pulled_forward_to(ledger.today(now)) != exam[0]:
+            exam = None  # too far off to change today's reviews
         data = ProgressData(
+            exam=(*exam, len(ledger.pulled_forward(now))) if exam else None,
             today=self.app.now().date(),
             days=days,
             activity=self.app.activity.days(),

@@ -19,6 +19,7 @@ from datetime import date, datetime, timedelta
 from memora.engine.activity import DayActivity
 from memora.engine.errors import CommandError
 from memora.engine.ledger import MISTAKE_KINDS, Mistake
+from memora.engine.text_utils import shorten
 
 DEFAULT_PERIOD_DAYS = 56  # eight weeks: the calendar row and the weekly charts
 MAX_PERIOD_DAYS = 366 * 5
@@ -64,6 +65,7 @@ class ProgressData:
     activity: dict[date, DayActivity]
     mistakes: list[Mistake]
     level_history: list[tuple[date, str | None]]
+    exam: tuple[date, str, int] | None = None  # a remembered exam's day, its text, cards brought forward
 
 
 def _weeks(today: date, days: int) -> list[tuple[date, date]]:
@@ -144,6 +146,12 @@ def report(data: ProgressData, *, charts: bool) -> list[str]:
     share = f" ({round(100 * correct / reviews)}%)" if reviews else ""
     lines.append(f"Reviews: {reviews} done, {correct} correct{share}")
 
+    if data.exam is not None:
+        day, what, pulled = data.exam
+        lines.append(
+            f"Exam: {shorten(what, 80)} ({day.isoformat()}): "
+            f"{pulled} card{'s' if pulled != 1 else ''} due before it brought forward into your reviews"
+        )
     levels = [(day, level) for day, level in data.level_history]
     if levels:
         lines.append("Level: " + " -> ".join(f"{level or 'none'} ({day.isoformat()})" for day, level in levels))

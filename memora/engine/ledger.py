@@ -42,7 +42,7 @@ import functools
 import re
 import uuid
 from collections.abc import Callable, Iterable
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -61,6 +61,7 @@ MAX_REVIEWS_KEPT = 50  # mastery needs the last two; progress counts come from t
 MAX_MISTAKES = 1000
 MAX_MISTAKE_CHARS = 300  # a mistake is a phrase or a sentence, not a paragraph
 DEFAULT_NEW_PER_DAY = 5  # new cards a day (MEMORA_NEW_CARDS): a new mistake is drilled within a day or two
+EXAM_DAYS = 14  # an exam this close pulls the cards due before it forward
 DEFAULT_REVIEWS_PER_DAY = 30  # answers to earlier cards a day (MEMORA_REVIEWS_PER_DAY): three drills
 MAX_COUNT = 1_000_000  # times one mistake was made: more than a lifetime of messages
 STATUSES = ("active", "improving", "mastered")
@@ -384,12 +385,15 @@ class LedgerStore:
         day_start: int = spaced.DEFAULT_DAY_START,
         new_per_day: int = DEFAULT_NEW_PER_DAY,
         reviews_per_day: int = DEFAULT_REVIEWS_PER_DAY,
+        exam: Callable[[date], tuple[date, str] | None] = lambda today: None,
     ):
         self.path = Path(path)
         self.clock = clock
         self.day_start = day_start
         self.new_per_day = new_per_day
         self.reviews_per_day = reviews_per_day
+        # The learner's next remembered exam (its day and what it is), asked with today's date.
+        self.exam = exam
         self._notify = notify
         self._told_full: set[str] = set()  # "full" is said once a session, until there is room again
         self._cache: tuple | None = None  # (file stamp, parsed ledger): see _load
@@ -477,6 +481,22 @@ class LedgerStore:
         queue, _ = self._plan(now or self.clock())
         return queue
 
+    def pulled_forward_to(self, today: date) -> date:
+        """The last day whose cards are drilled now: today, or before a remembered exam
+        within ``EXAM_DAYS``, the exam's day. A card that would come back in the days
+        before the exam, when there is no time left, is reviewed before it instead;
+        the daily limit spreads them over the days that remain."""
+        exam = self.exam(today)
+        if exam is None or not today <= exam[0] <= today + timedelta(days=EXAM_DAYS):
+            return today
+        return exam[0]
+
+    def pulled_forward(self, now: datetime | None = None) -> list[Mistake]:
+        """The active cards brought forward for an exam (due after today, by the exam)."""
+        today = self.today(now)
+        horizon = self.pulled_forward_to(today)
+        return [m for m in self.all() if m.active and not m.is_new and today < m.due <= horizon]
+
     def backlog(self, now: datetime | None = None) -> tuple[int, int]:
         """(reviews, new cards) due by today that today's limits leave for later days."""
         _, later = self._plan(now or self.clock())
@@ -494,7 +514,8 @@ class LedgerStore:
             if (first := next((r for r in m.reviews if r.source == "drill"), None)) is not None
             and self.today(first.at) == today
         )
-        old = [m for m in entries if not m.is_new and m.due <= today]
+        horizon = self.pulled_forward_to(today)
+        old = [m for m in entries if not m.is_new and m.due <= horizon]
         old.sort(key=lambda m: (spaced.retrievability(m.card, now, self.day_start), m.due, -m.count))
         new = [m for m in entries if m.is_new and m.due <= today]
         new.sort(key=lambda m: (-m.count, -m.first_seen.timestamp()))
