@@ -738,3 +738,47 @@ def test_cards_due_before_a_remembered_exam_are_pulled_forward_and_progress_says
     # an exam more than two weeks off changes nothing yet
     assert app.ledger.pulled_forward_to(exam_day - timedelta(days=15)) == exam_day - timedelta(days=15)
     assert app.ledger.pulled_forward_to(exam_day - timedelta(days=14)) == exam_day
+
+
+# -- 8. fresh practice from the learner's own life ---------------------------------------------------
+
+
+def test_a_card_drilled_before_gets_a_fresh_sentence_about_the_learner(make_app, run_repl, server, clock):
+    app = make_app()
+    app.store.add("The learner works as a nurse in Taichung.", category="identity")
+    entry, _ = app.ledger.record(GOED)
+    first = app.ledger.record(mistake("He don't like tea", "He doesn't like tea", "third person: doesn't"))[0]
+    app.ledger.review(entry.id, 1)
+    app.ledger.review(first.id, 1)
+    clock.advance(days=1)
+    server.script(
+        "practice",
+        {
+            "sentences": [
+                {
+                    "id": entry.id,
+                    "wrong": "Last night I goed to the hospital early.",
+                    "right": "Last night I went to the hospital early.",
+                },
+                # not the same correction: the learner's own sentence is kept for this one
+                {"id": first.id, "wrong": "My patient don't sleep", "right": "My patient didn't sleep"},
+            ]
+        },
+    )
+    t = run_repl(app, ["review", "Last night I went to the hospital early.", "He doesn't like tea"])
+    [practice] = server.of_kind("practice")
+    sent = json.loads(practice.input[0]["content"])
+    assert sent["facts"] == ["The learner works as a nurse in Taichung."]
+    assert {m["id"] for m in sent["mistakes"]} == {entry.id, first.id}
+    assert "Fix this sentence: “Last night I goed to the hospital early.”" in t.text
+    assert "Fix this sentence: “He don't like tea”" in t.text
+    gradings = [json.loads(g.input[0]["content"]) for g in server.of_kind("grading")]
+    assert {g["expected"] for g in gradings} == {"Last night I went to the hospital early.", "He doesn't like tea"}
+
+
+def test_a_first_drill_or_no_model_keeps_the_learners_own_sentence(make_app, run_repl, server, clock):
+    app = make_app()
+    app.store.add("The learner works as a nurse in Taichung.", category="identity")
+    app.ledger.record(GOED)
+    t = run_repl(app, ["review", "Yesterday I went to the market."])
+    assert server.of_kind("practice") == [] and "Fix this sentence: “Yesterday I goed to the market.”" in t.text

@@ -750,6 +750,14 @@ class Memora:
         ]
         return min(exams, default=None)
 
+    def practice_facts(self) -> list[str]:
+        """What a fresh practice sentence may be about: the learner's current facts
+        about who they are, what they do and plan, newest first."""
+        facts = []
+        for category in ("identity", "schedule", "hobby", "habit", "preference"):
+            facts.extend(r.content for r in self.store.list(category=category, limit=3))
+        return facts
+
     def _watched(self, text: str) -> list[Mistake]:
         """The tracked mistakes the background shows for ``text`` (and the reading asks about)."""
         return relevant(self.ledger.all(), text, MISTAKES_PER_TURN)

@@ -936,6 +936,7 @@ class CommandRouter:
             clock=self.app.now,
             model=self.app.model,
             on_tokens=lambda n: self.app.add_usage("grading", n),
+            facts=self.app.practice_facts,
         )
         self.console.say(drill.run())
 

@@ -303,6 +303,13 @@ def _touched(edits: Iterable[tuple[str, str]]) -> set[str]:
     return {word.casefold() for removed, inserted in edits for word in f"{removed} {inserted}".split()}
 
 
+def same_correction(a: tuple[str, str], b: tuple[str, str]) -> bool:
+    """Whether two (original, corrected) pairs make exactly the same correction
+    (the merge rule's first test, with no rule to fall back on)."""
+    edits_a, edits_b = correction_edits(*a), correction_edits(*b)
+    return bool(edits_a) and [_edit_key(e) for e in edits_a] == [_edit_key(e) for e in edits_b]
+
+
 def _specific(edits: Iterable[tuple[str, str]]) -> bool:
     """Whether a correction says which mistake it is: it changes a content word,
     or puts one form of a word in place of another ("don't" -> "doesn't", "its"
