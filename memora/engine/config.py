@@ -86,6 +86,14 @@ DEFAULT_MAX_PROFILE_ITEMS = 100
 # so the call's fixed instructions and schema are paid once for several (see
 # extraction.BATCH_SHORT_TOKENS). 1 reads every message right after its reply.
 DEFAULT_EXTRACTION_BATCH = 8
+# Review (spaced.py, ledger.py): the hour a learner's day starts, as in Anki, so a
+# late-night session still counts as the evening's day (MEMORA_DAY_START); new
+# cards a day, so a new mistake is drilled within a day or two (MEMORA_NEW_CARDS);
+# answers to earlier cards a day, three drills, so a break's backlog is spread
+# over the next days (MEMORA_REVIEWS_PER_DAY).
+DEFAULT_DAY_START = 4
+DEFAULT_NEW_CARDS = 5
+DEFAULT_REVIEWS_PER_DAY = 30
 # The Responses API refuses a max_output_tokens below 16.
 MIN_OUTPUT_TOKENS = 16
 
@@ -150,9 +158,9 @@ class Settings:
     proactive_days: int = DEFAULT_PROACTIVE_DAYS
     max_profile_items: int = DEFAULT_MAX_PROFILE_ITEMS
     extraction_batch: int = DEFAULT_EXTRACTION_BATCH
-    day_start: int = 4  # the hour a learner's day starts for review (MEMORA_DAY_START), as in Anki
-    new_cards: int = 5  # new review cards a day (MEMORA_NEW_CARDS)
-    reviews_per_day: int = 30  # answers to earlier cards a day (MEMORA_REVIEWS_PER_DAY)
+    day_start: int = DEFAULT_DAY_START
+    new_cards: int = DEFAULT_NEW_CARDS
+    reviews_per_day: int = DEFAULT_REVIEWS_PER_DAY
     debug: bool = False  # the debug log on stderr (MEMORA_DEBUG)
     chroma_url: str | None = None
     knowledge_dir: Path = KNOWLEDGE_DIR

@@ -49,6 +49,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memora.engine import lexical, spaced
+from memora.engine.config import DEFAULT_NEW_CARDS, DEFAULT_REVIEWS_PER_DAY
 from memora.engine.deletions import DeletionLog
 from memora.engine.errors import LedgerFullError, LimitError
 from memora.engine.storage import StoredTime, atomic_write_model, file_lock, load_model_file
@@ -60,9 +61,7 @@ MAX_EXAMPLES = 3
 MAX_REVIEWS_KEPT = 50  # mastery needs the last two; progress counts come from the activity log
 MAX_MISTAKES = 1000
 MAX_MISTAKE_CHARS = 300  # a mistake is a phrase or a sentence, not a paragraph
-DEFAULT_NEW_PER_DAY = 5  # new cards a day (MEMORA_NEW_CARDS): a new mistake is drilled within a day or two
 EXAM_DAYS = 14  # an exam this close pulls the cards due before it forward
-DEFAULT_REVIEWS_PER_DAY = 30  # answers to earlier cards a day (MEMORA_REVIEWS_PER_DAY): three drills
 MAX_COUNT = 1_000_000  # times one mistake was made: more than a lifetime of messages
 STATUSES = ("active", "improving", "mastered")
 # What ``_new_id`` makes, and all that 'mistakes forget <id>' takes.
@@ -390,7 +389,7 @@ class LedgerStore:
         deletions: DeletionLog | None = None,
         learner: str = "default",
         day_start: int = spaced.DEFAULT_DAY_START,
-        new_per_day: int = DEFAULT_NEW_PER_DAY,
+        new_per_day: int = DEFAULT_NEW_CARDS,
         reviews_per_day: int = DEFAULT_REVIEWS_PER_DAY,
         exam: Callable[[date], tuple[date, str] | None] = lambda today: None,
     ):

@@ -41,6 +41,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from fsrs import Card, Rating, Scheduler, State
 from fsrs.scheduler import MAX_DIFFICULTY, MIN_DIFFICULTY, STABILITY_MIN
 
+from memora.engine.config import DEFAULT_DAY_START
 from memora.engine.storage import checked_time
 from memora.engine.timeutil import to_aware
 
@@ -131,9 +132,6 @@ def _moment(card: dict, name: str) -> datetime:
 
 def _utc(moment: datetime) -> datetime:
     return to_aware(moment).astimezone(UTC)
-
-
-DEFAULT_DAY_START = 4  # o'clock: Anki's default, so a late-night session still counts as the evening's day
 
 
 def learner_day(moment: datetime, day_start: int = DEFAULT_DAY_START) -> date:
