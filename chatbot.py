@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import logging
 import os
 import sqlite3
@@ -102,7 +103,7 @@ def run(
         print(f"Error: {with_disk_problem(error)}", file=sys.stderr)
         code = 1
     except Exception as error:  # a disk that filled up during the session
-        if is_data_failure(error):
+        if is_write_failure(error, app.settings.data_dir):
             print(f"Error: {data_failure(error, app.settings.data_dir, 'save')}", file=sys.stderr)
         elif raise_unexpected:
             raise
@@ -145,7 +146,7 @@ def _loop(
     except MemoraError as error:
         console.error(with_disk_problem(error))
     except Exception as error:  # e.g. an unreadable proposals file: say so, keep going
-        if not is_data_failure(error):
+        if not is_write_failure(error, app.settings.data_dir):
             raise
         console.error(data_failure(error, app.settings.data_dir))
     while True:
@@ -191,17 +192,16 @@ def _loop(
         except KeyboardInterrupt:
             console.notice("Cancelled.")
         except Exception as error:  # the REPL never dies with a traceback
-            if is_data_failure(error):  # the disk filled up or went read-only mid-session
+            if is_write_failure(error, app.settings.data_dir):  # e.g. the disk filled up mid-session
                 logging.getLogger("memora").debug("write failed", exc_info=True)
                 console.error(data_failure(error, app.settings.data_dir, "save") + " That change was not saved.")
                 continue
             if raise_unexpected:
                 raise
+            # Any other error, an OSError too, is named for what it is: calling it a
+            # write problem would send the learner to check a disk that is fine.
             logging.getLogger("memora").exception("unexpected error")
-            console.error(
-                f"Unexpected {type(error).__name__}: {' '.join(str(error).split())[:200]} "
-                "(nothing was lost; set MEMORA_DEBUG=1 for details)"
-            )
+            console.error(unexpected_line(error))
 
 
 class _Notices:
@@ -359,10 +359,36 @@ def _first_cause(error: BaseException) -> BaseException:
         error = earlier
 
 
-def is_data_failure(error: BaseException) -> bool:
-    """An OS or database error, or any error a full or read-only disk caused
-    (chromadb raises its own ``InternalError`` for "database or disk is full")."""
-    return isinstance(error, (OSError, sqlite3.Error)) or disk_problem(error) is not None
+def is_write_failure(error: BaseException, data_dir) -> bool:
+    """A failure to write (or read) Memora's own data: a full or read-only disk,
+    whichever layer says it; a database error; or an OS error on a file in the data
+    folder. An OS error anywhere else (a system call, another folder) is not one."""
+    if disk_problem(error) is not None:
+        return True
+    first = _first_cause(error)
+    if isinstance(first, sqlite3.Error):
+        return True
+    if not isinstance(first, OSError):
+        return False
+    folder = os.path.abspath(data_dir)
+    for name in (first.filename, first.filename2):
+        if isinstance(name, (str, bytes, os.PathLike)):
+            path = os.path.abspath(os.fsdecode(name))
+            if path == folder or path.startswith(folder.rstrip(os.sep) + os.sep):
+                return True
+    return False
+
+
+def unexpected_line(error: BaseException) -> str:
+    """One line naming an error that is not Memora's to explain: its kind and its own
+    words (an OSError's errno name and text, and the file it names)."""
+    if isinstance(error, OSError) and error.strerror:
+        code = errno.errorcode.get(error.errno, "") if error.errno else ""
+        where = f": {os.fsdecode(error.filename)}" if isinstance(error.filename, (str, bytes)) else ""
+        cause = f"{error.strerror}{f' ({code})' if code else ''}{where}"
+    else:
+        cause = " ".join(str(error).split())[:200] or "no details"
+    return f"Unexpected {type(error).__name__}: {cause} (nothing was lost; set MEMORA_DEBUG=1 for details)"
 
 
 def with_disk_problem(error: MemoraError) -> str:

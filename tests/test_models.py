@@ -148,7 +148,7 @@ def test_memories_can_be_forgotten_even_before_reindexing(make_app, run_repl, lo
     app.close()
     switched = make_app(embedder=local_embedder)
     t = run_repl(switched, [f"forget {keep.id}", "forget all", "DELETE"])
-    assert f"Forgot {keep.id}." in t.text and "Deleted 1 memories." in t.text
+    assert f"Forgot {keep.id}." in t.text and "Deleted 1 memory." in t.text
     assert switched.store.count(include_superseded=True) == 0
 
 

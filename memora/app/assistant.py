@@ -69,6 +69,7 @@ from memora.engine.errors import (
     EmbeddingError,
     EmbeddingModelMismatch,
     LimitError,
+    LocalModelUnavailable,
     MemoraError,
     ModelNotConfigured,
     VectorsMissing,
@@ -127,13 +128,12 @@ class TurnState:
     ``Memora``'s properties."""
 
     turn_active: bool = False  # a reply is streaming: notices and questions wait
-    # The session is ending ("told" once the learner heard that a question waits): a
-    # question asked now could not be answered, so it waits for the next start.
-    closing: bool | str = False
     awaiting: ProfileProposal | None = None  # the question just asked, which a bare "yes" answers
     rebuild_asked: bool = False  # the start asked to rebuild a vanished store; only the next line answers
     question_due: bool = False  # a proposal arrived during a reply: ask once it is over
     deleted: bool = False  # 'forget user' removed this learner: write nothing more
+    closing: bool = False  # leaving: nothing is asked that could not be answered (see close)
+    no_local_model_told: bool = False  # "memory search is unavailable" (no local model) is said once
     last_prepared: PreparedContext | None = None  # what the last request sent ('why', 'status')
     pending_jobs: list[PendingExtraction] = field(default_factory=list)  # messages not yet read for memories
     held: list[str] = field(default_factory=list)  # ids of pending short messages waiting to be read together
@@ -729,8 +729,13 @@ class Memora:
             knowledge_items = self.knowledge.search(vector)
             return memories, knowledge_items
         except (EmbeddingError, EmbeddingModelMismatch) as error:
-            if not self.turn.embedding_failure_noticed:
+            # No local model is said once a session, whether chat or 'search' meets it first.
+            told = self.turn.embedding_failure_noticed or (
+                isinstance(error, LocalModelUnavailable) and self.turn.no_local_model_told
+            )
+            if not told:
                 self.turn.embedding_failure_noticed = True
+                self.turn.no_local_model_told |= isinstance(error, LocalModelUnavailable)
                 notes.append(f"Answering without memories this time: {error}")
             return [], []
         except VectorsMissing as error:  # found vanished just now, mid-session: said once
@@ -836,14 +841,10 @@ class Memora:
         if line:
             self._deliver(line)
         if outcome.proposals and self.turn.awaiting is None:
-            if self.turn.closing:
-                # Nothing can answer it after "Saving memories…": it is kept, and asked at the next start.
-                with self._lock:
-                    told, self.turn.closing = self.turn.closing == "told", "told"
-                if not told:
-                    self.notify("A question from your last messages will be asked when you next start Memora.")
-                return
             with self._lock:
+                if self.turn.closing:
+                    return  # kept in the proposals file: the next start asks it, where "yes" can answer
+
                 if self.turn.turn_active:
                     # A reply is streaming: the question waits until it is over, so that
                     # a "yes" can only ever answer the question printed right before it.
@@ -996,6 +997,8 @@ class Memora:
         if not parts:
             return ""
         shown = parts[:3] + ([f"and {len(parts) - 3} more"] if len(parts) > 3 else [])
+        if self.turn.closing:  # at exit no command can follow: no hint to type one
+            return "Memory: " + "; ".join(shown) + "."
         return "Memory: " + "; ".join(shown) + " ('undo' takes this back)."
 
     def undo(self) -> list[str]:
@@ -1128,13 +1131,16 @@ class Memora:
         return self.worker.wait_idle(timeout)
 
     def close(self, timeout: float | None = 10.0) -> bool:
-        """Finish queued extraction (bounded) and save the session."""
+        """Finish queued extraction (bounded) and save the session.
+
+        What the last messages' reading finds is still told, but nothing is asked:
+        a profile or word-card question waits in the proposals file for the next
+        start, and the change line has no 'undo' hint, since no line can be typed
+        between "Saving memories…" and "Goodbye!"."""
         with self._lock:
             self.turn.closing = True
         self.read_held_messages()
         finished = self.worker.close(timeout)
-        with self._lock:
-            self.turn.closing = False
         self.save_session()
         release_owner(self.owner)  # its claims lapse: another session may read what is left
         return finished
