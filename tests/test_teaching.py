@@ -781,3 +781,21 @@ def test_a_first_drill_or_no_model_keeps_the_learners_own_sentence(make_app, run
     app.ledger.record(GOED)
     t = run_repl(app, ["review", "Yesterday I went to the market."])
     assert server.of_kind("practice") == [] and "Fix this sentence: “Yesterday I goed to the market.”" in t.text
+
+
+def test_a_drill_that_stops_at_its_cap_says_how_many_are_left_and_when(make_app, run_repl, clock):
+    app = make_app(base_url=None, api_key=None, reviews_per_day=11)
+    for item in many(12):
+        entry, _ = app.ledger.record(item)
+        app.ledger.review(entry.id, 1)  # wrong: all twelve due tomorrow
+    clock.advance(days=1)
+    t = run_repl(app, ["review"] + ["answer", "3"] * 10)
+    assert "Review: 10 cards." in t.text
+    assert (
+        "Review done: 10 answers saved (10 correct). 1 more card for today: type review again. "
+        "1 overdue card comes back tomorrow (at most 11 a day, the most urgent first)." in t.text
+    )
+    t = run_repl(app, ["review", "answer", "3"])
+    assert "Review done: 1 answer saved (1 correct). 1 overdue card comes back tomorrow" in t.text
+    t = run_repl(app, ["review"])
+    assert "Nothing to review today. New mistakes from your messages become cards. 1 overdue card comes back" in t.text
