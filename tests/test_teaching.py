@@ -9,7 +9,7 @@ import re
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from fsrs import Card, Rating, Scheduler
+from fsrs import Card, Rating, Scheduler, State
 
 from memora.engine import spaced
 from memora.engine.ledger import LedgerStore, NewMistake, correction_edits
@@ -799,3 +799,19 @@ def test_a_drill_that_stops_at_its_cap_says_how_many_are_left_and_when(make_app,
     assert "Review done: 1 answer saved (1 correct). 1 overdue card comes back tomorrow" in t.text
     t = run_repl(app, ["review"])
     assert "Nothing to review today. New mistakes from your messages become cards. 1 overdue card comes back" in t.text
+
+
+def test_a_card_saved_before_calendar_days_is_read_as_its_local_day():
+    """Cards written with real times (before this change) keep working: each time is
+    read as the learner's day it fell on, and the next review puts the card on the day line."""
+    legacy = Card(
+        card_id=1, due=datetime(2026, 12, 3, 9, 30, tzinfo=UTC), last_review=datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+    )
+    legacy.state, legacy.step, legacy.stability, legacy.difficulty = State.Review, None, 2.3, 5.0
+    card = legacy.to_dict()
+    expected_day = datetime(2026, 12, 3, 9, 30, tzinfo=UTC).astimezone().date()
+    assert spaced.due_day(card) == spaced.learner_day(datetime(2026, 12, 3, 9, 30, tzinfo=UTC).astimezone())
+    assert abs((spaced.due_day(card) - expected_day).days) <= 1
+    later = spaced.review(card, 3, datetime(2026, 12, 3, 20, 0, tzinfo=UTC))
+    assert later["due"].endswith("T00:00:00+00:00") and later["last_review"].endswith("T00:00:00+00:00")
+    assert spaced.stability(later) > 2.3
