@@ -815,3 +815,10 @@ def test_a_card_saved_before_calendar_days_is_read_as_its_local_day():
     later = spaced.review(card, 3, datetime(2026, 12, 3, 20, 0, tzinfo=UTC))
     assert later["due"].endswith("T00:00:00+00:00") and later["last_review"].endswith("T00:00:00+00:00")
     assert spaced.stability(later) > 2.3
+
+
+def test_partly_on_a_learning_card_comes_back_on_a_whole_day(ledger, clock):
+    entry, _ = ledger.record(GOED)
+    card = ledger.review(entry.id, 2).card  # Hard on the learning step: FSRS says 1.5 days
+    assert card["due"].endswith("T00:00:00+00:00")
+    assert spaced.due_day(card) == ledger.today() + timedelta(days=2)

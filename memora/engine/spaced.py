@@ -176,6 +176,11 @@ def review(card: dict, rating: int, now: datetime, day_start: int = DEFAULT_DAY_
         # Flying west can make today's date earlier than the last review's: no day has passed.
         today = max(today, current.last_review)
     updated, _ = SCHEDULER.review_card(current, Rating(int(rating)), review_datetime=today)
+    # FSRS's Hard on a learning step is 1.5 steps (a day and a half): a card comes back on
+    # a day, so it is the nearest whole day, never the same one.
+    days = (updated.due - today) / timedelta(days=1)
+    if days != int(days):
+        updated.due = today + timedelta(days=max(1, round(days)))
     return updated.to_dict()
 
 
