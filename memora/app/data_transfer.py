@@ -71,7 +71,7 @@ from memora.engine.records import (
     reserved_metadata_keys,
     stored_fields,
 )
-from memora.engine.storage import FIRST_YEAR, LAST_YEAR, StoredDay, atomic_write_text, first_problem
+from memora.engine.storage import FIRST_YEAR, LAST_YEAR, StoredDay, atomic_write_text, first_problem, special_file
 from memora.engine.text_utils import clean_text, counted, normalized_key
 from user_profile import MAX_PROFILE_ITEMS, UserProfile, clean_profile_value, normalize_level
 
@@ -557,6 +557,9 @@ def read_export(path: Path, limits: ImportLimits | None = None) -> ExportFile:
         raise ImportFileError(f"Cannot read {_shown(path)}: {error.strerror}. Nothing was imported.") from None
     except ValueError:  # a NUL character in the path
         raise ImportFileError(f"Cannot read {_shown(path)}: the path is not valid. Nothing was imported.") from None
+    kind = special_file(path)
+    if kind is not None:  # a pipe would block the read, /dev/zero never end it
+        raise ImportFileError(f"Cannot read {_shown(path)}: it is {kind}, not a file. Nothing was imported.")
     if size > most:
         # In bytes: a file just over the limit must not read "20 MB; the limit is 20 MB".
         raise _refuse(path, f"is {size:,} bytes; imports are limited to {most:,} bytes ({most / (1024 * 1024):g} MB)")
