@@ -292,6 +292,7 @@ class CommandSpec:
 # mistake the tutor just corrected is in 'mistakes' and 'review'). 'forget' and 'undo' are
 # not here: they decide at once and a reading still to land is refused what they
 # deleted (deletions.py), and 'status' reports what is held.
+EXAMPLE_WHOLE_CHARS = 50  # 'mistakes' shows an example this short whole, a longer one around its fix
 SHOWS_WHAT_IS_KNOWN = frozenset(
     {"memories", "memory", "mistakes", "review", "search", "why", "export", "progress", "history", "page"}
 )
@@ -903,8 +904,13 @@ class CommandRouter:
         rows = []
         for m in entries:
             example = m.latest
-            # The changed words with two either side: a long sentence cut at a fixed length could hide the fix.
-            excerpt = correction_excerpt(example.original, example.corrected) if example else None
+            # A short example whole; a long one as the changed words with two either side,
+            # since a sentence cut at a fixed length could hide the fix.
+            excerpt = None
+            if example is not None:
+                excerpt = (example.original, example.corrected)
+                if max(len(example.original), len(example.corrected)) > EXAMPLE_WHOLE_CHARS:
+                    excerpt = correction_excerpt(example.original, example.corrected)
             shown = f"{shorten(excerpt[0], 60)} -> {shorten(excerpt[1], 60)}" if excerpt else "(no example)"
             rows.append(
                 [
