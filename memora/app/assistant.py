@@ -778,7 +778,7 @@ class Memora:
     def review_due_line(self) -> str | None:
         """ "3 mistakes to review today (type review)", at most once a day."""
         due = self.ledger.due(self.clock())
-        if not due or not self.activity.claim_due_notice(self.clock().date()):
+        if not due or not self.activity.claim_due_notice(self.ledger.today()):
             return None
         mistakes = sum(1 for card in due if card.is_mistake)
         words = len(due) - mistakes  # a word the learner asked to learn is a card, not a mistake
