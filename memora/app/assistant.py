@@ -82,7 +82,7 @@ from memora.engine.prompts import SYSTEM_PROMPT
 from memora.engine.records import MemorySearchResult
 from memora.engine.retrieval import retrieve_relevant_memories
 from memora.engine.storage import ensure_private_dir
-from memora.engine.text_utils import quoted, shorten
+from memora.engine.text_utils import counted, quoted, shorten
 from memora.engine.timeutil import Clock, said_day, system_clock
 from memora.engine.tokens import TokenCounter
 from memory import ContextBudget, ConversationMemory, PreparedContext
@@ -357,8 +357,8 @@ class Memora:
             self.turn.rebuild_asked = True
             self.turn.awaiting = None  # a profile question asked before waits: "yes" answers this one
         self.notify(
-            f"Your memories' vectors are missing: {cause}. The catalog still lists your {current} "
-            f"{'memory' if current == 1 else 'memories'}{versions}. Rebuild the vectors from it now, "
+            f"Your memories' vectors are missing: {cause}. The catalog still lists your "
+            f"{counted(current, 'memory', 'memories')}{versions}. Rebuild the vectors from it now, "
             "re-embedding their text? (yes/no)"
         )
         return True
@@ -782,7 +782,7 @@ class Memora:
             return None
         mistakes = sum(1 for card in due if card.is_mistake)
         words = len(due) - mistakes  # a word the learner asked to learn is a card, not a mistake
-        parts = [f"{n} {noun}{'s' if n != 1 else ''}" for n, noun in ((mistakes, "mistake"), (words, "word")) if n]
+        parts = [counted(n, noun) for n, noun in ((mistakes, "mistake"), (words, "word")) if n]
         return f"{' and '.join(parts)} to review today (type review)"
 
     def _digest(self):
@@ -1030,7 +1030,12 @@ class Memora:
             self._undone.extend(UndoneMemory(id=r.id, at=now) for r in result.removed if r.id not in restored)
             del self._undone[:-MAX_UNDONE_KEPT]
         self.save_session()
-        what = {"turn": "your message", "remember": "'remember'", "edit": "'memory edit'"}[change.origin]
+        what = {
+            "turn": "your message",
+            "remember": "'remember'",
+            "edit": "'memory edit'",
+            "conflict": "'keep one' on the page",
+        }[change.origin]
         done = [("removed", r) for r in result.removed] + [("restored", r) for r in result.restored]
         lines = []
         if done:

@@ -23,7 +23,7 @@ from memora.engine.activity import ActivityLog
 from memora.engine.errors import MemoraError, ModelNotConfigured
 from memora.engine.ledger import MAX_MISTAKE_CHARS, Example, LedgerStore, Mistake, same_correction
 from memora.engine.prompts import GRADING_PROMPT, PRACTICE_PROMPT
-from memora.engine.text_utils import clean_text, quoted, shorten
+from memora.engine.text_utils import clean_text, counted, quoted, shorten
 
 DEFAULT_DRILL_SIZE = 10
 STOP_WORDS = {"", "stop", "quit", "exit"}
@@ -79,9 +79,9 @@ class DrillSummary:
                 if unrated
                 else "Review stopped: nothing answered, nothing changed."
             )
-        saved = f"{self.answered} answer{'s' if self.answered != 1 else ''} saved ({self.correct} correct)"
+        saved = f"{counted(self.answered, 'answer')} saved ({self.correct} correct)"
         if self.stopped:
-            rest = f"; {left} card{'s' if left != 1 else ''} left for later" if left else ""
+            rest = f"; {counted(left, 'card')} left for later" if left else ""
             return f"Review stopped: {saved}{unrated}{rest}."
         return f"Review done: {saved}."
 
@@ -115,9 +115,7 @@ class Drill:
             return "Nothing to review today. New mistakes from your messages become cards." + self._later()
         self.fresh = self._practice(cards)
         how = "I'll check each answer" if self.model else "You'll see the answer and rate yourself"
-        self.console.say(
-            f"Review: {len(cards)} card{'s' if len(cards) != 1 else ''}. {how}; an empty line or 'stop' ends it."
-        )
+        self.console.say(f"Review: {counted(len(cards), 'card')}. {how}; an empty line or 'stop' ends it.")
         summary = DrillSummary()
         for index, card in enumerate(cards, 1):
             try:

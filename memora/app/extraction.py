@@ -60,6 +60,7 @@ from context_builder import retrieved_text
 from long_term_memory import LongTermMemoryStore, is_near_duplicate
 from memora.app.proposals import ProfileProposal, ProposalStore
 from memora.engine import lexical, spaced
+from memora.engine.cues import looks_like_correction, may_change_profile, skips_extraction
 from memora.engine.deletions import DeletedMeanwhile, Fence
 from memora.engine.errors import (
     EmbeddingError,
@@ -87,17 +88,17 @@ from memora.engine.prompts import (
     RECONCILE_MANY_PROMPT,
     RECONCILE_PROMPT,
 )
-from memora.engine.records import MAX_MEMORY_CHARS, STATUS_SUPERSEDED, MemoryRecord
+from memora.engine.records import CATEGORIES, MAX_MEMORY_CHARS, STATUS_SUPERSEDED, MemoryRecord
 from memora.engine.retrieval import rank
 from memora.engine.slots import slot_cues, slots_of
-from memora.engine.text_utils import CJK_RANGES, clean_text, normalized_key, quoted, shorten
+from memora.engine.text_utils import clean_text, normalized_key, quoted, shorten
 from memora.engine.timeutil import now_anchor, resolve_event_date, said_day, to_aware
 from memora.engine.tokens import TokenCounter
 from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
 
 log = logging.getLogger("memora.extraction")
 
-Category = Literal["name", "identity", "learning", "preference", "hobby", "habit", "schedule", "other"]
+Category = Literal[CATEGORIES]  # the structured-output schema offers exactly the stored categories
 
 
 class ExtractedFact(BaseModel):
@@ -483,77 +484,6 @@ class Candidate:
     shown: str
 
 
-_CORRECTION_CUES = re.compile(
-    r"^\s*no\b[\s,.!]|\b(never said|never told|didn'?t say|did not say|not what i said"
-    r"|that'?s (not|wrong)|that is not"
-    r"|not true|you'?re wrong|you are wrong|wrong about|forget that|i don'?t (want|like|have|live|work)"
-    r"|i'?m not|i am not"
-    r"|no longer|not anymore)\b"
-    r"|我沒說|我没说|我沒有說|我没有说|不是這樣|不是这样|不對|不对|搞錯|搞错|記錯|记错",
-    re.IGNORECASE,
-)
-
-
-def looks_like_correction(text: str) -> bool:
-    """A cheap cue that a message may correct a memory ("No, I never said ...").
-
-    A false alarm only costs reading the message before the reply instead of
-    after it; a miss means the correction lands after the reply, as any other.
-    """
-    return bool(_CORRECTION_CUES.search(text))
-
-
-# Messages that cannot hold a fact or a mistake, so they are not sent to the
-# extraction call: a closed list of acknowledgements and greetings, in English
-# and Chinese, and nothing else. The list is of whole phrases, never of words:
-# "thanks you" (a learner's mistake) is two listed words but no listed phrase,
-# so it is read. Yes and no are left out on purpose: they answer the tutor's
-# question ("Do you still live in Taipei?" "No.") and can carry a fact.
-_ACK_PHRASES = frozenset(
-    p
-    for line in """
-ok|okay|okey|alright|all right|fine|sure|cool|nice|great|good|awesome|perfect
-thanks|thank you|thanks a lot|thanks so much|thank you so much|thank you very much|many thanks|cheers
-you're welcome|youre welcome|no problem|got it|i see|understood|noted
-hi|hello|hey|hi there|hello there|hey there|good morning|good afternoon|good evening|good night
-bye|goodbye|bye bye|see you|see you later|see ya|talk soon
-lol|haha|hahaha|hmm|wow|oh|ah
-好|好的|好啊|好吧|嗯|嗯嗯|哦|噢|喔|行|可以|沒問題|没问题|明白|明白了|知道了|了解|收到|懂了
-謝謝|谢谢|謝謝你|谢谢你|謝謝老師|谢谢老师|多謝|多谢|感謝|感谢|不客氣|不客气
-你好|您好|嗨|哈囉|哈喽|早|早安|午安|晚安|再見|再见|拜拜|回頭見|回头见|哈哈|哈哈哈
-""".strip().splitlines()
-    for p in line.split("|")
-)
-# A unit is an English word (apostrophes kept: "you're") or one CJK character.
-_UNIT = re.compile(rf"[a-z0-9']+|[{CJK_RANGES}]")
-
-
-def _units(text: str) -> tuple[str, ...]:
-    return tuple(_UNIT.findall(text.lower().replace("\u2019", "'")))
-
-
-_ACK_UNITS = frozenset(_units(p) for p in _ACK_PHRASES)
-_ACK_LONGEST = max(len(u) for u in _ACK_UNITS)
-
-
-def skips_extraction(text: str) -> bool:
-    """True when ``text`` cannot hold a fact or a mistake: emoji or punctuation
-    only, a command-like word ("/help"), or nothing but listed acknowledgements
-    and greetings ("ok thanks!", "好的，謝謝"). Anything with another word is read."""
-    if re.fullmatch(r"\s*/\w+\s*", text):
-        return True
-    units = _units(text)
-    if re.search(r"[^\W_]", _UNIT.sub("", text.lower().replace("\u2019", "'"))):
-        return False  # letters of another script (Japanese kana, Korean, accented Latin): read it
-    # The whole line must split into listed phrases; one unit left over is content.
-    reachable = [True] + [False] * len(units)
-    for end in range(1, len(units) + 1):
-        reachable[end] = any(
-            reachable[start] and units[start:end] in _ACK_UNITS for start in range(max(0, end - _ACK_LONGEST), end)
-        )
-    return reachable[-1]
-
-
 # Batching. The fixed part of an extraction call (instructions and schema, ~900
 # tokens) costs the same for "Same here!" as for a paragraph, so a short message
 # is held and read in one call with the messages after it. Holding loses nothing:
@@ -566,21 +496,6 @@ def skips_extraction(text: str) -> bool:
 # "I'm B2 now" is answered after that reply, not a few turns later.
 BATCH_SHORT_TOKENS = 80  # a message this short (tiktoken; under a tenth of the call) may wait for the next one
 BATCH_MAX_TOKENS = 300  # one call reads at most this much held text (and Settings.extraction_batch messages)
-
-_PROFILE_CUES = re.compile(
-    r"\b([abc][12]|cefr|ielts|toefl|toeic|levels?|goals?|aims?|prefer\w*|rather"
-    r"|wants? to|wanted to|would like to|'d like to|hope to|trying to"
-    r"|no longer|not anymore|stopped|gave up|changed my mind)\b"
-    r"|程度|級|级|等級|等级|目標|目标|想學|想学|想要|偏好|比較喜歡|比较喜欢|不再|不想",
-    re.IGNORECASE,
-)
-
-
-def may_change_profile(text: str) -> bool:
-    """A cheap cue that a message may change the profile (a level, a goal, a
-    preference, or one of them ending): it is read after its own reply instead of
-    waiting in a batch. A false alarm costs one call; a miss only a short delay."""
-    return bool(_PROFILE_CUES.search(text))
 
 
 def _day(moment: datetime | None):
@@ -1513,6 +1428,7 @@ __all__ = [
     "Retraction",
     "Skipped",
     "looks_like_correction",
+    "may_change_profile",
     "skips_extraction",
     "ExtractionWorker",
     "Extractor",

@@ -129,11 +129,20 @@ class UserPaths:
     input_history: Path
     mistakes: Path  # the mistake ledger and its review cards
     activity: Path  # counts per day, for 'progress'
+    kept_pairs: Path  # the conflicting memories the learner kept both of (ids only)
 
     @property
     def learner_files(self) -> tuple[Path, ...]:
         """Every file of this learner outside the memory store (what 'forget user' deletes)."""
-        return (self.profile, self.session, self.proposals, self.input_history, self.mistakes, self.activity)
+        return (
+            self.profile,
+            self.session,
+            self.proposals,
+            self.input_history,
+            self.mistakes,
+            self.activity,
+            self.kept_pairs,
+        )
 
 
 @dataclass(frozen=True)
@@ -301,6 +310,7 @@ class Settings:
             input_history=folder / ".memora_history",
             mistakes=folder / "memora_mistakes.json",
             activity=folder / "memora_activity.json",
+            kept_pairs=folder / "memora_kept_pairs.json",
         )
 
     @property

@@ -52,7 +52,7 @@ from memora.engine import lexical, spaced
 from memora.engine.config import DEFAULT_NEW_CARDS, DEFAULT_REVIEWS_PER_DAY
 from memora.engine.deletions import DeletionLog
 from memora.engine.errors import LedgerFullError, LimitError
-from memora.engine.storage import StoredTime, atomic_write_model, file_lock, load_model_file
+from memora.engine.storage import JsonStore, StoredTime
 from memora.engine.text_utils import clean_text, clean_within, quoted
 
 MISTAKE_KINDS = ("grammar", "vocabulary", "word choice", "spelling", "punctuation")
@@ -377,8 +377,12 @@ def relevant(mistakes: Iterable[Mistake], message: str, limit: int) -> list[Mist
 # -- the store ----------------------------------------------------------------------------
 
 
-class LedgerStore:
+class LedgerStore(JsonStore[_LedgerFile]):
     """A learner's ledger in ``memora_mistakes.json`` (locked, atomic)."""
+
+    schema = _LedgerFile
+    label = "mistake ledger"
+    entries = "mistakes"
 
     def __init__(
         self,
@@ -393,16 +397,14 @@ class LedgerStore:
         reviews_per_day: int = DEFAULT_REVIEWS_PER_DAY,
         exam: Callable[[date], tuple[date, str] | None] = lambda today: None,
     ):
-        self.path = Path(path)
+        super().__init__(path, notify=notify)
         self.clock = clock
         self.day_start = day_start
         self.new_per_day = new_per_day
         self.reviews_per_day = reviews_per_day
         # The learner's next remembered exam (its day and what it is), asked with today's date.
         self.exam = exam
-        self._notify = notify
         self._told_full: set[str] = set()  # "full" is said once a session, until there is room again
-        self._cache: tuple | None = None  # (file stamp, parsed ledger): see _load
         # A reading that started before 'mistakes forget' or 'forget all' cannot bring a mistake back.
         self.deletions = deletions
         self.learner = learner
@@ -419,46 +421,26 @@ class LedgerStore:
             if keys:
                 self.deletions.record(self.learner, "mistake-text", keys)
 
-    def _stamp(self) -> tuple | None:
-        """What tells the file apart from the one read last: a write (here or in another
-        process) replaces it atomically, so its inode, size or time changes."""
-        try:
-            stat = self.path.stat()
-        except OSError:
-            return None
-        return (stat.st_ino, stat.st_size, stat.st_mtime_ns)
-
-    def _load(self) -> _LedgerFile:
-        """The ledger as the file holds it. Reading and checking a full ledger (a thousand
-        entries, fifty reviews each) takes most of a second, and every turn reads it,
-        so the parsed file is kept until the file changes. Callers treat it as
-        read-only; ``_change`` works on a copy."""
-        stamp = self._stamp()
-        cached = self._cache
-        if stamp is not None and cached is not None and cached[0] == stamp:
-            return cached[1]
-        state = (
-            load_model_file(self.path, _LedgerFile, notify=self._notify, label="mistake ledger", entries="mistakes")
-            or _LedgerFile()
-        )
-        stamp = self._stamp()  # after the read: a repair while loading rewrites the file
-        self._cache = (stamp, state) if stamp is not None else None
-        return state
+    # Reading and checking a full ledger (a thousand entries, fifty reviews each)
+    # takes most of a second, and every turn reads it: ``read`` keeps the parsed
+    # file until the file changes.
+    def copy(self, state: _LedgerFile) -> _LedgerFile:
+        copy = state.model_copy()
+        copy.mistakes = list(state.mistakes)  # the entries themselves are replaced, never changed in place
+        return copy
 
     def _change(self, change: Callable[[_LedgerFile], object]):
-        with file_lock(self.path):
-            state = self._load().model_copy()
-            state.mistakes = list(state.mistakes)  # the entries themselves are replaced, never changed in place
+        def counted(state: _LedgerFile):
             result = change(state)
-            atomic_write_model(self.path, state)
-            self._cache = (self._stamp(), state)
             if len(state.mistakes) < MAX_MISTAKES:
                 self._told_full.clear()
             return result
 
+        return self.change(counted)
+
     # -- reading --
     def all(self) -> list[Mistake]:
-        return list(self._load().mistakes)
+        return list(self.read().mistakes)
 
     def get(self, mistake_id: str) -> Mistake | None:
         return next((m for m in self.all() if m.id == mistake_id), None)
@@ -531,7 +513,7 @@ class LedgerStore:
         return _interleave(reviews, fresh), old[old_room:] + new[new_room:]
 
     def count(self) -> int:
-        return len(self._load().mistakes)
+        return len(self.read().mistakes)
 
     # -- writing --
     def record(self, new: NewMistake, seen_at: datetime | None = None) -> tuple[Mistake, bool]:
@@ -822,11 +804,11 @@ class LedgerStore:
 
     def clear(self) -> int:
         """Forget every entry; returns how many there were. The file is removed."""
-        with file_lock(self.path):
-            n = len(self._load().mistakes)
+        with self.lock():
+            n = len(self.read().mistakes)
             if self.deletions is not None:
                 self.deletions.record(self.learner, "all")
-            self.path.unlink(missing_ok=True)
+            self.delete()
         self._told_full.clear()
         return n
 

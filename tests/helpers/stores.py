@@ -71,9 +71,9 @@ def pieces(text: str, *kept: str) -> list[str]:
     """The three-character pieces of ``text`` that a full-text index may keep (Chroma's
     FTS5 trigram index), and for Chinese the two-character ones too (the catalog's CJK
     bigrams): in Chinese a piece is a word. Pieces that also occur in ``kept`` (texts
-    that stay) are left out, and so are pieces with a space in them and pieces of hex
-    digits only, which Memora's ids and hashes spell by chance (the whole text is
-    still looked for as it is)."""
+    that stay) are left out, and so are pieces with a space in them and pieces that
+    are hex or start or end with a hex digit, which ids and hashes beside text spell
+    by chance (the whole text is still looked for as it is)."""
     import re
 
     from memora.engine.text_utils import CJK_RANGES
@@ -88,8 +88,11 @@ def pieces(text: str, *kept: str) -> list[str]:
                 continue
             if not any(piece.isalnum() or cjk.match(c) for c in piece):
                 continue
-            if re.fullmatch(r"[0-9a-f]+", folded):
-                continue  # ids, revisions and keyed hashes are hex: such a piece turns up by chance
+            if re.fullmatch(r"[0-9a-f]+", folded) or re.match(r"[0-9a-f]|.*[0-9a-f]$", folded):
+                # ids, revisions and keyed hashes are hex, and stand next to text: a piece
+                # that is hex, or starts or ends with a hex digit, turns up by chance (a
+                # segment id ending in b before Chroma's "urn:" spells "bur")
+                continue
             if folded not in {p.casefold() for p in found} and not any(folded in k.casefold() for k in kept):
                 found.append(piece)
     return found
