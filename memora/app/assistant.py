@@ -23,6 +23,7 @@ one line once the reply is over, and can be taken back with ``undo``.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import uuid
 from collections.abc import Callable
@@ -74,14 +75,14 @@ from memora.engine.errors import (
     VectorsMissing,
     failure_reason,
 )
-from memora.engine.ledger import LedgerStore, correction_excerpt, relevant
+from memora.engine.ledger import LedgerStore, Mistake, correction_excerpt, relevant
 from memora.engine.llm import ModelClient, ReplyResult
 from memora.engine.model_facts import shutdown_note
 from memora.engine.prompts import SYSTEM_PROMPT
 from memora.engine.records import MemorySearchResult
 from memora.engine.retrieval import retrieve_relevant_memories
 from memora.engine.storage import ensure_private_dir
-from memora.engine.text_utils import counted, quoted
+from memora.engine.text_utils import counted, quoted, shorten
 from memora.engine.timeutil import Clock, said_day, system_clock
 from memora.engine.tokens import TokenCounter
 from memory import ContextBudget, ConversationMemory, PreparedContext
@@ -98,6 +99,8 @@ MEMORIES_PER_TURN = 5
 # 0.45% of the full-history baseline on bench/tokens_per_turn.py for a mistake
 # that is, by construction, the least relevant to the message.
 MISTAKES_PER_TURN = 2
+# What makes a remembered plan an exam the review prepares for (ledger.EXAM_DAYS).
+_EXAM = re.compile(r"\b(exams?|tests?|ielts|toefl|toeic|gept|cambridge|interview)\b|考試|測驗|面試", re.IGNORECASE)
 # 'undo' goes back this many change sets; older ones are dropped from the session
 # (a learner takes back what they just saw, not last month's turn).
 MAX_UNDO = 20
@@ -233,7 +236,15 @@ class Memora:
         self._known_jobs: set[str] = set()  # messages this session has held (SessionStore.save)
         self._reading: set[str] = set()  # messages the worker has claimed and is reading now
         self.ledger = LedgerStore(
-            self.paths.mistakes, clock=clock, notify=self._deliver, deletions=self.deletions, learner=settings.user
+            self.paths.mistakes,
+            clock=clock,
+            notify=self._deliver,
+            deletions=self.deletions,
+            learner=settings.user,
+            day_start=settings.day_start,
+            new_per_day=settings.new_cards,
+            reviews_per_day=settings.reviews_per_day,
+            exam=self.next_exam,
         )
         self.activity = ActivityLog(self.paths.activity, clock=clock, notify=self.notify)
         self.proposals = ProposalStore(self.paths.proposals, notify=self.notify)
@@ -253,6 +264,7 @@ class Memora:
                 on_tokens=lambda n: self.add_usage("extraction", n),
                 counter=self.counter,
                 ledger=self.ledger,
+                watched=self._watched,
             ),
             on_outcome=self._extraction_done,
             on_failure=self._extraction_failed,
@@ -730,9 +742,34 @@ class Memora:
             notes.append(f"Answering without memory search: {error}")
             return [], []
 
+    def next_exam(self, today: date) -> tuple[date, str] | None:
+        """The learner's nearest remembered exam from today on: (its day, the memory's text).
+        A plan with a date whose words name an exam or a test."""
+        store = getattr(self, "store", None)
+        if store is None:
+            return None
+        exams = [
+            (record.event_date, record.content)
+            for record in store.list(category="schedule")
+            if record.event_date is not None and record.event_date >= today and _EXAM.search(record.content)
+        ]
+        return min(exams, default=None)
+
+    def practice_facts(self) -> list[str]:
+        """What a fresh practice sentence may be about: the learner's current facts
+        about who they are, what they do and plan, newest first."""
+        facts = []
+        for category in ("identity", "schedule", "hobby", "habit", "preference"):
+            facts.extend(r.content for r in self.store.list(category=category, limit=3))
+        return facts
+
+    def _watched(self, text: str) -> list[Mistake]:
+        """The tracked mistakes the background shows for ``text`` (and the reading asks about)."""
+        return relevant(self.ledger.all(), text, MISTAKES_PER_TURN)
+
     def _mistake_notes(self, text: str) -> list[MistakeNote]:
         notes = []
-        for entry in relevant(self.ledger.all(), text, MISTAKES_PER_TURN):
+        for entry in self._watched(text):
             example = entry.latest
             original, corrected = correction_excerpt(example.original, example.corrected)
             notes.append(MistakeNote(original, corrected, entry.rule, entry.count))
@@ -741,7 +778,7 @@ class Memora:
     def review_due_line(self) -> str | None:
         """ "3 mistakes to review today (type review)", at most once a day."""
         due = self.ledger.due(self.clock())
-        if not due or not self.activity.claim_due_notice(self.clock().date()):
+        if not due or not self.activity.claim_due_notice(self.ledger.today()):
             return None
         mistakes = sum(1 for card in due if card.is_mistake)
         words = len(due) - mistakes  # a word the learner asked to learn is a card, not a mistake
@@ -787,7 +824,7 @@ class Memora:
             + list(outcome.superseded)
             + [(old, None) for old in outcome.retracted]
         )
-        self.record_changes("turn", steps, job_id=job.job_id)
+        self.record_changes("turn", steps, job_id=job.job_id, reviews=outcome.reviews)
         if outcome.retry is not None:  # some items' own calls failed: keep just those
             self._extraction_failed(
                 job, outcome.retry_reason or "a model call failed", remaining=outcome.retry.model_dump(mode="json")
@@ -907,17 +944,22 @@ class Memora:
         return f"Okay, I left your profile as it is ({proposal.describe()} discarded)."
 
     # -- visible, reversible memory writes ---------------------------------------------
-    def record_changes(self, origin: str, steps, *, job_id: str = "") -> None:
+    def record_changes(self, origin: str, steps, *, job_id: str = "", reviews=()) -> None:
         """Remember a memory change so 'undo' can take it back (one set per turn:
-        a correction applied right after the reply and the turn's extraction merge)."""
+        a correction applied right after the reply and the turn's extraction merge),
+        with the reviews its reading counted on mistake cards."""
         steps = [tuple(step) for step in steps if step[0] or step[1]]
-        if not steps:
+        reviews = [tuple(review) for review in reviews]
+        if not steps and not reviews:
             return
         with self._lock:
             if job_id and self._changes and self._changes[-1].job_id == job_id:
                 self._changes[-1].steps.extend(steps)
+                self._changes[-1].reviews.extend(reviews)
             else:
-                self._changes.append(ChangeSet(at=self.clock(), origin=origin, job_id=job_id, steps=steps))
+                self._changes.append(
+                    ChangeSet(at=self.clock(), origin=origin, job_id=job_id, steps=steps, reviews=reviews)
+                )
                 del self._changes[:-MAX_UNDO]
         self.save_session()
 
@@ -976,6 +1018,7 @@ class Memora:
                 "('forget' is a real deletion and cannot be undone)."
             ]
         result = self.store.revert(change.steps, when=self.clock())  # if this fails, the change stays undoable
+        cards = [self.ledger.take_back(mistake_id, at) for mistake_id, at in change.reviews]
         if result.removed:  # taken back is deleted, as with 'forget': no copy of its text is left
             from memora.app.erasure import forget_everywhere
 
@@ -1007,6 +1050,12 @@ class Memora:
             )
         for memory_id, why in result.skipped:
             lines.append(f"Left {memory_id[:6]} as it is: it was {why} (see 'history {memory_id[:6]}').")
+        for (mistake_id, _), card in zip(change.reviews, cards, strict=True):
+            lines.append(
+                f"Undone: the review your message counted on card {mistake_id} ({shorten(card.rule, 60)})."
+                if card is not None
+                else f"Left card {mistake_id} as it is: it was reviewed again since, or forgotten."
+            )
         if self._changes:
             lines.append(f"('undo' again takes back the change before: {len(self._changes)} left.)")
         return lines

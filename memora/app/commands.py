@@ -35,8 +35,10 @@ from memora.app.routing import (
     text,
 )
 from memora.app.terminal import Console, render_definitions
+from memora.engine import spaced
 from memora.engine.embeddings import LOCAL_MODEL_NAME
 from memora.engine.errors import CommandError, LocalModelUnavailable, MemoraError
+from memora.engine.ledger import correction_excerpt
 from memora.engine.records import CATEGORIES, MEMORY_TYPES
 from memora.engine.text_utils import counted, quoted, shorten
 from memora.engine.timeutil import time_ago
@@ -276,6 +278,9 @@ STATUS_ORDER = {"active": 0, "improving": 1, "mastered": 2}
 
 class ExitRequested(Exception):
     """``exit``/``quit`` (the REPL leaves after saving)."""
+
+
+EXAMPLE_WHOLE_CHARS = 50  # 'mistakes' shows an example this short whole, a longer one around its fix
 
 
 class CommandRouter:
@@ -819,15 +824,21 @@ class CommandRouter:
             )
             return
         now = self.app.now()
+        today = ledger.today(now)
         entries = sorted(ledger.all(), key=lambda m: (STATUS_ORDER[m.status], -m.count, -m.last_seen.timestamp()))
         words = [m for m in entries if not m.is_mistake]  # words asked about: cards, not mistakes
         entries = [m for m in entries if m.is_mistake]
         rows = []
         for m in entries:
             example = m.latest
-            shown = (
-                f"{shorten(example.original, 50)} -> {shorten(example.corrected, 50)}" if example else "(no example)"
-            )
+            # A short example whole; a long one as the changed words with two either side,
+            # since a sentence cut at a fixed length could hide the fix.
+            excerpt = None
+            if example is not None:
+                excerpt = (example.original, example.corrected)
+                if max(len(example.original), len(example.corrected)) > EXAMPLE_WHOLE_CHARS:
+                    excerpt = correction_excerpt(example.original, example.corrected)
+            shown = f"{shorten(excerpt[0], 60)} -> {shorten(excerpt[1], 60)}" if excerpt else "(no example)"
             rows.append(
                 [
                     m.id,
@@ -837,18 +848,19 @@ class CommandRouter:
                     m.first_seen.astimezone().strftime("%Y-%m-%d"),
                     time_ago(m.last_seen, now),
                     m.status,
+                    _next_review(m, today),
                     shown,
                 ]
             )
         self.console.table(
             "Your mistakes (review drills them; 'mistakes forget <id>' deletes one)",
-            ["id", "kind", "rule", "count", "first seen", "last seen", "status", "example"],
+            ["id", "kind", "rule", "count", "first seen", "last seen", "status", "next review", "example"],
             rows,
         )
         if words:
             self.console.table(
                 "Your word cards (review drills them too; 'mistakes forget <id>' deletes one)",
-                ["id", "word", "meaning", "added", "status"],
+                ["id", "word", "meaning", "added", "status", "next review"],
                 [
                     [
                         m.id,
@@ -856,6 +868,7 @@ class CommandRouter:
                         shorten(m.latest.corrected if m.latest else "", 60),
                         m.first_seen.astimezone().strftime("%Y-%m-%d"),
                         m.status,
+                        _next_review(m, today),
                     ]
                     for m in words
                 ],
@@ -883,6 +896,7 @@ class CommandRouter:
             clock=self.app.now,
             model=self.app.model,
             on_tokens=lambda n: self.app.add_usage("grading", n),
+            facts=self.app.practice_facts,
         )
         self.console.say(drill.run())
 
@@ -894,7 +908,12 @@ class CommandRouter:
         except CommandError:
             raise self.usage("progress") from None
         profile = self.app.profiles.get()
+        ledger, now = self.app.ledger, self.app.now()
+        exam = ledger.exam(ledger.today(now))
+        if exam is not None and ledger.pulled_forward_to(ledger.today(now)) != exam[0]:
+            exam = None  # too far off to change today's reviews
         data = ProgressData(
+            exam=(*exam, len(ledger.pulled_forward(now))) if exam else None,
             today=self.app.now().date(),
             days=days,
             activity=self.app.activity.days(),
@@ -974,3 +993,10 @@ def run_command(router: CommandRouter, line: str) -> bool:
 
 
 __all__ = ["CEFR_LEVELS", "CommandRouter", "ExitRequested", "run_command"]
+
+
+def _next_review(mistake, today) -> str:
+    """'2026-12-14 (in 11 days)'; a card due by today says so."""
+    if mistake.due <= today:
+        return "due today"
+    return f"{mistake.due.isoformat()} ({spaced.in_days(mistake.due, today)})"

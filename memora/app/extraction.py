@@ -59,7 +59,7 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_valid
 from context_builder import retrieved_text
 from long_term_memory import LongTermMemoryStore, is_near_duplicate
 from memora.app.proposals import ProfileProposal, ProposalStore
-from memora.engine import lexical
+from memora.engine import lexical, spaced
 from memora.engine.cues import looks_like_correction, may_change_profile, skips_extraction
 from memora.engine.deletions import DeletedMeanwhile, Fence
 from memora.engine.errors import (
@@ -70,12 +70,20 @@ from memora.engine.errors import (
     MemoryFullError,
     ModelCallError,
 )
-from memora.engine.ledger import LedgerStore, NewMistake, clean_mistake_text
+from memora.engine.ledger import (
+    LedgerStore,
+    Mistake,
+    NewMistake,
+    clean_mistake_text,
+    correction_edits,
+    correction_excerpt,
+)
 from memora.engine.prompts import (
     CORRECTION_PROMPT,
     EXTRACTION_INPUT,
     EXTRACTION_INPUT_MANY,
     EXTRACTION_PROMPT,
+    EXTRACTION_TRACKED,
     MISTAKE_STYLE,
     RECONCILE_MANY_PROMPT,
     RECONCILE_PROMPT,
@@ -117,6 +125,15 @@ class ExtractedMistake(NewMistake):
     """A real error in the learner's own English (``ledger.NewMistake``)."""
 
 
+class MistakeUse(BaseModel):
+    """What a message did with a tracked mistake listed in the reading's input:
+    used its corrected form correctly, or made the mistake again."""
+
+    mistake: str  # the entry's id, as listed
+    use: Literal["correct", "repeated"]
+    evidence: str  # the learner's own words
+
+
 class AskedWord(BaseModel):
     """A word the learner asked the meaning of: Memora offers to make it a review card."""
 
@@ -130,6 +147,7 @@ _ITEM_MODELS = {
     "corrections": Correction,
     "mistakes": ExtractedMistake,
     "asked_words": AskedWord,
+    "mistake_uses": MistakeUse,
 }
 _ITEM_NAMES = {
     "facts": "fact",
@@ -137,6 +155,7 @@ _ITEM_NAMES = {
     "corrections": "correction",
     "mistakes": "mistake",
     "asked_words": "word",
+    "mistake_uses": "mistake use",
 }
 
 
@@ -146,6 +165,7 @@ class ExtractionResult(BaseModel):
     corrections: list[Correction]
     mistakes: list[ExtractedMistake]
     asked_words: list[AskedWord]
+    mistake_uses: list[MistakeUse]
     # Items the model returned that do not fit their schema: (kind, text, reason).
     # Not part of the schema the model sees; filled while parsing.
     _rejected: list[tuple[str, str, str]] = PrivateAttr(default_factory=list)
@@ -162,6 +182,7 @@ class ExtractionResult(BaseModel):
             # A reading saved in the session file before mistakes were read has none.
             data.setdefault("mistakes", [])
             data.setdefault("asked_words", [])
+            data.setdefault("mistake_uses", [])
             for key, model in _ITEM_MODELS.items():
                 items = data.get(key)
                 if not isinstance(items, list):
@@ -406,6 +427,7 @@ class ExtractionOutcome:
     retracted: list[str] = field(default_factory=list)
     proposals: list[ProfileProposal] = field(default_factory=list)
     mistakes: list[str] = field(default_factory=list)  # ledger ids, new or counted again
+    reviews: list[tuple[str, datetime]] = field(default_factory=list)  # (ledger id, said at): undoable reviews
     notices: list[str] = field(default_factory=list)
     full: bool = False
     skipped: list[Skipped] = field(default_factory=list)
@@ -511,11 +533,15 @@ class Extractor:
         on_tokens: Callable[[int], None] = lambda n: None,
         counter: TokenCounter | None = None,
         ledger: LedgerStore | None = None,
+        watched: Callable[[str], list[Mistake]] = lambda text: [],
     ):
         self.model = model
         self.store = store
         self.deletions = store.deletions
         self.ledger = ledger
+        # The tracked mistakes the tutor's background shows for a message: the
+        # reading reports what the message did with each of them.
+        self.watched = watched
         self.profiles = profiles
         self.proposals = proposals
         self.on_tokens = on_tokens
@@ -544,7 +570,27 @@ class Extractor:
         payload = template.format(
             now=now_anchor(job.said_at), profile=json.dumps(shown, ensure_ascii=False), message=message
         )
+        tracked = self._tracked(job)
+        if tracked:
+            payload += EXTRACTION_TRACKED.format(
+                mistakes="\n".join(
+                    f"- {m.id}: {quoted(a, 80, end='')} → {quoted(b, 80, end='')} ({shorten(m.rule, 80)})"
+                    for m in tracked
+                    for a, b in [correction_excerpt(m.latest.original, m.latest.corrected)]
+                )
+            )
         return self._parse(instructions, payload, ExtractionResult, "Memory extraction")
+
+    def _tracked(self, job: ExtractionJob) -> list[Mistake]:
+        """The tracked mistakes shown in the background for the job's messages (once each)."""
+        if self.ledger is None:
+            return []
+        found: dict[str, Mistake] = {}
+        for message in job.messages:
+            for entry in self.watched(message.text):
+                if entry.latest is not None:
+                    found.setdefault(entry.id, entry)
+        return list(found.values())
 
     def prepare(self, job: ExtractionJob) -> PreparedExtraction:
         """Read the message and match its corrections to memories, writing nothing.
@@ -612,6 +658,7 @@ class Extractor:
             "corrections": [],
             "mistakes": [],
             "asked_words": [],
+            "mistake_uses": [],
         }
         for correction in result.corrections:
             if self.cancelled:
@@ -648,6 +695,16 @@ class Extractor:
                 mistake.original,
                 lambda m=mistake: self._apply_mistake(m, job, outcome),
                 fence=self._fence(job.message_of(mistake.original)),
+            )
+        for use in result.mistake_uses if self.ledger is not None else ():
+            if self.cancelled:
+                return outcome
+            self._isolated(
+                outcome,
+                "mistake use",
+                use.evidence,
+                lambda u=use: self._apply_use(u, job, outcome),
+                fence=self._fence(job.message_of(use.evidence)),
             )
         for asked in result.asked_words if self.ledger is not None else ():
             if self.cancelled:
@@ -1106,8 +1163,49 @@ class Extractor:
             raise LimitError("its original words are not in the message")
         if not re.search(r"[A-Za-z]", mistake.original):
             raise LimitError("it is not English")
-        entry, _ = self.ledger.record(mistake, seen_at=job.said_at_of(mistake.original))
+        said_at = job.said_at_of(mistake.original)
+        entry, merged = self.ledger.record(mistake, seen_at=said_at)
+        if entry.id in outcome.mistakes:
+            return  # one line a message for one mistake
         outcome.mistakes.append(entry.id)
+        lapsed = bool(entry.reviews) and entry.reviews[-1].at == said_at and entry.reviews[-1].source == "chat"
+        if lapsed:
+            outcome.reviews.append((entry.id, said_at))
+        outcome.notices.append(self._mistake_line(entry, "lapse" if lapsed else "again" if merged else "new"))
+
+    def _apply_use(self, use: MistakeUse, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
+        """A tracked mistake used right or made again in the conversation: a review of its card."""
+        if not job.holds(use.evidence):
+            raise LimitError("its evidence is not in the message")
+        said_at = job.said_at_of(use.evidence)
+        entry, counted = self.ledger.use_in_chat(use.mistake.strip(), use.use == "correct", said_at)
+        if entry is None:
+            raise LimitError(f"no tracked mistake has the id {shorten(use.mistake, 20)!r}")
+        if not counted:
+            return
+        outcome.mistakes.append(entry.id)
+        reviewed = bool(entry.reviews) and entry.reviews[-1].at == said_at and entry.reviews[-1].source == "chat"
+        if reviewed:
+            outcome.reviews.append((entry.id, said_at))
+        what = "correct" if use.use == "correct" else "lapse" if reviewed else "again"
+        outcome.notices.append(self._mistake_line(entry, what))
+
+    def _mistake_line(self, entry: Mistake, what: str) -> str:
+        """The after-turn line for a mistake read from a message: 'Used “went” correctly:
+        review card passed (next in 9 days).'"""
+        example = entry.latest
+        changed = correction_edits(example.original, example.corrected) if example else ()
+        wrong = " ".join(a for a, _ in changed if a) or (example.original if example else entry.rule)
+        right = " ".join(b for _, b in changed if b) or (example.corrected if example else entry.rule)
+        next_in = spaced.in_days(entry.due, self.ledger.today())
+        wrong, right = quoted(wrong, 60, end=""), quoted(right, 60, end="")
+        if what == "correct":
+            return f"Used {right} correctly: review card passed (next {next_in})."
+        if what == "new":
+            return f"New mistake to review: {wrong} → {right} ({shorten(entry.rule, 80)}); review it {next_in}."
+        if what == "lapse":
+            return f"{wrong} again (it is {right}): its review card comes back {next_in}."
+        return f"{wrong} again (it is {right}): made {entry.count} times; review it {next_in}."
 
     def _offer_word(self, asked: AskedWord, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
         """Ask (after the reply) whether to review a word the learner asked about."""

@@ -19,7 +19,7 @@ from datetime import date, datetime, timedelta
 from memora.engine.activity import DayActivity
 from memora.engine.errors import CommandError
 from memora.engine.ledger import MISTAKE_KINDS, Mistake
-from memora.engine.text_utils import counted
+from memora.engine.text_utils import counted, shorten
 
 DEFAULT_PERIOD_DAYS = 56  # eight weeks: the calendar row and the weekly charts
 MAX_PERIOD_DAYS = 366 * 5
@@ -75,6 +75,7 @@ class ProgressData:
     activity: dict[date, DayActivity]
     mistakes: list[Mistake]
     level_history: list[tuple[date, str | None]]
+    exam: tuple[date, str, int] | None = None  # a remembered exam's day, its text, cards brought forward
 
 
 def _weeks(today: date, days: int) -> list[tuple[date, date]]:
@@ -115,6 +116,7 @@ def report(data: ProgressData, *, charts: bool) -> list[str]:
         *_mistakes_by_kind(mistakes, start, today, charts),
         *_mistakes_per_week(mistakes, weeks, charts),
         _reviews(in_period),
+        *_exam(data.exam),
         _levels(data.level_history),
     ]
 
@@ -183,3 +185,13 @@ def _levels(level_history: list[tuple[date, str | None]]) -> str:
     if level_history:
         return "Level: " + " -> ".join(f"{level or 'none'} ({day.isoformat()})" for day, level in level_history)
     return "Level: no changes recorded (set it with 'profile level B1')"
+
+
+def _exam(exam: tuple[date, str, int] | None) -> list[str]:
+    if exam is None:
+        return []
+    day, what, pulled = exam
+    return [
+        f"Exam: {shorten(what, 80)} ({day.isoformat()}): "
+        f"{pulled} card{'s' if pulled != 1 else ''} due before it brought forward into your reviews"
+    ]

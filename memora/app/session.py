@@ -58,6 +58,8 @@ class ChangeSet(BaseModel):
     origin: Literal["turn", "remember", "edit", "conflict"]
     job_id: str = ""
     steps: list[tuple[str | None, str | None]] = Field(default_factory=list)
+    # Reviews a reading counted on mistake cards (a correct use, a repeat): (entry id, said at).
+    reviews: list[tuple[str, datetime]] = Field(default_factory=list)
 
 
 class UndoneMemory(BaseModel):
