@@ -44,7 +44,7 @@ from pathlib import Path
 from memora.engine.catalog import MemoryCatalog
 from memora.engine.chroma_backend import ChromaConnection
 from memora.engine.deletions import DeletionLog
-from memora.engine.embeddings import Embedder, as_embedder
+from memora.engine.embeddings import Embedder, EmbeddingResult, as_embedder
 from memora.engine.errors import (
     CommandError,
     DamagedStoreError,
@@ -312,7 +312,6 @@ class LongTermMemoryStore:
         self.clock = clock
         self.default_memory_cap = memory_cap
         self.recency_half_life_days = recency_half_life_days
-        self.last_embedding_tokens = 0
         if self.connection.url is None:
             from memora.engine.chroma_backend import check_local_store
 
@@ -718,10 +717,14 @@ class LongTermMemoryStore:
         collection.modify(metadata={**metadata, "revision": revision, STORE_KEY: store, SERIAL_KEY: serial})
 
     # -- embedding --------------------------------------------------------------------
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        result = self.embedder.embed(list(texts))
-        self.last_embedding_tokens = result.tokens
-        return result.vectors
+    def embed(self, texts: Sequence[str]) -> EmbeddingResult:
+        """The vectors of ``texts`` and the tokens embedding them cost, together: the
+        caller counts them on its own thread (nothing is left on the store to race for)."""
+        return self.embedder.embed(list(texts))
+
+    def _vectors(self, texts: Sequence[str]) -> list[list[float]]:
+        """The store's own embedding (adding, superseding, reindexing): not a learner's turn."""
+        return self.embed(texts).vectors
 
     # -- adding -----------------------------------------------------------------------
     @property
@@ -773,7 +776,7 @@ class LongTermMemoryStore:
         existing = self.catalog.find_exact(text)
         if existing is not None:
             return AddResult(self.touch(existing.id, now), duplicate=True)
-        vector = vector or self.embed([text])[0]
+        vector = vector or self._vectors([text])[0]
         if dedup:
             for record, distance in self.nearest_by_vector(vector, 3):
                 if is_near_duplicate(self.embedder.name, text, record.content, distance):
@@ -832,7 +835,7 @@ class LongTermMemoryStore:
         return stored
 
     def _flush(self, batch: list[MemoryRecord]) -> list[MemoryRecord]:
-        vectors = self.embed([r.content for r in batch])
+        vectors = self._vectors([r.content for r in batch])
         self._write_new(batch, vectors)
         return batch
 
@@ -905,7 +908,7 @@ class LongTermMemoryStore:
         successor = None
         if new_content is not None:
             text, kind, cat = self.validate(new_content, memory_type or old.memory_type, category or old.category)
-            vector = vector or self.embed([text])[0]
+            vector = vector or self._vectors([text])[0]
             successor = MemoryRecord(
                 id=self._new_id(),
                 content=text,
@@ -1136,6 +1139,39 @@ class LongTermMemoryStore:
         self._sync_with_other_processes()
         return self.catalog.list(**filters)
 
+    # -- what retrieval and extraction read (the MemoryIndex seam, memora.engine.index) --
+    # Straight from the catalog, without the sync ``list`` makes: they run within a
+    # turn or a reading that has already synced.
+    def lexical_candidates(self, terms: list[str], limit: int, *, windows=(), window_limit: int = 50):
+        return self.catalog.search(terms, limit, windows=windows, window_limit=window_limit)
+
+    def score_candidates(self, found, dense_ids: Iterable[str] = (), *, records: dict | None = None):
+        return self.catalog.score(found, dense_ids, records=records)
+
+    def record_of(self, row) -> MemoryRecord:
+        return self.catalog.record(row)
+
+    def decision_candidates(self, terms: list[str], limit: int, dense_ids: Iterable[str] = ()):
+        return self.catalog.candidates(terms, limit, dense_ids)
+
+    def stored_vectors(self, ids: Iterable[str]) -> dict[str, bytes]:
+        return self.catalog.vectors(ids)
+
+    def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]:
+        return self.catalog.get_many(ids)
+
+    def find_exact(self, content: str, *, status: str = STATUS_CURRENT) -> MemoryRecord | None:
+        return self.catalog.find_exact(content, status=status)
+
+    def listed(self, **filters) -> list[MemoryRecord]:
+        return self.catalog.list(**filters)
+
+    def follow_up_candidates(self, now: datetime, proactive_days: int) -> list[MemoryRecord]:
+        return self.catalog.follow_up_candidates(now, proactive_days)
+
+    def digest_candidates(self, categories: Iterable[str]) -> list[MemoryRecord]:
+        return self.catalog.digest_candidates(categories)
+
     def count(self, *, include_superseded: bool = False) -> int:
         self._sync_with_other_processes()
         return self.catalog.count(current_only=not include_superseded)
@@ -1159,7 +1195,7 @@ class LongTermMemoryStore:
         return [records[i] for i in chain if i in records]
 
     def nearest(self, content: str, n: int = 5) -> list[tuple[MemoryRecord, float]]:
-        return self.nearest_by_vector(self.embed([content])[0], n)
+        return self.nearest_by_vector(self._vectors([content])[0], n)
 
     def nearest_by_vector(self, vector: list[float], n: int) -> list[tuple[MemoryRecord, float]]:
         """Current memories closest to ``vector``: ``[(record, cosine distance)]``."""
@@ -1243,7 +1279,7 @@ class LongTermMemoryStore:
         self._check_model()
         vectors: list[list[float]] = []
         for start in range(0, len(records), 256):
-            vectors.extend(self.embed([r.content for r in records[start : start + 256]]))
+            vectors.extend(self._vectors([r.content for r in records[start : start + 256]]))
         return vectors
 
     def restore(

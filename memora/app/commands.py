@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from context_builder import dated_text
-from memora.app.terminal import Console, render_table
+from memora.app.terminal import NO, YES, Console, render_table
 from memora.engine.errors import CommandError, MemoraError
 from memora.engine.records import CATEGORIES, MEMORY_TYPES
 from memora.engine.text_utils import quoted, shorten
@@ -258,10 +258,6 @@ def looks_like_path(rest: str) -> bool:
     if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":
         return True
     return len(text.split()) == 1 or any(mark in text for mark in ("/", "\\", "~")) or text.lower().endswith(".json")
-
-
-YES = {"yes", "y", "yeah", "yep", "sure", "ok", "okay", "是", "好", "對", "对"}
-NO = {"no", "n", "nope", "不", "不要", "否"}
 
 
 def _yes_or_no(line: str) -> bool | None:

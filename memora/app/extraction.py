@@ -57,7 +57,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from context_builder import retrieved_text
-from long_term_memory import LongTermMemoryStore, is_near_duplicate
+from long_term_memory import is_near_duplicate
 from memora.app.proposals import ProfileProposal, ProposalStore
 from memora.engine import lexical
 from memora.engine.deletions import DeletedMeanwhile, Fence
@@ -69,6 +69,7 @@ from memora.engine.errors import (
     MemoryFullError,
     ModelCallError,
 )
+from memora.engine.index import MemoryIndex
 from memora.engine.ledger import LedgerStore, NewMistake, clean_mistake_text
 from memora.engine.prompts import (
     CORRECTION_PROMPT,
@@ -406,7 +407,8 @@ class ExtractionOutcome:
     proposals: list[ProfileProposal] = field(default_factory=list)
     mistakes: list[str] = field(default_factory=list)  # ledger ids, new or counted again
     notices: list[str] = field(default_factory=list)
-    full: bool = False
+    full: bool = False  # the memory cap was reached
+    full_notice: str | None = None  # the notice saying so (one of ``notices``)
     skipped: list[Skipped] = field(default_factory=list)
     dropped: int = 0  # items a deletion since their message was said covers (not shown: they are forgotten)
     # Items whose own model or embedding call failed: run them again later.
@@ -590,10 +592,11 @@ class Extractor:
         self,
         *,
         model,  # llm.ModelClient (or anything with .parse)
-        store: LongTermMemoryStore,
+        store: MemoryIndex,
         profiles: UserProfileStore,
         proposals: ProposalStore,
         on_tokens: Callable[[int], None] = lambda n: None,
+        on_embedding_tokens: Callable[[int], None] = lambda n: None,
         counter: TokenCounter | None = None,
         ledger: LedgerStore | None = None,
     ):
@@ -603,7 +606,8 @@ class Extractor:
         self.ledger = ledger
         self.profiles = profiles
         self.proposals = proposals
-        self.on_tokens = on_tokens
+        self.on_tokens = on_tokens  # the model's tokens, counted as "extraction"
+        self.on_embedding_tokens = on_embedding_tokens  # counted as "embeddings", on this thread
         self.counter = counter or TokenCounter()
         self.cancelled = False  # set when the learner is deleted: write nothing more
 
@@ -611,6 +615,11 @@ class Extractor:
         parsed, tokens = self.model.parse(instructions=instructions, input_text=payload, text_format=schema, what=what)
         self.on_tokens(tokens)
         return parsed
+
+    def _embed(self, text: str) -> list[float]:
+        embedded = self.store.embed([text])
+        self.on_embedding_tokens(embedded.tokens)
+        return embedded.vectors[0]
 
     def read(self, job: ExtractionJob) -> ExtractionResult:
         """One structured-output call: what the learner's message says (no writes)."""
@@ -771,7 +780,7 @@ class Extractor:
             again.append(item)
             outcome.retry_reason = str(error)
         except MemoryFullError as error:
-            outcome.full = True
+            outcome.full, outcome.full_notice = True, str(error)
             outcome.notices.append(str(error))
             outcome.skipped.append(Skipped(kind, shorten(label, 60), "memory is full"))
         except Exception as error:  # one bad item must never cost the others
@@ -903,17 +912,17 @@ class Extractor:
         # Checked before anything is embedded or asked: raises for an empty or over-long text.
         text, memory_type, category = store.validate(fact.text, fact.memory_type, fact.category)
         event_date = self._event_date(fact, job.said_at_of(fact.event_phrase))
-        existing = store.catalog.find_exact(text)
+        existing = store.find_exact(text)
         if existing is not None:
             self._refresh(existing.id, outcome)
             return []
         said = job.message_of_fact(fact)
-        replaced = store.catalog.find_exact(text, status=STATUS_SUPERSEDED)
+        replaced = store.find_exact(text, status=STATUS_SUPERSEDED)
         if replaced is not None and replaced.valid_until is not None and _before(said.said_at, replaced.valid_until):
             # Old news: this very text was changed (an edit, a later fact) after it was said.
             outcome.skipped.append(Skipped("fact", shorten(text, 60), f"said before {replaced.id[:6]} was changed"))
             return []
-        vector = vectors.get(text) or store.embed([text])[0]  # once, for the candidates and for storing
+        vector = vectors.get(text) or self._embed(text)  # once, for the candidates and for storing
         vectors[text] = vector
         candidates = self.candidates(text, vector, category)
         repeat = self._repeat_of(text, candidates)
@@ -1110,32 +1119,32 @@ class Extractor:
         store = self.store
         dense = [(i, d) for i, d in store.dense_candidates(vector, DECISION_DENSE) if d <= store.related_distance]
         same_category = (
-            [r.id for r in store.catalog.list(category=category, limit=DECISION_SAME_CATEGORY)]
+            [r.id for r in store.listed(category=category, limit=DECISION_SAME_CATEGORY)]
             if category and category != "other"  # "other" is a catch-all, not a shared subject
             else []
         )
-        remembered = [r.id for r in store.catalog.list(source="command", limit=DECISION_SAME_CATEGORY)]
+        remembered = [r.id for r in store.listed(source="command", limit=DECISION_SAME_CATEGORY)]
         # Memories of the same slot (a job, a home), whatever their words, distance or category:
         # "works at Google" is what "a new job at a bakery" replaces (slots.py).
         slots = slots_of(text)
         same_slot = (
             [
                 r.id
-                for r in store.catalog.list(limit=DECISION_SAME_CATEGORY)
+                for r in store.listed(limit=DECISION_SAME_CATEGORY)
                 if any(slot_cues(slot).search(r.content) for slot in slots)
             ]
             if slots
             else []
         )
         words = [t for t in lexical.query_terms(text) if t not in _SUBJECT_TERMS]
-        scored, vectors = store.catalog.candidates(
+        scored, vectors = store.decision_candidates(
             words, DECISION_LEXICAL, [i for i, _ in dense] + same_category + remembered + same_slot
         )
         if not scored:
             return []
         dense_ids = {i for i, _ in dense}
         missing = [i for i in scored if i not in dense_ids and i not in vectors]
-        vectors.update(store.catalog.vectors(missing))
+        vectors.update(store.stored_vectors(missing))
         now = store.clock()
         ranked = rank(vector, [(i, d) for i, d in dense if i in scored], scored, vectors, now=now)
         pools = [set(same_slot), set(same_category), set(remembered)]
@@ -1144,7 +1153,7 @@ class Extractor:
             [r for r in ranked if scored[r.id][1] > 0],
             *[[r for r in ranked if r.id in pool] for pool in pools],
         ]
-        records = store.catalog.get_many(r.id for r in ranked)
+        records = store.get_many(r.id for r in ranked)
         chosen: list[Candidate] = []
         seen: set[str] = set()
         budget = DECISION_CANDIDATE_TOKENS
@@ -1194,7 +1203,7 @@ class Extractor:
         statement = clean_text(correction.statement)
         if not statement:
             raise LimitError("A correction needs the wrong statement.")
-        candidates = self.candidates(statement, self.store.embed([statement])[0])
+        candidates = self.candidates(statement, self._embed(statement))
         if not candidates:
             return []
         payload = f"Wrong fact: {statement}\n{self._listing(candidates)}"
