@@ -75,7 +75,10 @@ def test_forget_id_leaves_no_byte_of_any_version_in_any_file(
         app.queue.pending = (
             *app.queue.pending,
             PendingExtraction(
-                job_id="j1", text="Remember: the learner keeps a pet axolotl named Wyxtrell!", said_at=app.now(), attempts=1
+                job_id="j1",
+                text="Remember: the learner keeps a pet axolotl named Wyxtrell!",
+                said_at=app.now(),
+                attempts=1,
             ),
         )
     app.save_session()

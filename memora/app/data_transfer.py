@@ -616,9 +616,7 @@ def import_data(app: Memora, path: Path) -> str:
         )
     pending = [p.as_proposal() for p in export.pending_profile_changes]
     restore_session = (
-        not app.memory.messages
-        and not app.memory.summary
-        and bool(export.session.messages or export.session.summary)
+        not app.memory.messages and not app.memory.summary and bool(export.session.messages or export.session.summary)
     )
 
     # Nothing is written before this point. The slow part (embedding) comes
