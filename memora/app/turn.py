@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from memora.app.extraction import Skipped
 from memora.app.proposals import ProfileProposal
-from memora.engine.errors import MemoraError
+from memora.engine.errors import LimitError, MemoraError, ModelNotConfigured
 from memora.engine.llm import ReplyResult
 from memora.engine.records import MemorySearchResult
 from memory import PreparedContext
@@ -64,6 +64,21 @@ class TurnState(Guarded):
             self.embedding_failure_noticed = False
 
 
+def check_message(text: str, limit: int, *, configured: bool) -> str:
+    """The message to send, or the one-line reason it cannot be sent."""
+    text = text.strip()
+    if not text:
+        raise LimitError("Empty message: nothing was sent.")
+    if len(text) > limit:
+        raise LimitError(f"Your message is {len(text)} characters; the limit is {limit}. Nothing was sent.")
+    if not configured:
+        raise ModelNotConfigured(
+            "No model is configured: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server "
+            "(see README, 'Configuration'). Commands still work."
+        )
+    return text
+
+
 class TurnCancelled(MemoraError):
     """Ctrl-C during a reply: the turn was rolled back."""
 
@@ -90,4 +105,4 @@ class Notifier:
             log.exception("notify failed")
 
 
-__all__ = ["Guarded", "Notifier", "TurnCancelled", "TurnResult", "TurnState", "UnguardedWrite"]
+__all__ = ["check_message", "Guarded", "Notifier", "TurnCancelled", "TurnResult", "TurnState", "UnguardedWrite"]
