@@ -35,7 +35,7 @@ import json
 import re
 import unicodedata
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -302,8 +302,12 @@ class LongTermMemoryStore:
         clock: Clock = system_clock,
         recency_half_life_days: float | None = None,
         deletions: DeletionLog | None = None,
+        on_embedding_tokens: Callable[[int], None] = lambda n: None,
     ):
         self.path = Path(path)
+        # The tokens of the store's own embeddings (adding, editing, reindexing, importing),
+        # counted by the caller on the thread that spent them; ``embed`` returns its own.
+        self.on_embedding_tokens = on_embedding_tokens
         # What was forgotten, so a reading that started before cannot bring it back (deletions.py).
         self.deletions = deletions or DeletionLog(self.path)
         self.user_id = user_id
@@ -723,8 +727,10 @@ class LongTermMemoryStore:
         return self.embedder.embed(list(texts))
 
     def _vectors(self, texts: Sequence[str]) -> list[list[float]]:
-        """The store's own embedding (adding, superseding, reindexing): not a learner's turn."""
-        return self.embed(texts).vectors
+        """The store's own embedding (adding, superseding, reindexing), its tokens counted."""
+        embedded = self.embed(texts)
+        self.on_embedding_tokens(embedded.tokens)
+        return embedded.vectors
 
     # -- adding -----------------------------------------------------------------------
     @property
@@ -1244,7 +1250,7 @@ class LongTermMemoryStore:
         records = self.catalog.list(include_superseded=True, newest_first=False)
         vectors: list[list[float]] = []
         for start in range(0, len(records), 256):
-            vectors.extend(self.embedder.embed([r.content for r in records[start : start + 256]]).vectors)
+            vectors.extend(self._vectors([r.content for r in records[start : start + 256]]))
         with file_lock(self._catalog_path):
             name = collection_name(self.user_id)
             self.connection.delete_collection(name)

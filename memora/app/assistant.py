@@ -145,9 +145,9 @@ class Memora:
         )
         self.activity = ActivityLog(paths.activity, clock=clock, notify=self.notify)
         self.sessions = SessionStore(paths.session, notify=self.notify)
-        self._open_store()
-        self.knowledge = KnowledgeBase(settings.knowledge_dir, connection, self.embedder)
         self.memory = recall.conversation_memory(settings, counter, model.summarize)
+        self._open_store()
+        self.knowledge = KnowledgeBase(settings.knowledge_dir, connection, self.embedder, on_tokens=self._embedded)
         self.conversation = Conversation(
             lock=self._lock, turn=self.turn, memory=self.memory, sessions=self.sessions, deletions=self.deletions,
             user=user, owner=self.owner, clock=clock, notify=self.notify, on_learner_deleted=self.forget_learner,
@@ -160,7 +160,7 @@ class Memora:
         extractor = Extractor(
             model=model, store=self.store, profiles=self.profiles, proposals=self.proposals, counter=counter,
             ledger=self.ledger, on_tokens=lambda n: self.add_usage("extraction", n),
-            on_embedding_tokens=lambda n: self.add_usage("embeddings", n),
+            on_embedding_tokens=self._embedded,
         )  # fmt: skip
         reader = self.reader
         self.worker = ExtractionWorker(
@@ -186,6 +186,7 @@ class Memora:
             clock=self.clock,
             recency_half_life_days=settings.recency_half_life_days,
             deletions=self.deletions,
+            on_embedding_tokens=self._embedded,
         )
         finish_interrupted_import(self.store, self.paths, self.notify)  # a crash cut an import short
         if self.store.mismatch:
@@ -215,9 +216,12 @@ class Memora:
         self.notify.target = notify
 
     def add_usage(self, kind: str, tokens: int) -> None:
-        """Count tokens spent outside a chat turn (a 'search', extraction)."""
+        """Count tokens spent outside a chat turn (a 'search', extraction), on any thread."""
         with self._lock:
             self.memory.add_token_usage(tokens, kind)
+
+    def _embedded(self, tokens: int) -> None:
+        self.add_usage("embeddings", tokens)
 
     # -- the turn -----------------------------------------------------------------------
     def chat(self, text: str, *, on_delta: Callable[[str], None]) -> TurnResult:
@@ -290,7 +294,7 @@ class Memora:
         except VectorsMissing as error:  # found vanished just now, mid-session: said once
             notes.append(f"Answering without memory search: {error}")
             return recall.Recalled()
-        self.add_usage("embeddings", recalled.tokens)
+        self._embedded(recalled.tokens)
         return recalled
 
     def _fit(self, background, notes: list[str]):
