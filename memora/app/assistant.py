@@ -99,16 +99,8 @@ class Memora:
             connection = (
                 ChromaConnection(url=settings.chroma_url) if settings.chroma_url else ChromaConnection(settings.db_dir)
             )
-        return cls(
-            settings,
-            model=model,
-            embedder=embedder,
-            connection=connection,
-            counter=counter,
-            clock=clock,
-            notifier=notifier,
-            new_session=new_session,
-        )
+        parts = {"model": model, "embedder": embedder, "connection": connection, "counter": counter}
+        return cls(settings, **parts, clock=clock, notifier=notifier, new_session=new_session)
 
     def __init__(
         self,
@@ -225,17 +217,14 @@ class Memora:
 
     # -- the turn -----------------------------------------------------------------------
     def chat(self, text: str, *, on_delta: Callable[[str], None]) -> TurnResult:
-        """One chat turn (see the module docstring). Raises ``MemoraError`` with
-        the conversation unchanged when the turn cannot complete."""
-        text, now, notes = self.check_message(text), self.clock(), []
-        self._start_turn(text)
+        """One chat turn: route, recall, compose, fit, send, commit, read (see the module
+        docstring). Raises ``MemoraError`` with the conversation unchanged when the turn
+        cannot complete."""
+        text, now, notes = self._route(text), self.clock(), []
         try:
             early = self._read_correction_early(text, now)
             recalled = self._recall(text, now, notes)
-            background = recall.compose(
-                recalled, text=text, now=now, early=early, store=self.store, profiles=self.profiles,
-                ledger=self.ledger, counter=self.counter, settings=self.settings, role=self.model.background_role.role,
-            )  # fmt: skip
+            background = self._compose(recalled, text, now, early)
             prepared = self._fit(background, notes)
             reply = self.model.stream_reply(
                 instructions=SYSTEM_PROMPT, messages=prepared.context_messages, on_delta=on_delta
@@ -248,23 +237,22 @@ class Memora:
             raise
         message = self._commit(text, now, reply, prepared, early, notes)
         self._read(message, early)
-        if reply.incomplete:
-            notes.append(
-                f"(reply cut off: {reply.incomplete}) The reply was kept as far as it got; "
-                "raise MEMORA_MAX_OUTPUT_TOKENS for longer answers."
-            )
         return TurnResult(reply=reply, prepared=prepared, memories=list(prepared.background.memories), notes=notes)
 
     def check_message(self, text: str) -> str:
         return check_message(text, MAX_MESSAGE_CHARS, configured=self.model.configured)
 
-    def _start_turn(self, text: str) -> None:
+    def _route(self, text: str) -> str:
+        """The message as it is sent, now the conversation's pending one; a 'forget'
+        another terminal ran since the last turn is caught up with first."""
+        text = self.check_message(text)
         self.conversation.catch_up()
         with self._lock:
             self.memory.add_user_message(text)
             self.turn.turn_active = True
             self.turn.awaiting = None  # a new message is not an answer to an earlier question
             self.turn.rebuild_asked = False
+        return text
 
     def _read_correction_early(self, text: str, now: datetime) -> PreparedExtraction | None:
         """For a message that looks like a correction, read it before the reply
@@ -296,6 +284,12 @@ class Memora:
             return recall.Recalled()
         self._embedded(recalled.tokens)
         return recalled
+
+    def _compose(self, recalled: recall.Recalled, text: str, now: datetime, early: PreparedExtraction | None):
+        return recall.compose(
+            recalled, text=text, now=now, early=early, store=self.store, profiles=self.profiles,
+            ledger=self.ledger, counter=self.counter, settings=self.settings, role=self.model.background_role.role,
+        )  # fmt: skip
 
     def _fit(self, background, notes: list[str]):
         with self._lock:
@@ -332,6 +326,11 @@ class Memora:
         if hint is not None:  # asked once: the catalog knows now, Chroma after the reply
             self.store.mark_followed_up(hint.memory_id, now, sync_chroma=False)
             self.worker.submit_task(lambda: self.store.push_metadata(hint.memory_id))
+        if reply.incomplete:
+            notes.append(
+                f"(reply cut off: {reply.incomplete}) The reply was kept as far as it got; "
+                "raise MEMORA_MAX_OUTPUT_TOKENS for longer answers."
+            )
         self.save_session()
         self.activity.record_turn(now)
         return message
