@@ -84,7 +84,7 @@ DEFAULT_PROACTIVE_DAYS = 3
 DEFAULT_MAX_PROFILE_ITEMS = 100
 # Messages one extraction call may read: short messages wait for the next ones,
 # so the call's fixed instructions and schema are paid once for several (see
-# extraction.BATCH_SHORT_TOKENS). 1 reads every message right after its reply.
+# reading_queue.BATCH_SHORT_TOKENS). 1 reads every message right after its reply.
 DEFAULT_EXTRACTION_BATCH = 8
 # The Responses API refuses a max_output_tokens below 16.
 MIN_OUTPUT_TOKENS = 16
