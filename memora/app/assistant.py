@@ -43,7 +43,6 @@ from memora.app.import_undo import finish_interrupted_import
 from memora.app.knowledge import KnowledgeBase
 from memora.app.proposals import ProfileProposal, ProposalStore
 from memora.app.reader import Reader
-from memora.app.reading_queue import resumed_job
 from memora.app.session import PendingExtraction, SessionStore, new_owner, release_owner
 from memora.app.telling import Telling
 from memora.app.turn import Notifier, TurnCancelled, TurnResult, TurnState, check_message
@@ -61,7 +60,6 @@ from memora.engine.errors import (
 from memora.engine.ledger import LedgerStore
 from memora.engine.llm import ModelClient
 from memora.engine.model_facts import shutdown_note
-from memora.engine.prompts import SYSTEM_PROMPT
 from memora.engine.storage import ensure_private_dir
 from memora.engine.timeutil import Clock, said_day, system_clock
 from memora.engine.tokens import TokenCounter
@@ -162,8 +160,8 @@ class Memora:
             retiring = shutdown_note(settings.model, clock().date())
             if retiring:
                 self.notify(retiring)
-            for pending in self.pending_jobs:
-                self.worker.submit(resumed_job(pending))
+            for job in self.queue.requeue():  # what an earlier run left unread
+                self.worker.submit(job)
         if new_session:
             self.save_session()
 
@@ -227,7 +225,7 @@ class Memora:
             background = self._compose(recalled, text, now, early)
             prepared = self._fit(background, notes)
             reply = self.model.stream_reply(
-                instructions=SYSTEM_PROMPT, messages=prepared.context_messages, on_delta=on_delta
+                instructions=self.memory.instructions, messages=prepared.context_messages, on_delta=on_delta
             )
         except KeyboardInterrupt:
             self._roll_back_turn()
