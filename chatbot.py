@@ -5,20 +5,23 @@
 The REPL reads a line, routes commands (``commands.py``) before chat, and
 sends everything else through ``Memora.chat`` (``assistant.py``). It never
 dies with a traceback: every error a user can cause is one line, and the loop
-goes on. Ctrl-D, Ctrl-C at the prompt, ``exit`` and ``quit`` leave cleanly;
-Ctrl-C during a reply cancels that reply and rolls the turn back.
+goes on. Ctrl-D, ``exit`` and ``quit`` leave cleanly; Ctrl-C is a shell's: it
+clears a typed line, on an empty line it says how to leave and a second one
+soon after leaves, and during a reply it cancels that reply and rolls the turn back.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import logging
 import os
 import sqlite3
 import sys
 import threading
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,6 +42,8 @@ if TYPE_CHECKING:
     from memora.app.assistant import Memora
 
 WELCOME = "Memora, your English tutor. Type 'help' for commands, 'exit' to leave."
+LEAVE_HINT = "(To leave, press Ctrl-C again, or Ctrl-D, or type exit.)"
+LEAVE_WINDOW = timedelta(seconds=3)  # how soon the second Ctrl-C must follow the first to leave
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,7 +107,7 @@ def run(
         print(f"Error: {with_disk_problem(error)}", file=sys.stderr)
         code = 1
     except Exception as error:  # a disk that filled up during the session
-        if is_data_failure(error):
+        if is_write_failure(error, app.settings.data_dir):
             print(f"Error: {data_failure(error, app.settings.data_dir, 'save')}", file=sys.stderr)
         elif raise_unexpected:
             raise
@@ -145,18 +150,33 @@ def _loop(
     except MemoraError as error:
         console.error(with_disk_problem(error))
     except Exception as error:  # e.g. an unreadable proposals file: say so, keep going
-        if not is_data_failure(error):
+        if not is_write_failure(error, app.settings.data_dir):
             raise
         console.error(data_failure(error, app.settings.data_dir))
+    interrupted_at = None  # when Ctrl-C last met an empty prompt
     while True:
         for note in app.take_unsaved_notes():  # a message that could not be saved, told at the next prompt
             console.notice(note)
         try:
             line = console.read()
-        except (EOFError, KeyboardInterrupt):
+        except EOFError:
             notices.new_line()
             console.say("")
             break
+        except KeyboardInterrupt:
+            # As in a shell: Ctrl-C on an empty line only says how to leave, and a second
+            # one soon after leaves (the terminal console clears a typed line itself and
+            # keeps reading). A Ctrl-C that cancelled a reply is not counted: the habitual
+            # second press after it must not quit.
+            notices.new_line()
+            now = app.clock()
+            if interrupted_at is not None and timedelta(0) <= now - interrupted_at <= LEAVE_WINDOW:
+                console.say("")
+                break
+            interrupted_at = now
+            console.say(LEAVE_HINT)
+            continue
+        interrupted_at = None
         notices.new_line()
         # Lone surrogates (a terminal with a non-UTF-8 locale) would break JSON and HTTP later.
         line = line.encode("utf-8", "replace").decode("utf-8")
@@ -178,6 +198,7 @@ def _loop(
                         result = app.chat(text, on_delta=emit)
                 for note in result.notes:
                     console.notice(note)
+                notices.release()
             finally:
                 app.after_turn()
         except (ExitRequested, OutputClosed) as stop:
@@ -191,17 +212,18 @@ def _loop(
         except KeyboardInterrupt:
             console.notice("Cancelled.")
         except Exception as error:  # the REPL never dies with a traceback
-            if is_data_failure(error):  # the disk filled up or went read-only mid-session
+            if is_write_failure(error, app.settings.data_dir):  # e.g. the disk filled up mid-session
                 logging.getLogger("memora").debug("write failed", exc_info=True)
                 console.error(data_failure(error, app.settings.data_dir, "save") + " That change was not saved.")
                 continue
             if raise_unexpected:
                 raise
+            # Any other error, an OSError too, is named for what it is: calling it a
+            # write problem would send the learner to check a disk that is fine.
             logging.getLogger("memora").exception("unexpected error")
-            console.error(
-                f"Unexpected {type(error).__name__}: {' '.join(str(error).split())[:200]} "
-                "(nothing was lost; set MEMORA_DEBUG=1 for details)"
-            )
+            console.error(unexpected_line(error))
+        finally:
+            notices.release()  # after the turn's own error line
 
 
 class _Notices:
@@ -218,6 +240,7 @@ class _Notices:
         self._lock = threading.Lock()
         self._shown: set[str] = set()
         self._held: list[str] | None = None
+        self._deferred: list[str] = []
 
     def __call__(self, text: str) -> None:
         with self._lock:
@@ -231,15 +254,24 @@ class _Notices:
 
     @contextlib.contextmanager
     def held(self):
+        """Hold notices while a reply streams, until ``release``: what the turn says of
+        itself (its error, its cut-off note) comes right under the reply's words, and
+        the notices raised meanwhile (an offline token-count warning, say) after it."""
         with self._lock:
             self._held = []
         try:
             yield
         finally:
             with self._lock:
-                waiting, self._held = self._held or [], None
-            for text in waiting:
-                self(text)
+                self._deferred.extend(self._held or [])
+                self._held = None
+
+    def release(self) -> None:
+        """Show what ``held`` held back."""
+        with self._lock:
+            waiting, self._deferred = self._deferred, []
+        for text in waiting:
+            self(text)
 
     def new_line(self) -> None:
         """The learner typed a line: what comes now is news again."""
@@ -310,7 +342,31 @@ def _shutdown(app: Memora, console: Console) -> int:
     return 0
 
 
+def reopen_closed_streams() -> None:
+    """A standard stream the caller closed (``<&-``, ``>&-``, ``2>&-``) is None in
+    Python, and its first use would be a traceback. Each is opened on /dev/null
+    instead, on its own descriptor: input reads as empty and output goes nowhere, as
+    ``</dev/null`` or ``>/dev/null`` would; and no file Memora opens later (a database,
+    the session) can take descriptor 0-2, where a print would land inside it."""
+    for fd, name, flags, mode in (
+        (0, "stdin", os.O_RDONLY, "r"),
+        (1, "stdout", os.O_WRONLY, "w"),
+        (2, "stderr", os.O_WRONLY, "w"),
+    ):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            null = os.open(os.devnull, flags)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            setattr(sys, name, open(fd, mode, encoding="utf-8", errors="replace", closefd=False))
+        except OSError:
+            pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    reopen_closed_streams()
     args = build_parser().parse_args(argv)
     os.umask(0o077)  # every file Memora (and Chroma) creates is owner-only
     interactive = sys.stdin.isatty() and sys.stdout.isatty() and not args.plain
@@ -359,10 +415,36 @@ def _first_cause(error: BaseException) -> BaseException:
         error = earlier
 
 
-def is_data_failure(error: BaseException) -> bool:
-    """An OS or database error, or any error a full or read-only disk caused
-    (chromadb raises its own ``InternalError`` for "database or disk is full")."""
-    return isinstance(error, (OSError, sqlite3.Error)) or disk_problem(error) is not None
+def is_write_failure(error: BaseException, data_dir) -> bool:
+    """A failure to write (or read) Memora's own data: a full or read-only disk,
+    whichever layer says it; a database error; or an OS error on a file in the data
+    folder. An OS error anywhere else (a system call, another folder) is not one."""
+    if disk_problem(error) is not None:
+        return True
+    first = _first_cause(error)
+    if isinstance(first, sqlite3.Error):
+        return True
+    if not isinstance(first, OSError):
+        return False
+    folder = os.path.abspath(data_dir)
+    for name in (first.filename, first.filename2):
+        if isinstance(name, (str, bytes, os.PathLike)):
+            path = os.path.abspath(os.fsdecode(name))
+            if path == folder or path.startswith(folder.rstrip(os.sep) + os.sep):
+                return True
+    return False
+
+
+def unexpected_line(error: BaseException) -> str:
+    """One line naming an error that is not Memora's to explain: its kind and its own
+    words (an OSError's errno name and text, and the file it names)."""
+    if isinstance(error, OSError) and error.strerror:
+        code = errno.errorcode.get(error.errno, "") if error.errno else ""
+        where = f": {os.fsdecode(error.filename)}" if isinstance(error.filename, (str, bytes)) else ""
+        cause = f"{error.strerror}{f' ({code})' if code else ''}{where}"
+    else:
+        cause = " ".join(str(error).split())[:200] or "no details"
+    return f"Unexpected {type(error).__name__}: {cause} (nothing was lost; set MEMORA_DEBUG=1 for details)"
 
 
 def with_disk_problem(error: MemoraError) -> str:

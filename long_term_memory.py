@@ -49,6 +49,7 @@ from memora.engine.errors import (
     CommandError,
     DamagedStoreError,
     EmbeddingModelMismatch,
+    LocalModelUnavailable,
     MemoraError,
     MemoryFullError,
     StoreError,
@@ -239,8 +240,11 @@ def _latest_first(steps: Sequence[tuple[str | None, str | None]]) -> list[tuple[
     return ordered
 
 
-def _upsert(collection, records: Sequence[MemoryRecord], vectors: Sequence[Sequence[float]]) -> None:
-    """Write records with their vectors to Chroma, in batches Chroma accepts."""
+def _upsert(collection, records: Sequence[MemoryRecord], vectors: Sequence[Sequence[float] | None]) -> None:
+    """Write records with their vectors to Chroma, in batches Chroma accepts. A record
+    whose vector is still to come (``None``) is in the catalog only, until it has one."""
+    pairs = [(r, v) for r, v in zip(records, vectors) if v is not None]
+    records, vectors = [r for r, _ in pairs], [v for _, v in pairs]
     for start in range(0, len(records), 1000):
         chunk = records[start : start + 1000]
         collection.upsert(
@@ -358,6 +362,8 @@ class LongTermMemoryStore:
             self.mismatch = stored
         found = self._finish_interrupted_restore()
         self._sync_catalog(force=found)
+        if not self.mismatch:
+            self.embed_waiting()
 
     # -- a vanished store ------------------------------------------------------------------
     def _examine_store(self, *, running: bool = False) -> str | None:
@@ -597,10 +603,11 @@ class LongTermMemoryStore:
         if remote_revision is None:
             remote_revision = (collection.metadata or {}).get("revision")
         local_revision = self.catalog.get_meta("chroma_revision")
+        waiting = self.catalog.without_vectors()  # in the catalog only, until the model can embed them
         if (
             not force
             and remote_revision == local_revision
-            and collection.count() == self.catalog.count(current_only=False)
+            and collection.count() == self.catalog.count(current_only=False) - len(waiting)
         ):
             return
         cause = self._lost_cause(collection)
@@ -608,10 +615,12 @@ class LongTermMemoryStore:
             self.vectors_missing = self._remember_loss(cause)
             return
         pairs = list(self._iter_chroma_records())
+        in_chroma = {r.id for r, _ in pairs}
+        waiting = [r for r in waiting if r.id not in in_chroma]
         metadata = collection.metadata or {}
         with file_lock(self._catalog_path), self.catalog.transaction() as db:
             self.catalog.clear(db)
-            self.catalog.insert(db, [r for r, _ in pairs], [v for _, v in pairs])
+            self.catalog.insert(db, [r for r, _ in pairs] + waiting, [v for _, v in pairs] + [None] * len(waiting))
             for key, value in (
                 ("chroma_revision", remote_revision),
                 ("store_id", metadata.get(STORE_KEY)),
@@ -732,6 +741,42 @@ class LongTermMemoryStore:
         self.on_embedding_tokens(embedded.tokens)
         return embedded.vectors
 
+    def _vectors_or_later(self, texts: Sequence[str]) -> list[list[float] | None]:
+        """The texts' vectors, or ``None`` for each while the local embedding model is
+        not on this machine (offline): a memory is stored all the same, in the catalog,
+        and gets its vector from ``embed_waiting`` or ``reindex`` once the model is here.
+        Any other embedding failure stands (a server that failed may answer next time)."""
+        try:
+            return self._vectors(texts)
+        except LocalModelUnavailable:
+            return [None] * len(texts)
+
+    def embed_waiting(self) -> int:
+        """Give the memories stored without a vector theirs, now that the model may be
+        here (every start, and ``reindex``, which embeds everything); the number done."""
+        waiting = self.catalog.without_vectors()
+        if not waiting or self.vectors_missing is not None:
+            return 0
+        try:
+            vectors = [
+                v
+                for start in range(0, len(waiting), 256)
+                for v in self._vectors([r.content for r in waiting[start : start + 256]])
+            ]
+        except MemoraError:
+            return 0  # still offline, or another failure: they wait for the next start or 'reindex'
+        with self._writing() as (db, collection):
+            current = self.catalog.get_many([r.id for r in waiting])  # as they are now, under the lock
+            pairs = [(current[r.id], v) for r, v in zip(waiting, vectors) if r.id in current]
+            self.catalog.insert(db, [r for r, _ in pairs], [v for _, v in pairs])
+            _upsert(collection, [r for r, _ in pairs], [v for _, v in pairs])
+        return len(pairs)
+
+    @property
+    def waiting_for_vectors(self) -> int:
+        """How many memories are stored without a vector yet (not searchable yet)."""
+        return len(self.catalog.without_vectors())
+
     # -- adding -----------------------------------------------------------------------
     @property
     def memory_cap(self) -> int | None:
@@ -782,8 +827,8 @@ class LongTermMemoryStore:
         existing = self.catalog.find_exact(text)
         if existing is not None:
             return AddResult(self.touch(existing.id, now), duplicate=True)
-        vector = vector or self._vectors([text])[0]
-        if dedup:
+        vector = vector or self._vectors_or_later([text])[0]
+        if dedup and vector is not None:
             for record, distance in self.nearest_by_vector(vector, 3):
                 if is_near_duplicate(self.embedder.name, text, record.content, distance):
                     return AddResult(self.touch(record.id, now), duplicate=True)
@@ -841,11 +886,11 @@ class LongTermMemoryStore:
         return stored
 
     def _flush(self, batch: list[MemoryRecord]) -> list[MemoryRecord]:
-        vectors = self._vectors([r.content for r in batch])
+        vectors = self._vectors_or_later([r.content for r in batch])
         self._write_new(batch, vectors)
         return batch
 
-    def _write_new(self, records: list[MemoryRecord], vectors: list[list[float]]) -> None:
+    def _write_new(self, records: list[MemoryRecord], vectors: list[list[float] | None]) -> None:
         keys = [k for r in records for k in self.deletions.text_keys(r.content)]
         with self._writing(guards=(("text", keys),)) as (db, collection):
             self.catalog.insert(db, records, vectors)
@@ -914,7 +959,7 @@ class LongTermMemoryStore:
         successor = None
         if new_content is not None:
             text, kind, cat = self.validate(new_content, memory_type or old.memory_type, category or old.category)
-            vector = vector or self._vectors([text])[0]
+            vector = vector or self._vectors_or_later([text])[0]
             successor = MemoryRecord(
                 id=self._new_id(),
                 content=text,
@@ -1283,9 +1328,9 @@ class LongTermMemoryStore:
     def embed_records(self, records: Sequence[MemoryRecord]) -> list[list[float]]:
         """The vectors of ``records``, in batches (before any write: see ``restore``)."""
         self._check_model()
-        vectors: list[list[float]] = []
+        vectors: list[list[float] | None] = []
         for start in range(0, len(records), 256):
-            vectors.extend(self._vectors([r.content for r in records[start : start + 256]]))
+            vectors.extend(self._vectors_or_later([r.content for r in records[start : start + 256]]))
         return vectors
 
     def restore(

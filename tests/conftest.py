@@ -53,6 +53,64 @@ def pytest_configure(config):
         os.environ["PYTEST_DEBUG_TEMPROOT"] = str(MEMORY_BACKED_TMP)
 
 
+# The tiktoken encodings Memora's models use (o200k_base for every current and unknown
+# model, cl100k_base for the older ones).
+TOKEN_ENCODINGS = ("o200k_base", "cl100k_base")
+_MODEL_FILES_MISSING: dict[str, str] = {}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def model_files(tmp_path_factory):
+    """Fetch tiktoken's encoding files and the local embedding model once, before any
+    test's network guard is in place (pytest sets up session fixtures before function
+    ones), so a fresh machine with internet runs every test, in this process and in the
+    children (which share the caches). Offline, what is missing is recorded: a failed
+    encoding stays failed in this process (``tokens.load_encoding``), so every later
+    counter takes the documented approximation without touching the network, and the
+    tests that need the exact files skip with the reason (``exact_tokens_or_skip``,
+    ``local_model_or_skip``), or fail under ``MEMORA_REQUIRE_LOCAL_MODELS=1``."""
+    import fcntl
+
+    from memora.engine.embeddings import LocalEmbedder, local_model_available, local_model_dir
+    from memora.engine.tokens import load_encoding
+
+    for name in TOKEN_ENCODINGS:
+        model = {"o200k_base": "gpt-4o", "cl100k_base": "gpt-3.5-turbo"}[name]
+        try:
+            load_encoding(model)
+        except Exception as error:
+            _MODEL_FILES_MISSING[name] = f"{type(error).__name__}: {' '.join(str(error).split())[:120]}"
+    if not local_model_available():
+        # One download per machine: pytest-xdist workers take turns on a lock beside the cache.
+        folder = local_model_dir().parent.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / ".memora-tests.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                if not local_model_available():
+                    LocalEmbedder(threads=1).embed(["download"])
+            except Exception as error:
+                _MODEL_FILES_MISSING["local model"] = f"{type(error).__name__}"
+    yield
+
+
+def _missing_or_skip(message: str) -> None:
+    if os.environ.get("MEMORA_REQUIRE_LOCAL_MODELS") == "1":
+        pytest.fail(message + " and MEMORA_REQUIRE_LOCAL_MODELS=1")
+    pytest.skip(message)
+
+
+def exact_tokens_or_skip(*encodings: str) -> None:
+    """For a test whose figures hold only for tiktoken's exact counts (not the
+    approximation Memora falls back to without the encoding files)."""
+    for name in encodings or TOKEN_ENCODINGS:
+        if name in _MODEL_FILES_MISSING:
+            _missing_or_skip(
+                f"tiktoken's {name} could not be downloaded ({_MODEL_FILES_MISSING[name]}); offline, set "
+                "TIKTOKEN_CACHE_DIR to a folder holding tiktoken's cached encoding files"
+            )
+
+
 @pytest.fixture(autouse=True)
 def block_network(monkeypatch):
     violations: list[str] = []
@@ -189,6 +247,12 @@ def make_app(make_settings, clock, tls_context, server):
         app = Memora.from_settings(
             settings, clock=clock, http_client=http, embedder=embedder or HashEmbedder(), notify=sink.append
         )
+        # The program's warm-up loads the token counter before the first turn; so does this,
+        # so that on a machine without tiktoken's files (``model_files``) the fallback's one
+        # warning is given here, once, and not inside the lines a test checks.
+        app.set_notify(lambda text: None)
+        app.counter.encoding_name  # noqa: B018
+        app.set_notify(sink.append)
         app.notices = sink
         apps.append(app)
         return app
@@ -255,16 +319,13 @@ def run_repl():
 
 
 def local_model_or_skip():
-    from memora.engine.embeddings import local_model_available
+    from memora.engine.embeddings import local_model_available, local_model_dir
 
     if local_model_available():
         return
-    message = (
-        "the local ONNX all-MiniLM-L6-v2 model is not in ~/.cache/chroma (source ../shared/tools/offline-caches.sh)"
+    _missing_or_skip(
+        f"the local ONNX all-MiniLM-L6-v2 model could not be downloaded; offline, put its files in {local_model_dir()}"
     )
-    if os.environ.get("MEMORA_REQUIRE_LOCAL_MODELS") == "1":
-        pytest.fail(message + " and MEMORA_REQUIRE_LOCAL_MODELS=1")
-    pytest.skip(message)
 
 
 @pytest.fixture(scope="session")

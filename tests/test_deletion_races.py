@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers.scripts import decisions_input, extraction, fact, said_when
+from helpers.scripts import decision_input, decisions_input, extraction, fact, naming, said_when, say
 from helpers.stores import files_holding, new_pieces
 
 from memora.app.commands import ExitRequested
@@ -102,6 +102,7 @@ def test_a_deletion_while_a_reading_runs_is_decided_at_once_and_the_reading_brin
     make_app, server, run_repl, data_dir, clock, monkeypatch, setup, delete, gone
 ):
     app = make_app(extraction_batch=1, timeout=60)  # the reading could answer long after a 15 s wait
+    unique = new_pieces(data_dir, f"{BEES} {SAID}")  # what no file held before
     if setup in ("remember", "remember-then-say"):
         run_repl(app, [f"remember {BEES}"])
     if setup == "mistake":
@@ -131,7 +132,7 @@ def test_a_deletion_while_a_reading_runs_is_decided_at_once_and_the_reading_brin
     if gone in ("everything", "mistake"):
         assert app.ledger.all() == []
     if gone == "everything":
-        assert files_holding(data_dir, "keeps bees", "goed to the roof") == {}
+        assert files_holding(data_dir, "keeps bees", "goed to the roof", *unique) == {}
     app.close()
     again = make_app()
     assert again.store.list(text="bees") == [] if gone != "mistake" else True
@@ -178,6 +179,86 @@ def test_forget_all_in_another_terminal_wins_over_the_message_this_one_holds(mak
     assert "I live in Tokyo." not in (data_dir / "memora_session.json").read_text()
 
 
+@pytest.mark.parametrize(
+    "setup, delete, gone",
+    [
+        (None, forget_all, "everything"),
+        ("remember", forget_the_fact, "fact"),
+        ("remember-then-say", forget_the_fact, "fact"),
+        ("mistake", forget_the_mistake, "mistake"),
+    ],
+    ids=["forget-all", "forget-id", "forget-id-reworded", "mistakes-forget"],
+)
+def test_a_deletion_in_another_terminal_wins_over_this_terminals_reading_in_flight(
+    make_app, server, run_repl, data_dir, setup, delete, gone
+):
+    """The reading is at the server in the first terminal when the second deletes:
+    the first's write lands after the deletion, in another instance with its own
+    connections, and is checked against the deletion log on disk."""
+    first = make_app(extraction_batch=1, timeout=60)
+    second = make_app()
+    unique = new_pieces(data_dir, f"{BEES} {SAID}")
+    if setup in ("remember", "remember-then-say"):
+        run_repl(first, [f"remember {BEES}"])
+    if setup == "mistake":
+        server.script("extraction", with_mistake())
+        first.chat("Last week I goed to the roof to see the bees at sunrise, and they were all fine.", on_delta=print)
+        assert first.wait_for_extraction(10) and len(first.ledger.all()) == 1
+    repeat = "The learner keeps bees on the roof" if setup != "remember-then-say" else "The learner keeps roof bees."
+    held = server.hold("extraction", with_mistake(fact(repeat, "hobby")))
+    first.chat(SAID, on_delta=lambda _: None)
+    held.wait_arrived()
+    t = command(second, *delete(second))
+    assert "Cancelled" not in t and "Error" not in t
+    assert not held.answered.is_set()
+    held.release()
+    assert first.wait_for_extraction(10)
+    for app in (first, second, make_app()):
+        if gone in ("everything", "fact"):
+            assert not any("bees" in r.content for r in app.store.list(include_superseded=True))
+        if gone in ("everything", "mistake"):
+            assert app.ledger.all() == []
+    if gone in ("everything", "fact"):
+        assert not any("remembered" in n and "bees" in n for n in first.notices)
+    first.close()
+    second.close()
+    if gone == "everything":
+        assert files_holding(data_dir, "keeps bees", "goed to the roof", *unique) == {}
+
+
+@pytest.mark.parametrize("where", ["this terminal", "another terminal"])
+@pytest.mark.parametrize("decision", ["reconcile", "reconcile_many"])
+def test_a_forget_while_the_decision_naming_the_memory_is_at_the_server_brings_nothing_back(
+    make_app, server, run_repl, where, decision
+):
+    """Later than the reading: its decision call is held, and will name the forgotten
+    memory (UPDATE, with a new wording of it). The forget wins; nothing of it comes back."""
+    app = make_app(extraction_batch=1, timeout=60)
+    other = make_app() if where == "another terminal" else app
+    run_repl(app, [f"remember {BEES}"])
+    refined = "The learner keeps bees on the roof and sells the honey."
+    facts = [fact(refined, "hobby")]
+    if decision == "reconcile_many":  # a second related fact makes the decision a shared one
+        facts.append(fact("The learner sells honey from the roof bees at a market.", "hobby"))
+        answer = {
+            "decisions": [
+                {"fact": "A", "action": "UPDATE", "memory": 1, "earlier": None, "text": refined},
+                {"fact": "B", "action": "UPDATE", "memory": 1, "earlier": None, "text": None},
+            ]
+        }
+    else:
+        answer = {"action": "UPDATE", "memory": 1, "text": refined}
+    server.script("extraction", extraction(*facts))
+    held = server.hold(decision, answer)
+    app.chat(SAID, on_delta=lambda _: None)
+    held.wait_arrived()
+    command(other, *forget_the_fact(other))
+    held.release()
+    assert app.wait_for_extraction(10)
+    for each in (app, other, make_app()):
+        assert not any("bees" in r.content for r in each.store.list(include_superseded=True))
+
+
 def test_forget_user_while_a_reading_runs_leaves_nothing_and_waits_for_nothing(
     make_app, make_settings, server, run_repl, data_dir, monkeypatch
 ):
@@ -215,7 +296,17 @@ def edited_then_forgotten(app, secret):
     [forget_id, lambda app, secret: ["forget all", "DELETE"], lambda app, secret: ["undo"], edited_then_forgotten],
     ids=["forget-id", "forget-all", "undo-of-remember", "edited-then-forgotten"],
 )
-@pytest.mark.parametrize("secret", [SECRET, "The learner's locker code is Qwvxzyk 7291 at Plimbury gym"])
+@pytest.mark.parametrize(
+    "secret",
+    [
+        SECRET,
+        "The learner's locker code is Qwvxzyk 7291 at Plimbury gym",
+        "暗証番号はミドリガメ、비밀번호는파란고래",  # Japanese kana and kanji, Korean hangul
+        "Ünïcødé Żółwiątko naïve façade Θάλασσα Москва",  # accents, Greek, Cyrillic
+        "zqxjvkq@plimbury.example +886-912-345-678",  # an address and a number
+    ],
+    ids=["english-and-chinese", "locker-code", "japanese-and-korean", "accented-greek-cyrillic", "email-and-phone"],
+)
 def test_no_piece_of_forgotten_text_stays_in_any_file(make_app, run_repl, data_dir, delete, secret):
     app = make_app()
     kept = "The learner plays the oboe in an orchestra."
@@ -273,17 +364,24 @@ def test_no_piece_of_a_forgotten_learner_or_mistake_stays_in_any_file(
 # -- newer wins, by when it was said -----------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "older, newer",
-    [
-        ("The learner works at Google.", "The learner got a new job at a bakery."),
-        ("The learner lives in Taipei.", "The learner moved to Osaka last month."),
-        ("The learner studies law at NTU.", "The learner is now a chemistry student at Kyoto University."),
-        ("The learner has an IELTS exam on Friday.", "The learner's test was postponed to next month."),
-        ("The learner's name is Ming.", "The learner is called Lin by everyone."),
-    ],
-    ids=["job", "home", "studies", "exam", "name"],
-)
+# (the older fact, the newer one filling the same slot): far apart in words and meaning
+SLOT_PAIRS = {
+    "job": ("The learner works at Google.", "The learner got a new job at a bakery."),
+    "job-trade": ("The learner is a nurse.", "The learner now teaches maths at a high school."),
+    "home": ("The learner lives in Taipei.", "The learner moved to Osaka last month."),
+    "home-rent": ("The learner lives with her parents.", "The learner rents a studio downtown."),
+    "studies": ("The learner studies law at NTU.", "The learner is now a chemistry student at Kyoto University."),
+    "exam": ("The learner has an IELTS exam on Friday.", "The learner's test was postponed to next month."),
+    "name": ("The learner's name is Ming.", "The learner is called Lin by everyone."),
+    "target": ("The learner is aiming for IELTS 7.", "The learner's target band is 6.5."),
+    "age": ("The learner is 29 years old.", "The learner just turned 30."),
+    "partner": ("The learner is single.", "The learner got married in June."),
+    "origin": ("The learner's native language is Mandarin.", "The learner's mother tongue is Cantonese."),
+    "job-zh": ("學習者是護士。", "學習者現在當老師。"),
+}
+
+
+@pytest.mark.parametrize("older, newer", SLOT_PAIRS.values(), ids=SLOT_PAIRS.keys())
 def test_facts_of_one_reading_filling_one_slot_reach_the_same_decision(make_app, server, local_embedder, older, newer):
     """However far apart their words and embeddings: the same slot is enough."""
     server.script("extraction", extraction(fact(older, "identity"), fact(newer, "other")))
@@ -312,6 +410,23 @@ def test_facts_of_one_reading_filling_one_slot_reach_the_same_decision(make_app,
     facts, _ = decisions_input(decision)
     assert set(facts.values()) == {older, newer}
     assert [r.content for r in app.store.list()] == [newer]
+
+
+@pytest.mark.parametrize("older, newer", SLOT_PAIRS.values(), ids=SLOT_PAIRS.keys())
+def test_a_stored_memory_of_the_slot_is_among_a_new_facts_candidates(make_app, server, local_embedder, older, newer):
+    """Stored under another category, in a store of unrelated memories: the slot alone
+    brings it to the decision, however far apart the two are."""
+    app = make_app(embedder=local_embedder)
+    for text in ("The learner likes jazz.", "The learner drinks green tea.", "The learner plays the oboe."):
+        app.store.add(text, category="preference", source="extracted")
+    stored = app.store.add(older, category="other", source="extracted").record  # said, not typed
+    server.script("extraction", extraction(fact(newer, "identity")))
+    server.script("reconcile", naming(older, "SUPERSEDE"))
+    say(app, "Some news about me, a lot changed in the last few weeks and I wanted you to know.")
+    [decision] = server.of_kind("reconcile")
+    _, listed = decision_input(decision)
+    assert older in listed.values()
+    assert app.store.get(stored.id).status == "superseded"
 
 
 def test_a_held_message_read_after_an_edit_never_overturns_it(make_app, server, clock):
@@ -385,3 +500,71 @@ def test_a_held_message_is_read_by_exactly_one_process(make_app, server):
     assert [r.content for r in make_app().store.list()] == ["The learner lives in Tokyo."]
     saved = json.loads(first.paths.session.read_text())
     assert saved["pending_extractions"] == []
+
+
+def test_a_held_message_is_read_once_among_three_terminals(make_app, server):
+    server.script("extraction", extraction(fact("The learner lives in Tokyo.", "identity")))
+    first = make_app()
+    first.chat("I live in Tokyo.", on_delta=lambda _: None)  # held by the first terminal
+    second, third = make_app(), make_app()  # both find it in the session file at their start
+    for app in (second, third, first):
+        assert app.wait_for_extraction(10)
+    for app in (third, second, first):
+        app.close()
+    assert len(server.of_kind("extraction")) == 1
+    assert [r.content for r in make_app().store.list()] == ["The learner lives in Tokyo."]
+
+
+def test_a_message_whose_reading_is_at_the_server_is_not_read_again_by_a_terminal_started_meanwhile(make_app, server):
+    first = make_app(extraction_batch=1)
+    held = server.hold("extraction", extraction(fact("The learner keeps bees on the roof.", "hobby")))
+    first.chat(SAID, on_delta=lambda _: None)
+    held.wait_arrived()  # claimed by the first terminal, and at the server
+    second = make_app()  # starts and leaves while the reading is under way
+    assert second.wait_for_extraction(10)
+    second.close()
+    held.release()
+    assert first.wait_for_extraction(10)
+    first.close()
+    assert len(server.of_kind("extraction")) == 1
+    assert [r.content for r in make_app().store.list()] == ["The learner keeps bees on the roof."]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"action": "SUPERSEDE", "memory": 1, "text": None},
+        {"action": "UPDATE", "memory": 1, "text": "The learner lives in Tokyo."},
+    ],
+    ids=["supersede", "update"],
+)
+def test_a_message_held_in_one_terminal_never_overturns_what_another_terminal_heard_later(
+    make_app, server, clock, answer
+):
+    """Terminal 1 holds "I live in Tokyo."; terminal 2 then hears "I moved to Osaka" and
+    reads it at once; terminal 1 leaves last and reads Tokyo: whatever the decision says,
+    Osaka, said later, stays current, and the decision was told which was said first."""
+
+    def read(body):  # each reading gets the facts of what it was sent
+        said = json.dumps(body["input"])
+        facts = [fact("The learner lives in Tokyo.", "identity")] if "I live in Tokyo" in said else []
+        return extraction(*facts, *([fact("The learner moved to Osaka.", "identity")] if "Osaka" in said else []))
+
+    server.script("extraction", read, read)
+    server.script("reconcile", answer)
+    first = make_app()
+    second = make_app(extraction_batch=1)  # open before the first holds anything
+    first.chat("I live in Tokyo.", on_delta=lambda _: None)  # held
+    assert first.held_messages == 1
+    clock.advance(minutes=5)
+    second.chat("Big news: I moved to Osaka last week, the new flat is lovely and near the river.", on_delta=print)
+    assert second.wait_for_extraction(10)
+    assert [r.content for r in second.store.list()] == ["The learner moved to Osaka."]
+    clock.advance(minutes=5)
+    first.close()  # reads the held Tokyo now
+    second.close()
+    assert [r.content for r in make_app().store.list()] == ["The learner moved to Osaka."]
+    [decision] = server.of_kind("reconcile")
+    sent = decision.input[0]["content"]
+    assert sent.startswith("New fact: The learner lives in Tokyo. (29 Nov 10:00)")
+    assert "1. The learner moved to Osaka. (29 Nov 10:05)" in sent

@@ -181,7 +181,7 @@ def test_forget_all_drops_the_messages_not_read_yet(make_app, server, run_repl):
     _chat(app, LONG)
     _chat(app, "I have a cat.")  # held
     transcript = run_repl(app, ["forget all", "DELETE"], settle=False)
-    assert "Deleted 1 memories" in transcript.text
+    assert "Deleted 1 memory" in transcript.text
     assert app.store.list() == [] and app.held_messages == 0 and app.pending_jobs == []
     app.close(timeout=5)
     assert app.store.list() == [] and len(server.of_kind("extraction")) == 1  # never read after the deletion

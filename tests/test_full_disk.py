@@ -42,6 +42,8 @@ COMMANDS = {
     "mistakes forget": ["mistakes forget {mistake}"],
     "reset": ["reset"],
     "chat": ["I went to the market yesterday."],
+    "profile preference": ["profile preference short answers"],
+    "reindex": ["reindex"],
 }
 
 
@@ -92,6 +94,43 @@ def test_a_disk_that_takes_no_writes_is_one_line_naming_it_in_every_command_and_
         assert not values["file"].exists()
     if command == "import":
         assert "cello" not in json.dumps([r.content for r in app.store.all_records()])
+
+
+# Commands whose write is the catalog's alone, and every other command's catalog write:
+# SQLite reports the full disk itself ("database or disk is full", as its own error).
+CATALOG_COMMANDS = {
+    "memory cap": ["memory cap 50"],
+    "memory cap off": ["memory cap off"],
+    "remember": ["remember I like coffee"],
+    "forget": ["forget {id}"],
+    "memory edit": ["memory edit {id} The learner likes green tea."],
+}
+
+
+@pytest.mark.parametrize("command", list(CATALOG_COMMANDS))
+def test_a_catalog_that_cannot_write_is_one_line_naming_a_full_disk(learner, run_repl, monkeypatch, command):
+    import contextlib
+    import sqlite3
+
+    app, values = learner
+    lines = [line.format(**values) for line in CATALOG_COMMANDS[command]]
+    before = [r.content for r in app.store.list()]
+
+    @contextlib.contextmanager
+    def full():
+        raise sqlite3.OperationalError("database or disk is full")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(app.store.catalog, "transaction", full)
+    t = run_repl(app, [*lines, "profile"])
+    monkeypatch.undo()
+
+    assert "Traceback" not in t.text and "Unexpected" not in t.text, t.text
+    during = t.text.split(f"You: {lines[0]}\n", 1)[1].split("You: profile\n", 1)[0]
+    told = [line for line in during.splitlines() if line.startswith(("Error:", "Note:"))]
+    assert len(told) == 1 and "the disk is full" in told[0], during
+    assert [r.content for r in app.store.list()] == before
+    assert app.store.memory_cap == app.store.default_memory_cap
 
 
 def _sqlite_error(pragma: str, statement: str):

@@ -358,7 +358,7 @@ def test_imported_text_is_cleaned_like_typed_text(make_app, run_repl, tmp_path):
     )
     app = make_app()
     t = run_repl(app, [f"import {write(tmp_path, data)}"])
-    assert "Imported 1 memories" in t.text
+    assert "Imported 1 memory" in t.text
     typed = make_app(data_dir=tmp_path / "typed")
     typed.store.add(hostile)
     [imported] = app.store.list()

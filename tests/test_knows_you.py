@@ -331,8 +331,14 @@ def test_a_correction_supersedes_the_memory_at_once_and_says_so(make_app, server
         ),
     )
     server.script("correction", retracting(wrong.content))
-    t = run_repl(app, ["No, I never said I want to work abroad"])
-    assert "Got it, I've removed that from memory: \u201cThe learner wants to work abroad.\u201d" in t.text
+    t = run_repl(app, ["No, I never said I want to work abroad", "memories --all"])
+    said, listed = t.text.split("You: memories --all", 1)
+    assert "removed" not in said  # superseded, not deleted: the notice says what 'memories --all' shows
+    assert (
+        "Got it, that is superseded ('memories --all' still lists it): "
+        "\u201cThe learner wants to work abroad.\u201d" in said
+    )
+    assert "wants to work abroad" in listed and "superseded" in listed
     # read before the reply: the reply was built without the wrong memory, and asked to confirm
     kinds = [r.kind for r in server.requests if r.kind != "embeddings"]
     assert kinds.index("correction") < kinds.index("chat")

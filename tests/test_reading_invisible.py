@@ -88,3 +88,40 @@ def test_status_still_reports_what_is_held(make_app, server, run_repl):
     import re
 
     assert re.search(r"short messages held to read with the\s+next\s+1\b", t.text), t.text
+
+
+def test_history_reads_the_held_message_first(make_app, server, run_repl):
+    app = make_app()
+    earlier = app.store.add("The learner lives in Tainan.", category="identity").record
+    server.script("extraction", reading(fact(TORTOISE, "identity")))
+    app.chat(SAID, on_delta=lambda _: None)
+    assert app.worker.wait_idle(10) and app.held_messages == 1
+    t = run_repl(app, [f"history {earlier.id}"], settle=False)
+    lines = after(t.text, f"history {earlier.id}").splitlines()
+    remembered = next(i for i, line in enumerate(lines) if "remembered" in line and "tortoise" in line)
+    table = next(i for i, line in enumerate(lines) if line.startswith(f"History of {earlier.id}"))
+    assert remembered < table and "lives in Tainan" in "\n".join(lines[table:])
+    assert app.held_messages == 0
+
+
+def test_forget_right_after_a_held_message_is_as_if_it_had_been_read_first(make_app, server, run_repl):
+    """'forget' decides at once (a deletion never waits for a reading), and the held
+    message is read with what was forgotten already ruled out: the learner sees what
+    they would see had it been read first. The forgotten memory does not come back
+    from the message that repeats it; what else the message said is remembered, and
+    told before the next command that shows memories."""
+    cat = "The learner has a cat called Momo."
+    app = make_app()
+    shelly = app.store.add(TORTOISE, category="identity").record
+    server.script("extraction", reading(fact(TORTOISE, "identity"), fact(cat, "identity")))
+    app.chat("Shelly is my tortoise. Momo is my cat.", on_delta=lambda _: None)
+    assert app.worker.wait_idle(10) and app.held_messages == 1
+    t = run_repl(app, [f"forget {shelly.id}", "memories"], settle=False)
+    assert f"Forgot {shelly.id}." in t.text
+    shown = after(t.text, "memories")
+    told = next(i for i, line in enumerate(shown.splitlines()) if "remembered" in line and "Momo" in line)
+    table = next(i for i, line in enumerate(shown.splitlines()) if "memor" in line and "cap" in line)
+    assert told < table
+    assert "1 memory" in shown and "tortoise" not in shown  # not remembered again, not even told
+    assert [r.content for r in app.store.list()] == [cat]
+    assert len(server.of_kind("extraction")) == 1

@@ -94,12 +94,51 @@ def test_ctrl_c_during_a_reply_cancels_it_and_rolls_back(make_app, server, run_r
     assert [m["content"] for m in app.memory.messages if m["role"] == "user"] == ["hello"]
 
 
-def test_ctrl_c_and_ctrl_d_at_the_prompt_exit_cleanly(make_app, run_repl):
+def test_ctrl_d_at_the_prompt_exits_cleanly(make_app, run_repl):
+    t = run_repl(make_app(), [])
+    assert t.code == 0 and t.text.rstrip().endswith("Goodbye!")
+
+
+HINT = "(To leave, press Ctrl-C again, or Ctrl-D, or type exit.)\n"
+
+
+# (what the learner does, the commands that ran after it, whether "status" ran at the end)
+CTRL_C_AT_THE_PROMPT = {
+    "one Ctrl-C: a hint, and the session goes on": ([KeyboardInterrupt], 1, True),
+    "two at once: leaves": ([KeyboardInterrupt, KeyboardInterrupt], 1, False),
+    "two within the window: leaves": ([KeyboardInterrupt, ("advance", 2.9), KeyboardInterrupt], 1, False),
+    "two far apart: two hints": ([KeyboardInterrupt, ("advance", 3.5), KeyboardInterrupt], 2, True),
+    "a line typed between: two hints": ([KeyboardInterrupt, "progress", KeyboardInterrupt], 2, True),
+    "an empty line between: two hints": ([KeyboardInterrupt, "", KeyboardInterrupt], 2, True),
+    "Ctrl-C then Ctrl-D: leaves": ([KeyboardInterrupt, EOFError], 1, False),
+    "clock moved back meanwhile: a hint": ([KeyboardInterrupt, ("advance", -60), KeyboardInterrupt], 2, True),
+}
+
+
+@pytest.mark.parametrize("case", CTRL_C_AT_THE_PROMPT, ids=list(CTRL_C_AT_THE_PROMPT))
+def test_ctrl_c_at_the_prompt_hints_and_a_second_one_soon_after_leaves(make_app, run_repl, clock, case):
+    steps, hints, goes_on = CTRL_C_AT_THE_PROMPT[case]
+    lines = [
+        (lambda seconds=step[1]: clock.advance(seconds=seconds)) if isinstance(step, tuple) else step for step in steps
+    ]
+    t = run_repl(make_app(), lines + ["status"])
+    assert t.code == 0 and t.text.rstrip().endswith("Goodbye!")
+    assert t.text.count(HINT) == hints, t.text
+    assert ("token counting" in t.text) is goes_on, t.text
+    assert "Traceback" not in t.text
+
+
+def test_the_ctrl_c_that_cancelled_a_reply_does_not_count_towards_leaving(make_app, server, run_repl):
     app = make_app()
-    t = run_repl(app, [KeyboardInterrupt])
-    assert t.code == 0 and t.text.rstrip().endswith("Goodbye!")
-    t = run_repl(app, [])
-    assert t.code == 0 and t.text.rstrip().endswith("Goodbye!")
+
+    def interrupting(delta):
+        raise KeyboardInterrupt
+
+    original = app.chat
+    app.chat = lambda text, on_delta: original(text, on_delta=interrupting)
+    t = run_repl(app, ["Tell me a long story", KeyboardInterrupt, "status"])
+    assert "Reply cancelled" in t.text
+    assert t.text.count(HINT) == 1 and "token counting" in t.text, t.text
 
 
 def test_backslash_sends_a_command_word_as_chat(make_app, server, run_repl):

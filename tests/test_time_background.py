@@ -479,6 +479,14 @@ RESCHEDULED = [
     ("The learner moved the exam to Friday.", "Friday", date(2026, 12, 4)),
     ("The learner put the dentist off until Thursday.", "Thursday", date(2026, 12, 3)),
     ("The learner's party was moved from Saturday to Sunday.", "Sunday", date(2026, 12, 6)),
+    # any particle after a verb that moves a plan on its own, and by how much
+    ("The learner's exam was moved over to Friday.", None, date(2026, 12, 4)),
+    ("The learner's exam was shifted back to Friday.", "Friday", date(2026, 12, 4)),
+    ("The learner's class was changed over to Thursday.", "Thursday", date(2026, 12, 3)),
+    ("The learner's exam was postponed by a day to Friday.", "Friday", date(2026, 12, 4)),
+    ("The learner's exam was pushed to Friday.", "Friday", date(2026, 12, 4)),
+    ("The learner pushed the exam back to Friday.", "Friday", date(2026, 12, 4)),
+    ("The learner's exam was brought forward to Monday.", None, date(2026, 12, 7)),
     # said on a Tuesday, "moved to Tuesday" is the next one, not today's and not the one gone
     ("The learner's exam was moved to Tuesday.", "Tuesday", date(2026, 12, 8)),
     # the same verbs before other kinds of day
@@ -490,11 +498,16 @@ RESCHEDULED = [
     ("學員的考試已經推遲到週五。", "週五", date(2026, 12, 4)),
     ("學員的課改成週四了。", "週四", date(2026, 12, 3)),
     ("學員的面試延到下週二了。", "下週二", date(2026, 12, 8)),
+    ("學員的考試延到禮拜五了。", None, date(2026, 12, 4)),
+    ("学员的考试推迟到周五了。", "周五", date(2026, 12, 4)),
+    ("學員的考試提前到星期四。", "星期四", date(2026, 12, 3)),
     # not a move to a day: the day is when something happened
     ("The learner moved to Osaka last Friday.", "last Friday", date(2026, 11, 27)),
     ("The learner moved to Osaka on Friday.", "on Friday", date(2026, 11, 27)),
     ("The learner's exam was moved on Friday.", "on Friday", date(2026, 11, 27)),
     ("The learner changed to a new school on Monday.", "on Monday", date(2026, 11, 30)),
+    ("The learner moved back to Osaka on Friday.", "on Friday", date(2026, 11, 27)),
+    ("The learner was moved up to the advanced class on Monday.", "on Monday", date(2026, 11, 30)),
     ("The learner postponed the trip last Friday.", "last Friday", date(2026, 11, 27)),
     ("The learner had a test on Friday.", "on Friday", date(2026, 11, 27)),
     ("學員上週五搬到大阪了。", "上週五", date(2026, 11, 27)),

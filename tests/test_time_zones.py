@@ -18,6 +18,8 @@ import pytest
 from helpers.scripts import decision_input, extraction, fact, say
 
 LA, TOKYO = "America/Los_Angeles", "Asia/Tokyo"
+NEW_YORK, LONDON, SYDNEY, KOLKATA = "America/New_York", "Europe/London", "Australia/Sydney", "Asia/Kolkata"
+KIRITIMATI, PAGO_PAGO = "Pacific/Kiritimati", "Pacific/Pago_Pago"  # UTC+14 and UTC-11: a day and an hour apart
 
 
 @pytest.fixture
@@ -93,6 +95,47 @@ REMEMBERED = [
         (LA, 2026, 12, 6, 20, 0),
         'Learner said: "我們 on Tue 15 Dec (in 9 days) 考試"',
     ),
+    # other pairs: a half-hour zone read where it is still the day before
+    (
+        (KOLKATA, 2026, 12, 3, 23, 50),
+        "remember I have my driving test tomorrow",
+        (NEW_YORK, 2026, 12, 3, 14, 0),
+        'Learner said: "I have my driving test on Fri 4 Dec (tomorrow)"',
+    ),
+    # the date line's two ends: Fri 00:30 at UTC+14 is Thu 10:30 at UTC-11
+    (
+        (KIRITIMATI, 2026, 12, 4, 0, 30),
+        "remember I'm calling my mum tonight",
+        (PAGO_PAGO, 2026, 12, 3, 12, 0),
+        'Learner said: "I\'m calling my mum on the night of Fri 4 Dec (tomorrow)"',
+    ),
+    (
+        (TOKYO, 2026, 12, 4, 1, 0),
+        "remember 我後天考試",
+        (LONDON, 2026, 12, 3, 18, 0),
+        'Learner said: "我 on Sun 6 Dec (in 3 days) 考試"',
+    ),
+    # across the end of summer time: London's Sat 24 Oct 23:30 (BST), read in Sydney after its start
+    (
+        (LONDON, 2026, 10, 24, 23, 30),
+        "remember I have my driving test tomorrow",
+        (SYDNEY, 2026, 10, 26, 10, 0),
+        'Learner said: "I have my driving test on Sun 25 Oct (yesterday)"',
+    ),
+    # New York's night the clocks go back (Sun 1 Nov 01:30 comes twice): "tomorrow" of Saturday is today
+    (
+        (NEW_YORK, 2026, 10, 31, 23, 30),
+        "remember I have my driving test tomorrow",
+        (NEW_YORK, 2026, 11, 1, 1, 30),
+        'Learner said: "I have my driving test on Sun 1 Nov (today)"',
+    ),
+    # the night the clocks go forward (Sun 8 Mar 2026 in Los Angeles): three days are still three days
+    (
+        (LA, 2026, 3, 7, 23, 30),
+        "remember I fly home in 3 days",
+        (LA, 2026, 3, 9, 0, 30),
+        'Learner said: "I fly home on Tue 10 Mar (tomorrow)"',
+    ),
 ]
 
 
@@ -134,6 +177,27 @@ EXTRACTED = [
         fact("The learner's sister arrives tomorrow.", "identity"),
         (LA, 2026, 12, 3, 20, 0),
         "- About them: [3 Dec] The learner's sister arrives on Sat 5 Dec (in 2 days).",
+    ),
+    (
+        (KOLKATA, 2026, 12, 3, 23, 50),
+        "My sister arrives tomorrow.",
+        fact("The learner's sister arrives tomorrow.", "identity"),
+        (NEW_YORK, 2026, 12, 3, 14, 0),
+        "- About them: [3 Dec] The learner's sister arrives on Fri 4 Dec (tomorrow).",
+    ),
+    (
+        (SYDNEY, 2026, 10, 4, 1, 30),  # Sydney's summer time starts at 02:00 that night
+        "My interview is the day after tomorrow.",
+        fact("The learner has an interview the day after tomorrow.", "schedule", event_phrase="the day after tomorrow"),
+        (LONDON, 2026, 10, 5, 9, 0),
+        "- Plans and events: [3 Oct] The learner has an interview on Tue 6 Oct (tomorrow).",
+    ),
+    (
+        (PAGO_PAGO, 2026, 12, 3, 22, 0),  # Fri 23:00 at UTC+14
+        "My sister arrives tomorrow.",
+        fact("The learner's sister arrives tomorrow.", "identity"),
+        (KIRITIMATI, 2026, 12, 5, 9, 0),
+        "- About them: [4 Dec] The learner's sister arrives on Fri 4 Dec (yesterday).",
     ),
 ]
 
@@ -214,6 +278,14 @@ BATCH_DAYS = [
     ("exit", (LA, 2026, 12, 3, 15, 0), LATER, (TOKYO, 2026, 12, 4, 9, 0), [[HELD], [LATER]]),
     ("exit", (TOKYO, 2026, 12, 4, 8, 0), LATER, (LA, 2026, 12, 3, 16, 10), [[HELD], [LATER]]),
     ("exit", (LA, 2026, 12, 3, 22, 0), SAME_DAY, (LA, 2026, 12, 3, 23, 0), [[HELD, SAME_DAY]]),
+    # other zones: a half-hour zone's midnight; Friday in Sydney, then Thursday in London an hour later
+    ("correction", (KOLKATA, 2026, 12, 3, 23, 50), CORRECTION, (KOLKATA, 2026, 12, 4, 0, 5), [[HELD], [CORRECTION]]),
+    ("correction", (SYDNEY, 2026, 12, 4, 9, 0), CORRECTION, (LONDON, 2026, 12, 3, 23, 0), [[HELD], [CORRECTION]]),
+    ("exit", (SYDNEY, 2026, 12, 4, 9, 0), LATER, (LONDON, 2026, 12, 3, 23, 0), [[HELD], [LATER]]),
+    # the night New York's clocks go back: Saturday 23:30, then 01:30 on Sunday (the first of two)
+    ("exit", (NEW_YORK, 2026, 10, 31, 23, 30), LATER, (NEW_YORK, 2026, 11, 1, 1, 30), [[HELD], [LATER]]),
+    # two zones, Thursday where each was said: one reading
+    ("exit", (LONDON, 2026, 12, 3, 10, 0), SAME_DAY, (KOLKATA, 2026, 12, 3, 20, 0), [[HELD, SAME_DAY]]),
     # a new session reads what the old one held
     ("new session", (LA, 2026, 12, 3, 23, 59), LATER, (LA, 2026, 12, 4, 0, 0), [[HELD], [LATER]]),
     # both left unread by a reading that failed, then a crash: the next start reads them

@@ -107,6 +107,11 @@ class Kind:
     server: bool = False
 
 
+def _dangling_link(scene: Scene) -> None:
+    scene.chroma_file.unlink()
+    scene.chroma_file.symlink_to(scene.spare / "nowhere.sqlite3")
+
+
 KINDS = [
     Kind("deleted", lambda s: s.chroma_file.unlink(), "chroma.sqlite3 in {db} was deleted"),
     Kind(
@@ -149,6 +154,8 @@ KINDS = [
         "chroma.sqlite3 in {db} is damaged (not a SQLite database); it was moved aside as chroma.sqlite3.corrupt-",
     ),
     Kind("collection deleted, file kept", _delete_collection, "chroma.sqlite3 in {db} has no collection {name}"),
+    Kind("a link to nowhere in its place", _dangling_link, "chroma.sqlite3 in {db} was deleted"),
+    Kind("moved away", lambda s: s.chroma_file.rename(s.spare / "moved.sqlite3"), "chroma.sqlite3 in {db} was deleted"),
     Kind(
         "collection deleted on the Chroma server",
         _delete_collection,

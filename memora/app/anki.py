@@ -28,7 +28,7 @@ from pathlib import Path
 
 from memora.engine.errors import CommandError, failure_reason
 from memora.engine.ledger import Mistake
-from memora.engine.storage import FILE_MODE
+from memora.engine.storage import FILE_MODE, special_file
 
 MODEL_ID = 1_718_204_812  # never change: Anki keys the note type on it
 DECK_ID = 1_718_204_813  # never change: Anki keys the deck on it
@@ -75,6 +75,9 @@ def write_deck(mistakes: list[Mistake], path: Path, *, user: str, now: datetime)
     if path.suffix.lower() != ".apkg":
         raise CommandError(f"An Anki deck file ends in .apkg; got {path.name}. Usage: review export <file.apkg>")
     folder = path.parent if str(path.parent) else Path(".")
+    kind = special_file(path)
+    if kind is not None:
+        raise CommandError(f"Cannot write {path}: it is {kind}, not a file. Nothing was exported.")
     if not folder.is_dir():
         raise CommandError(f"Cannot write {path}: the folder {folder} does not exist. Nothing was exported.")
     model = _model()

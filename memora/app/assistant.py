@@ -54,6 +54,7 @@ from memora.engine.embeddings import Embedder, make_embedder
 from memora.engine.errors import (
     EmbeddingError,
     EmbeddingModelMismatch,
+    LocalModelUnavailable,
     MemoraError,
     VectorsMissing,
 )
@@ -272,9 +273,12 @@ class Memora:
         try:
             recalled = recall.recall(self.store, self.knowledge, text, now)
         except (EmbeddingError, EmbeddingModelMismatch) as error:
+            # No local model is said once a session, whether chat or 'search' meets it first.
+            no_model = isinstance(error, LocalModelUnavailable)
             with self._lock:
-                if not self.turn.embedding_failure_noticed:
+                if not (self.turn.embedding_failure_noticed or (no_model and self.turn.no_local_model_told)):
                     self.turn.embedding_failure_noticed = True
+                    self.turn.no_local_model_told |= no_model
                     notes.append(f"Answering without memories this time: {error}")
             return recall.Recalled()
         except VectorsMissing as error:  # found vanished just now, mid-session: said once
@@ -390,7 +394,14 @@ class Memora:
         return self.worker.wait_idle(timeout)
 
     def close(self, timeout: float | None = 10.0) -> bool:
-        """Finish queued extraction (bounded) and save the session."""
+        """Finish queued extraction (bounded) and save the session.
+
+        What the last messages' reading finds is still told, but nothing is asked:
+        a profile or word-card question waits in the proposals file for the next
+        start, and the change line has no 'undo' hint, since no line can be typed
+        between "Saving memories…" and "Goodbye!"."""
+        with self._lock:
+            self.turn.closing = True
         self.read_held_messages()
         finished = self.worker.close(timeout)
         self.save_session()

@@ -87,8 +87,9 @@ class ChangeLog(Guarded):
             return next((u for u in reversed(self.undone) if u.id.startswith(key)), None)
 
 
-def change_line(store, steps) -> str:
-    """One short line: what a turn remembered, updated or superseded."""
+def change_line(store, steps, *, undo_hint: bool = True) -> str:
+    """One short line: what a turn remembered, updated or superseded (at exit without
+    the 'undo' hint: no command can follow)."""
     parts = []
     for old_id, new_id in steps:
         new = store.get(new_id) if new_id else None
@@ -106,7 +107,7 @@ def change_line(store, steps) -> str:
     if not parts:
         return ""
     shown = parts[:3] + ([f"and {len(parts) - 3} more"] if len(parts) > 3 else [])
-    return "Memory: " + "; ".join(shown) + " ('undo' takes this back)."
+    return "Memory: " + "; ".join(shown) + (" ('undo' takes this back)." if undo_hint else ".")
 
 
 def undo_lines(change: ChangeSet, result, now: datetime, left: int) -> list[str]:

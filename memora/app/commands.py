@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING
 
 from context_builder import dated_text
 from memora.app.terminal import NO, YES, Console, render_table
-from memora.engine.errors import CommandError, MemoraError
+from memora.engine.embeddings import LOCAL_MODEL_NAME
+from memora.engine.errors import CommandError, LocalModelUnavailable, MemoraError
 from memora.engine.records import CATEGORIES, MEMORY_TYPES
-from memora.engine.text_utils import quoted, shorten
+from memora.engine.text_utils import counted, quoted, shorten
 from memora.engine.timeutil import time_ago
 from user_profile import CEFR_LEVELS, CORRECTION_STYLES
 
@@ -58,7 +59,7 @@ SUBCOMMANDS = {
     # "review my essay" and "progress is slow" are chat: these take only their subcommands.
     "mistakes": {"forget"},
     "review": {"export"},
-    "progress": {"--since"},
+    "progress": {"--since", "--plain"},
 }
 _MEMORY_ID = re.compile(r"[0-9a-f]{4,64}|[0-9A-Za-z_-]*[0-9][0-9A-Za-z_-]*")
 # After any command word, these turn the line into a sentence ("search is broken").
@@ -541,6 +542,8 @@ class CommandRouter:
         else:
             self.app.record_changes("remember", [(None, result.id)])
             self.console.say(f"Remembered ({result.id}).")
+            if self.app.store.waiting_for_vectors:
+                self._no_local_model_notice()
 
     def cmd_memories(self, args: str) -> None:
         """memories [--all] [--type semantic|episodic] [--category C] [text] -- List memories, newest first."""
@@ -595,6 +598,8 @@ class CommandRouter:
             self.console.notice("Times are shown as the tutor reads them today; 'history <id>' shows your own words.")
         if self.app.store.check_vectors():  # listed from the catalog, which is true; search is not
             self.console.notice(self.app.store.missing_vectors_message())
+        elif self.app.store.waiting_for_vectors:
+            self._no_local_model_notice()
 
     def cmd_memory(self, args: str) -> None:
         """memory edit <id> <text> -- Replace a memory's text (the old text stays in its history).
@@ -615,9 +620,15 @@ class CommandRouter:
                 self.app.set_memory_cap(None)
                 self.console.say("Memory cap removed.")
                 return
-            if not value.isdecimal():  # "²".isdigit() is True, but int("²") fails
+            number = value[1:] if value[:1] in "+-" else value
+            if not number.isdecimal():  # "²".isdigit() is True, but int("²") fails
                 raise self.usage("memory")
             cap, current = int(value), self.app.store.count()
+            if cap <= 0:  # "0" and "-5" alike: a number, but not a cap
+                raise CommandError(
+                    f"The memory cap must be a positive number, not {cap}; the cap was not changed. "
+                    "'memory cap off' removes it."
+                )
             if 0 < cap < current:
                 # Accepting it would leave the learner over the cap, with every new memory
                 # refused and nothing saying why the number no longer adds up.
@@ -658,7 +669,7 @@ class CommandRouter:
             if count == 0 and mistakes == 0 and unread == 0 and turns == 0:
                 self.console.say("There are no memories to delete.")
                 return
-            parts = [f"all {count} memories"]
+            parts = [f"all {counted(count, 'memory', 'memories')}" if count != 1 else "the 1 memory"]
             if mistakes:
                 parts.append(f"{mistakes} mistake{'s' if mistakes != 1 else ''}")
             if unread:
@@ -680,7 +691,7 @@ class CommandRouter:
                 forget_everywhere(self.app, texts, self.console)
                 for path in exports:
                     path.unlink(missing_ok=True)
-                parts = [f"{deleted} memories"] + (
+                parts = [counted(deleted, "memory", "memories")] + (
                     [f"{forgotten} mistake{'s' if forgotten != 1 else ''}"] if forgotten else []
                 )
                 if unread:
@@ -801,9 +812,14 @@ class CommandRouter:
         from long_term_memory import RETRIEVAL_MIN_SCORE
         from memora.engine.retrieval import retrieve_relevant_memories
 
-        results, tokens = retrieve_relevant_memories(
-            self.app.store, args, n_results=10, include_below_threshold=True, now=self.app.now()
-        )
+        try:
+            results, tokens = retrieve_relevant_memories(
+                self.app.store, args, n_results=10, include_below_threshold=True, now=self.app.now()
+            )
+        except LocalModelUnavailable:
+            if not self._no_local_model_notice():
+                self.console.say("Memory search is unavailable without the local embedding model (see above).")
+            return
         self.app.add_usage("embeddings", tokens)
         rows = [
             [
@@ -822,6 +838,18 @@ class CommandRouter:
             ["pass", "score", "dense", "lexical", "id", "date", "text"],
             rows,
         )
+
+    def _no_local_model_notice(self) -> bool:
+        """Say once a session why memory search is unavailable (the local embedding model
+        is not on this machine) and that memories are still kept; True if said now."""
+        if not self.app.telling.no_local_model_told_once():
+            return False
+        self.console.notice(
+            f"Memory search is unavailable: the local embedding model {LOCAL_MODEL_NAME} is not on this machine "
+            "and could not be downloaded (see README, 'Offline use'). Your memories are still saved; they become "
+            "searchable at the next start with the model, or with 'reindex'."
+        )
+        return True
 
     def cmd_reindex(self, args: str) -> None:
         """reindex -- Re-embed all memories with the configured embedding model, then retry unsaved messages."""
@@ -911,12 +939,11 @@ class CommandRouter:
                 raise self.usage("review")
             from memora.app.anki import write_deck
 
-            path = self._path_argument("review", words[1])
+            path = self._path_argument("review", words[1]).absolute()  # the whole path, as 'export' prints it
             count = write_deck(self.app.ledger.all(), path, user=self.app.settings.user, now=self.app.now())
-            self.console.say(
-                f"Wrote {count} card{'s' if count != 1 else ''} to {path}; import it in Anki (File > Import)."
-            )
-            self.console.notice("That file holds your own sentences. Keep it private.")
+            self.console.say(f"Wrote {counted(count, 'card')} to {path}; import it in Anki (File > Import).")
+            if count:  # an empty deck holds none of the learner's sentences
+                self.console.notice("That file holds your own sentences. Keep it private.")
             return
         from memora.app.drill import Drill
 
@@ -931,11 +958,11 @@ class CommandRouter:
         self.console.say(drill.run())
 
     def cmd_progress(self, args: str) -> None:
-        """progress [--since <N>d|<N>w] -- Days practised, turns, mistakes, reviews and level (default: 8 weeks)."""
-        from memora.app.progress import ProgressData, parse_since, report
+        """progress [--since <N>d|<N>w] [--plain] -- Days practised, mistakes, reviews and level; --plain: no charts."""
+        from memora.app.progress import ProgressData, parse_options, report
 
         try:
-            days = parse_since(args)
+            days, plain = parse_options(args)
         except CommandError:
             raise self.usage("progress") from None
         profile = self.app.profiles.get()
@@ -946,7 +973,7 @@ class CommandRouter:
             mistakes=self.app.ledger.all(),
             level_history=[(change.at.astimezone().date(), change.level) for change in profile.level_history],
         )
-        for line in report(data, charts=self.console.charts):
+        for line in report(data, charts=self.console.charts and not plain):
             self.console.say(line)
 
     # -- data -------------------------------------------------------------------------------
@@ -1035,7 +1062,7 @@ EXAMPLES = {
     "users": ["users"],
     "mistakes": ["mistakes", "mistakes forget m3fa9c"],
     "review": ["review", "review export ~/memora-mistakes.apkg"],
-    "progress": ["progress", "progress --since 30d"],
+    "progress": ["progress", "progress --since 30d", "progress --plain"],
     "exit": ["exit"],
 }
 

@@ -45,14 +45,24 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from long_term_memory import PartialWriteError
 from memora.app.import_undo import put_files_back, snapshot_files
 from memora.app.proposals import MAX_PENDING, ProfileProposal
 from memora.app.session import ChatMessage
 from memora.engine.activity import DayActivity
-from memora.engine.errors import ImportFileError, MemoraError, disk_problem, failure_reason
+from memora.engine.config import validate_user_name
+from memora.engine.errors import ConfigError, ImportFileError, MemoraError, disk_problem, failure_reason
 from memora.engine.ledger import MAX_MISTAKES, Mistake, clean_mistake_text
 from memora.engine.records import (
     MAX_MEMORY_CHARS,
@@ -62,8 +72,8 @@ from memora.engine.records import (
     reserved_metadata_keys,
     stored_fields,
 )
-from memora.engine.storage import FIRST_YEAR, LAST_YEAR, StoredDay, atomic_write_text, first_problem
-from memora.engine.text_utils import clean_text, normalized_key
+from memora.engine.storage import FIRST_YEAR, LAST_YEAR, StoredDay, atomic_write_text, first_problem, special_file
+from memora.engine.text_utils import clean_text, counted, normalized_key
 from user_profile import MAX_PROFILE_ITEMS, UserProfile, clean_profile_value, normalize_level
 
 if TYPE_CHECKING:
@@ -86,13 +96,18 @@ HARD_MAX_IMPORT_MEMORIES = 1_000_000  # validation itself is bounded, whatever t
 class ImportLimits:
     memories: int
     bytes: int
+    profile_items: int = MAX_PROFILE_ITEMS  # per profile list: the learner's MEMORA_MAX_PROFILE_ITEMS
 
 
-def import_limits(memory_cap: int | None) -> ImportLimits:
+def import_limits(memory_cap: int | None, profile_items: int | None = None) -> ImportLimits:
     """What an import takes under these settings: at least what export writes."""
     memories = max(MAX_IMPORT_MEMORIES, VERSIONS_PER_MEMORY * (memory_cap or 0))
     memories = min(memories, HARD_MAX_IMPORT_MEMORIES)
-    return ImportLimits(memories, max(MAX_IMPORT_BYTES, memories * BYTES_PER_MEMORY + BYTES_BESIDE_MEMORIES))
+    return ImportLimits(
+        memories,
+        max(MAX_IMPORT_BYTES, memories * BYTES_PER_MEMORY + BYTES_BESIDE_MEMORIES),
+        profile_items or MAX_PROFILE_ITEMS,
+    )
 
 
 # An export is at most four levels deep (file, memories, memory, metadata);
@@ -325,11 +340,14 @@ class ImportedProfile(UserProfile):
 
     @field_validator("learning_goals", "preferences", mode="before")
     @classmethod
-    def _limits(cls, values):
+    def _limits(cls, values, info: ValidationInfo):
         if not isinstance(values, list):
             return values
-        if len(values) > MAX_PROFILE_ITEMS:
-            raise ValueError(f"{len(values)} items; the limit is {MAX_PROFILE_ITEMS}")
+        # The importing learner's own list limit (MEMORA_MAX_PROFILE_ITEMS), which the
+        # export was written under: a constant here would refuse a learner's own file.
+        limit = (info.context or {}).get("profile_items", MAX_PROFILE_ITEMS)
+        if len(values) > limit:
+            raise ValueError(f"{len(values)} items; the limit is {limit} (MEMORA_MAX_PROFILE_ITEMS)")
         return [_checked(clean_profile_value, v) if isinstance(v, str) else v for v in values]
 
 
@@ -360,7 +378,7 @@ class ExportFile(BaseModel):
     format: Literal["memora-export"]
     version: Literal[1]
     exported_at: datetime
-    user: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
+    user: str  # any name --user takes (李明 too): export writes the learner's own
     embedding_model: str | None = Field(default=None, max_length=200)
     profile: ImportedProfile
     pending_profile_changes: list[ImportedProposal] = Field(default_factory=list, max_length=MAX_PENDING)
@@ -373,6 +391,17 @@ class ExportFile(BaseModel):
     @classmethod
     def _date_is_text(cls, value):
         return _iso_text(value)
+
+    @field_validator("user", mode="before")
+    @classmethod
+    def _learner_name(cls, value):
+        if not isinstance(value, str):
+            raise ValueError("the learner name must be text")
+        try:
+            validate_user_name(value)
+        except ConfigError:
+            raise ValueError(f"{value[:40]!r} is not a learner name") from None
+        return value
 
     @model_validator(mode="after")
     def _links_hold(self) -> ExportFile:
@@ -529,6 +558,9 @@ def read_export(path: Path, limits: ImportLimits | None = None) -> ExportFile:
         raise ImportFileError(f"Cannot read {_shown(path)}: {error.strerror}. Nothing was imported.") from None
     except ValueError:  # a NUL character in the path
         raise ImportFileError(f"Cannot read {_shown(path)}: the path is not valid. Nothing was imported.") from None
+    kind = special_file(path)
+    if kind is not None:  # a pipe would block the read, /dev/zero never end it
+        raise ImportFileError(f"Cannot read {_shown(path)}: it is {kind}, not a file. Nothing was imported.")
     if size > most:
         # In bytes: a file just over the limit must not read "20 MB; the limit is 20 MB".
         raise _refuse(path, f"is {size:,} bytes; imports are limited to {most:,} bytes ({most / (1024 * 1024):g} MB)")
@@ -541,7 +573,7 @@ def read_export(path: Path, limits: ImportLimits | None = None) -> ExportFile:
         raise _refuse(path, f"is over {most:,} bytes, the import limit")
     data = _parse(path, raw)
     try:
-        export = ExportFile.model_validate(data)
+        export = ExportFile.model_validate(data, context={"profile_items": limits.profile_items})
     except ValidationError as error:
         raise _refuse(path, f"is not a valid Memora export ({_first_problem(error)})") from None
     if len(export.memories) > limits.memories:
@@ -582,12 +614,13 @@ def import_data(app: Memora, path: Path) -> str:
     """Restore an export, all or nothing, without destroying anything already here
     (see the module docstring)."""
     path = Path(path)
-    export = read_export(path, import_limits(app.store.memory_cap))
-    if export.user.lower() != app.settings.user:
+    export = read_export(path, import_limits(app.store.memory_cap, app.profiles.max_items))
+    learner = validate_user_name(export.user)  # the name as --user and export spell it (NFC, lower case)
+    if learner != app.settings.user:
         raise _refuse(
             path,
-            f"holds the data of learner '{export.user.lower()}', not '{app.settings.user}'; "
-            f"start Memora with --user {export.user.lower()} to import it there",
+            f"holds the data of learner '{learner}', not '{app.settings.user}'; "
+            f"start Memora with --user {learner} to import it there",
         )
     existing = {r.id for r in app.store.all_records()}
     # Memories already here are kept as they are: an older export must never
@@ -685,7 +718,7 @@ def import_data(app: Memora, path: Path) -> str:
     if new_mistakes:
         proposals_note += f", {len(new_mistakes)} mistake{'s' if len(new_mistakes) != 1 else ''} added to your ledger"
     return (
-        f"Imported {restored} memories ({kept} already here, kept as they are), "
+        f"Imported {counted(restored, 'memory', 'memories')} ({kept} already here, kept as they are), "
         f"profile {'merged' if profile_changed else 'unchanged'}{proposals_note}, {session_note}."
     )
 

@@ -682,7 +682,10 @@ class Extractor:
         self.store.supersede(record.id, None, reason="correction", note=retraction.evidence)
         done.append(record.id)
         outcome.retracted.append(record.id)
-        outcome.notices.append(f"Got it, I've removed that from memory: {quoted(record.content, 120)}")
+        # Superseded, not deleted: it stays in 'memories --all' and 'history', so the notice says so.
+        outcome.notices.append(
+            f"Got it, that is superseded ('memories --all' still lists it): {quoted(record.content, 120)}"
+        )
 
     def _fence(self, message: ExtractionJob) -> Fence:
         return Fence(self.store.user_id, message.generation, message.job_id)
@@ -965,6 +968,7 @@ class Extractor:
         text, candidates = plan.text, plan.candidates
         if shared is not None:
             decision, named = shared.decision, shared.memory
+            self._not_forgotten(decision, named)
             target = store.get(named) if named else None
             if (named or shared.earlier is not None) and (target is None or not target.is_current):
                 plan = replace(plan, candidates=self.candidates(text, plan.vector, plan.category))
@@ -975,6 +979,8 @@ class Extractor:
                     return repeat.record.id
         if shared is None:
             decision, target = self._decide(text, candidates, plan.said_at)
+            if decision.memory is not None and 1 <= decision.memory <= len(candidates):
+                self._not_forgotten(decision, candidates[decision.memory - 1].record.id)
         if decision.action in ("UPDATE", "SUPERSEDE") and target is not None and _newer(target, plan.said_at):
             # Newer wins, by when it was said: a fact said before the memory it would
             # change (a held message read after an edit, an older message read later)
@@ -1030,6 +1036,14 @@ class Extractor:
         )
         outcome.added.append(added.id)
         return added.id
+
+    def _not_forgotten(self, decision: MemoryDecision, named: str | None) -> None:
+        """A decision that this fact changes or repeats a memory the learner has
+        forgotten since the message was said is about what was forgotten: the fact is
+        dropped (``DeletedMeanwhile``), not added in its place. Had the reading landed
+        first, the forget would have taken the new version with the old one."""
+        if named and decision.action in ("UPDATE", "SUPERSEDE", "NOOP"):
+            self.deletions.guard("memory", [named])
 
     def _refresh(self, memory_id: str, outcome: ExtractionOutcome) -> None:
         """A fact already known: its memory is seen again, nothing is added."""

@@ -26,7 +26,17 @@ BLOCKS = "▁▂▃▄▅▆▇█"
 PRACTISED, IDLE = "■", "·"
 BAR_WIDTH = 24
 _PERIOD = re.compile(r"(\d{1,4})\s*([dw])", re.IGNORECASE)
-USAGE = "Usage: progress [--since <N>d|<N>w]"
+USAGE = "Usage: progress [--since <N>d|<N>w] [--plain]"
+
+
+def parse_options(args: str) -> tuple[int, bool]:
+    """The period in days and whether to leave the charts out: ``--since 30d`` /
+    ``--since 4w`` (default eight weeks) and ``--plain``, in either order."""
+    words = args.split()
+    plain = "--plain" in words
+    if words.count("--plain") > 1:
+        raise CommandError(f"{USAGE} (for example 'progress --since 30d --plain').")
+    return parse_since(" ".join(w for w in words if w != "--plain")), plain
 
 
 def parse_since(args: str) -> int:

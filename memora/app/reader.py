@@ -88,7 +88,7 @@ class Reader:
         else:
             self.queue.finished(job)
             self.conversation.save()
-        self.telling.reading_landed(outcome, change_line(self.store, steps))
+        self.telling.reading_landed(outcome, change_line(self.store, steps, undo_hint=not self.turn.closing))
 
     def failed(self, job: ExtractionJob, reason: str, remaining: dict | None = None) -> None:
         """Keep the reading's messages (or only its ``remaining`` items) for the next

@@ -29,6 +29,7 @@ def status_rows(app: Memora) -> list[Table]:
         model_state += f" (OpenAI announced its shutdown for {shutdown.isoformat()})"
     embedding = app.embedder.name
     missing = store.check_vectors()
+    waiting = 0 if missing else store.waiting_for_vectors
     if store.mismatch:
         embedding += f" (store built with {store.mismatch}: type 'reindex')"
     elif app.switch_to is not None:
@@ -63,7 +64,8 @@ def status_rows(app: Memora) -> list[Table]:
             "memories",
             f"{store.count()} current, {store.count(include_superseded=True)} with history"
             + (f", cap {cap}" if cap else "")
-            + ("; vectors missing: type 'reindex' to rebuild them" if missing else ""),
+            + ("; vectors missing: type 'reindex' to rebuild them" if missing else "")
+            + (f"; {waiting} not searchable until the local embedding model is here" if waiting else ""),
         ],
     ]
     if missing:

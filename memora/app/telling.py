@@ -46,8 +46,8 @@ class Telling:
             self.deliver(change_line)
         if outcome.proposals:
             with self.lock:
-                if self.turn.awaiting is not None:
-                    return
+                if self.turn.awaiting is not None or self.turn.closing:
+                    return  # (closing) kept in the proposals file: the next start asks it, where "yes" can answer
                 if self.turn.turn_active:
                     self.turn.question_due = True
                     return
@@ -62,6 +62,13 @@ class Telling:
             self.notify(notice)
         if ask:
             self.ask_next_proposal()
+
+    def no_local_model_told_once(self) -> bool:
+        """True the first time a session says memory search is unavailable (no local
+        model), whether chat or 'search' meets it first; False after that."""
+        with self.lock:
+            told, self.turn.no_local_model_told = self.turn.no_local_model_told, True
+        return not told
 
     def note_unsaved(self, note: str) -> None:
         with self.lock:

@@ -18,13 +18,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from memora.engine.errors import OutputClosed
-from memora.engine.text_utils import TerminalFilter, for_terminal, shorten  # noqa: F401 (re-exported for the consoles' callers)
+from memora.engine.text_utils import CJK_RANGES, TerminalFilter, for_terminal, shorten  # noqa: F401 (re-exported for the consoles' callers)
 
 PROMPT = "You: "
 REPLY_LABEL = "Memora: "
@@ -74,6 +75,50 @@ def render_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str
     if not rows:
         lines.append("(none)")
     return "\n".join(lines)
+
+
+# A run of letters longer than this (a path, an address) may fold at the column's edge:
+# keeping it whole could leave no room for the other columns, and it is not a word a
+# reader takes in at a glance.
+LONGEST_WORD = 24
+_BREAKS = re.compile(rf"\s+|(?=[{CJK_RANGES}])|(?<=[{CJK_RANGES}])")  # CJK text breaks between characters
+
+
+def column_widths(heads: Sequence[str], rows: Sequence[Sequence[str]], room: int) -> list[int] | None:
+    """Widths for a table's columns within ``room`` cells that break no word (up to
+    ``LONGEST_WORD``), or None when even that does not fit: each column gets its longest
+    word, and the rest of the room goes to the columns whose text is longer than that,
+    in proportion to how much longer."""
+    from rich.cells import cell_len
+
+    longest, shortest = [], []
+    for index, head in enumerate(heads):
+        texts = [head] + [row[index] for row in rows]
+        lines = [line for text in texts for line in text.splitlines() or [""]]
+        longest.append(max(1, *(cell_len(line) for line in lines)))
+        words = [word for line in lines for word in _BREAKS.split(line) if word]
+        shortest.append(min(LONGEST_WORD, max([1, *(cell_len(word) for word in words)])))
+    if sum(longest) <= room:
+        return longest
+    spare = room - sum(shortest)
+    if spare < 0:
+        return None
+    wants = [most - least for most, least in zip(longest, shortest, strict=True)]
+    widths = list(shortest)
+    # The columns that need least get all they need while that is within an even share
+    # of what is left (a label, a date stays on one line); the rest share the remainder
+    # in proportion to their text.
+    waiting = sorted(range(len(widths)), key=lambda i: wants[i])
+    while waiting and wants[waiting[0]] <= spare // len(waiting):
+        index = waiting.pop(0)
+        widths[index] = longest[index]
+        spare -= wants[index]
+    total = sum(wants[i] for i in waiting)
+    for index in waiting:
+        widths[index] += spare * wants[index] // total
+    for index in sorted(waiting, key=lambda i: -wants[i])[: room - sum(widths)]:
+        widths[index] += 1  # what the rounding left, to the columns that want the most
+    return widths
 
 
 class PlainConsole(Console):
@@ -133,6 +178,16 @@ def _stdout_writer(text: str) -> None:
     except BrokenPipeError:
         _output.closed = True
         _stdout_to_devnull()
+        raise OutputClosed from None
+    except (OSError, ValueError) as error:  # a full device (>/dev/full), an I/O error, a closed file
+        # Nothing more can be shown, so the session ends as when the reader goes away, and
+        # what was saved stays; unlike a reader that left, this is a fault worth one line.
+        _output.closed = True
+        _stdout_to_devnull()
+        reason = getattr(error, "strerror", None) or type(error).__name__
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"Error: Memora cannot write to its output ({reason}), so it stops here.\n")
+            sys.stderr.flush()
         raise OutputClosed from None
 
 
@@ -196,7 +251,7 @@ class RichConsole(Console):
                 history = FileHistory(str(history_path))
             except OSError:
                 pass
-        return PromptSession(history=history)
+        return PromptSession(history=history, key_bindings=_shell_keys())
 
     def read(self, prompt: str = PROMPT) -> str:
         if self._reader is not None:
@@ -224,17 +279,44 @@ class RichConsole(Console):
         self.out.print(Text.assemble(("Error:", "bold red"), " ", _text(text)))
 
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+        """A table as wide as the terminal at most, never breaking a word or an id: the
+        columns get room for their longest word and share the rest by what their text
+        needs, and long text wraps inside its column. When even that is too wide (a
+        narrow window, many columns), each row is shown as a block of "column value"
+        lines instead."""
         from rich.table import Table
 
         if not rows:
             self.say(f"{title}\n(none)" if title else "(none)")
             return
+        heads = [for_terminal(c) for c in columns]
+        cells = [[for_terminal(v) for v in row] for row in rows]
+        # The default box draws a rule at each edge and between columns, and pads each cell by one.
+        widths = column_widths(heads, cells, self.out.width - (3 * len(heads) + 1))
+        if widths is None:
+            self._records(title, heads, cells)
+            return
         table = Table(title=_text(title) if title else None, title_justify="left", show_lines=False)
-        for column in columns:
-            table.add_column(_text(column), overflow="fold")
-        for row in rows:
+        for head, width in zip(heads, widths, strict=True):
+            table.add_column(_text(head), width=width, overflow="fold")
+        for row in cells:
             table.add_row(*[_text(v) for v in row])
         self.out.print(table)
+
+    def _records(self, title: str, heads: list[str], cells: list[list[str]]) -> None:
+        from rich.table import Table
+
+        if title:
+            self.out.print(_text(title))
+        for row in cells:
+            block = Table.grid(padding=(0, 1))
+            block.add_column(no_wrap=True, style="bold")
+            block.add_column(overflow="fold")
+            for head, value in zip(heads, row, strict=True):
+                if value.strip():
+                    block.add_row(_text(head), _text(value))
+            self.out.print(block)
+            self.out.print()
 
     @contextlib.contextmanager
     def reply_stream(self) -> Iterator[Callable[[str], None]]:
@@ -268,6 +350,24 @@ class RichConsole(Console):
             status.stop()
             if live is not None:
                 live.stop()
+
+
+def _shell_keys():
+    """Ctrl-C as in a shell: a typed line is cleared and the prompt stays; on an empty
+    line the read is interrupted (``KeyboardInterrupt``), and the REPL decides."""
+    from prompt_toolkit.key_binding import KeyBindings
+
+    keys = KeyBindings()
+
+    @keys.add("c-c")
+    def _(event):
+        buffer = event.app.current_buffer
+        if buffer.text:
+            buffer.reset()
+        else:
+            event.app.exit(exception=KeyboardInterrupt, style="class:aborting")
+
+    return keys
 
 
 def _termios_error() -> type[BaseException]:

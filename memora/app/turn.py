@@ -53,6 +53,8 @@ class TurnState(Guarded):
             self.rebuild_asked = False  # the start asked to rebuild a vanished store; only the next line answers
             self.question_due = False  # a proposal arrived during a reply: ask once it is over
             self.deleted = False  # 'forget user' removed this learner: write nothing more
+            self.closing = False  # leaving: nothing is asked that could not be answered (Memora.close)
+            self.no_local_model_told = False  # "memory search is unavailable" (no local model) is said once
             self.last_prepared: PreparedContext | None = None  # what the last request sent ('why', 'status')
             self.due_notices: tuple[str, ...] = ()  # arrived while a reply streamed; shown after it
             self.unsaved_notes: tuple[str, ...] = ()  # told at the next prompt

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from long_term_memory import catalog_path, collection_name, learner_of_collection
 from memora.engine.config import DEFAULT_USER, validate_user_name
+from memora.engine.text_utils import counted
 
 if TYPE_CHECKING:
     from memora.app.assistant import Memora
@@ -105,7 +106,7 @@ def delete_user(app: Memora, name: str, *, remove_exports: bool = True) -> str:
     if store is not None:
         count = store.count(include_superseded=True)
         store.drop()
-        removed.append(f"{count} memories")
+        removed.append(counted(count, "memory", "memories"))
     for path in paths.learner_files:
         for candidate in [path, Path(str(path) + ".lock")]:
             if candidate.exists():

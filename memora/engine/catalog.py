@@ -398,6 +398,16 @@ class MemoryCatalog:
         )
         return [row["id"] for row in rows]
 
+    def without_vectors(self) -> list[MemoryRecord]:
+        """Every version stored before its vector could be computed (the local
+        embedding model was not on the machine), oldest first."""
+        rows = self._query(
+            f"SELECT {', '.join(f'm.{c} AS {c}' for c in _COLUMNS.split(', '))} FROM memories AS m "
+            "LEFT JOIN memory_vectors AS v ON v.rid = m.rid WHERE m.user_id = ? AND v.rid IS NULL ORDER BY m.rid",
+            (self.user_id,),
+        )
+        return [_record(row) for row in rows]
+
     def count(self, *, current_only: bool = True) -> int:
         if current_only:
             rows = self._query(

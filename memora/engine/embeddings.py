@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from memora.engine.errors import EmbeddingError, MemoraError
+from memora.engine.errors import EmbeddingError, LocalModelUnavailable, MemoraError
 from memora.engine.text_utils import CJK_RANGES
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
@@ -129,7 +129,7 @@ class LocalEmbedder:
             vectors = self._forward(list(texts))
         except Exception as error:
             if not local_model_available():
-                raise EmbeddingError(
+                raise LocalModelUnavailable(
                     f"The local embedding model {LOCAL_MODEL_NAME} is not available: it downloads on first "
                     f"use and this machine seems to be offline. Put its files in {local_model_dir()} "
                     "(see README, 'Offline use'), or set OPENAI_API_KEY to embed with OpenAI."

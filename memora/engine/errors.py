@@ -106,6 +106,12 @@ class EmbeddingError(MemoraError):
     """The embedding model could not embed the text (offline, API failure...)."""
 
 
+class LocalModelUnavailable(EmbeddingError):
+    """The local embedding model's files are not on this machine and cannot be
+    downloaded (offline). Memories are still stored, their vectors computed later
+    (``reindex``, or the next start with the model); only searching must wait."""
+
+
 class MemoryFullError(MemoraError):
     """The learner's memory cap is reached; nothing was dropped to make room."""
 

@@ -40,7 +40,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
-from time import sleep
 
 from memora.engine import lexical
 from memora.engine.index import MemoryIndex
@@ -349,9 +348,10 @@ def retrieve_relevant_memories(
         vector, tokens = embedded.vectors[0], embedded.tokens
     now = now or store.clock()
     # Chroma answers the dense query in Rust without the GIL, so the lexical
-    # search (terms, dates, FTS5) runs meanwhile; only the scoring needs both.
+    # search (terms, dates, FTS5) runs meanwhile; only the scoring needs both. No
+    # explicit yield is needed for the worker to get there: the lexical search's
+    # SQLite calls release the GIL, and so does the wait for the result below.
     pending = _dense_worker().submit(store.dense_candidates, vector, params.dense_candidates)
-    sleep(0)  # hand the GIL over, so the dense query reaches Rust before the search starts
     try:
         windows = window_bounds(date_windows(query, now), now) if params.date_boost > 0 else []
         found = store.lexical_candidates(

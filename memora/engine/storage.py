@@ -24,6 +24,7 @@ import errno
 import fcntl
 import json
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -95,9 +96,43 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def special_file(path: Path) -> str | None:
+    """What ``path`` is when it is neither a regular file nor a folder ("a device", "a
+    named pipe", "a socket"), following links; None for those, and for nothing there."""
+    try:
+        kind = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(kind) or stat.S_ISDIR(kind):
+        return None
+    if stat.S_ISFIFO(kind):
+        return "a named pipe"
+    if stat.S_ISSOCK(kind):
+        return "a socket"
+    return "a device"
+
+
+class NotAFile(OSError):
+    """A path where a file is expected names a device, a pipe or a socket."""
+
+    def __init__(self, path: Path, kind: str):
+        super().__init__(errno.EINVAL, f"it is {kind}, not a file", str(path))
+
+
+def refuse_special_file(path: Path) -> None:
+    """Raise ``NotAFile`` for a device, pipe or socket: writing a file in its place would
+    replace the node itself (``os.replace`` swaps the name, and as root that is /dev/null
+    gone), and opening it to read can block forever (a pipe with no writer) or never end
+    (/dev/zero)."""
+    kind = special_file(path)
+    if kind is not None:
+        raise NotAFile(path, kind)
+
+
 def atomic_write_text(path: Path, text: str, *, mode: int = FILE_MODE) -> None:
-    """Replace ``path`` with ``text`` atomically and durably."""
+    """Replace ``path`` with ``text`` atomically and durably (never a device, pipe or socket)."""
     path = Path(path)
+    refuse_special_file(path)
     ensure_private_dir(path.parent)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

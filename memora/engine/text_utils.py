@@ -178,3 +178,8 @@ def for_terminal(text: str) -> str:
     """``text`` with every control and escape sequence removed (see ``TerminalFilter``);
     an unfinished sequence at the end is dropped too."""
     return TerminalFilter().feed(str(text))
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """ "1 memory", "2 memories": the number with the noun in the form it takes."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"

@@ -261,43 +261,49 @@ _GRAMMAR = re.compile(
 # never read as past, and in running text a bare weekday, "the weekend" or "the
 # 15th" after one names a day, as "on Friday" does. Only right after it: in "moved
 # to Osaka on Friday" and "was moved on Friday" the day is when the moving happened.
-# Each row: the verb's forms, its particles ("up", "off"; needed when the verb
-# alone does not move a plan: "put off", "bring forward"), the words before the day.
+# Each row: the verb's forms, the particle it needs when the verb alone does not
+# move a plan ("put off", "bring forward"; empty for one that does), the words
+# before the day. A verb that moves a plan on its own may take any particle
+# ("moved up to", "shifted back to", "changed over to") and say by how much
+# ("postponed by a day to Friday").
 _RESCHEDULE_ROWS = (
-    (r"mov(?:e|es|ed|ing)", r"up|forward|back", False, r"to"),
-    (r"chang(?:e|es|ed|ing)", r"", False, r"to"),
-    (r"switch(?:es|ed|ing)?", r"", False, r"to"),
-    (r"shift(?:s|ed|ing)?", r"", False, r"to"),
-    (r"put(?:s|ting)?", r"off|back", True, r"to|till|until"),
-    (r"postpon(?:e|es|ed|ing)", r"", False, r"to|till|until"),
-    (r"defer(?:s|red|ring)?", r"", False, r"to|till|until"),
-    (r"delay(?:s|ed|ing)?", r"", False, r"to|till|until"),
-    (r"push(?:es|ed|ing)?", r"back|forward|out", False, r"to|till|until"),
-    (r"bump(?:s|ed|ing)?", r"up|back", False, r"to"),
-    (r"reschedul(?:e|es|ed|ing)", r"", False, r"to|for|till|until"),
-    (r"rebook(?:s|ed|ing)?", r"", False, r"to|for"),
-    (r"rearrang(?:e|es|ed|ing)", r"", False, r"to|for"),
-    (r"br(?:ing|ings|inging|ought)", r"forward", True, r"to"),
-    (r"pull(?:s|ed|ing)?", r"forward", True, r"to"),
+    (r"mov(?:e|es|ed|ing)", r"", r"to"),
+    (r"chang(?:e|es|ed|ing)", r"", r"to"),
+    (r"switch(?:es|ed|ing)?", r"", r"to"),
+    (r"shift(?:s|ed|ing)?", r"", r"to"),
+    (r"put(?:s|ting)?", r"off|back", r"to|till|until"),
+    (r"postpon(?:e|es|ed|ing)", r"", r"to|till|until"),
+    (r"defer(?:s|red|ring)?", r"", r"to|till|until"),
+    (r"delay(?:s|ed|ing)?", r"", r"to|till|until"),
+    (r"push(?:es|ed|ing)?", r"", r"to|till|until"),
+    (r"bump(?:s|ed|ing)?", r"", r"to"),
+    (r"reschedul(?:e|es|ed|ing)", r"", r"to|for|till|until"),
+    (r"rebook(?:s|ed|ing)?", r"", r"to|for"),
+    (r"rearrang(?:e|es|ed|ing)", r"", r"to|for"),
+    (r"br(?:ing|ings|inging|ought)", r"forward", r"to"),
+    (r"pull(?:s|ed|ing)?", r"forward", r"to"),
 )
 _ZH_RESCHEDULE = (
     r"改到|改成|改在|改為|改为|延到|延後到|延后到|延期到|延遲到|延迟到|推遲到|推迟到|推到|推後到|推后到"
     r"|挪到|換到|换到|調到|调到|提前到|順延到|顺延到"
 )
 # What may stand between the verb and the day: what is moved ("moved the exam to
-# Friday") and where from ("from Saturday to Sunday").
+# Friday"), a particle, by how much, and where from ("from Saturday to Sunday").
 _MOVED_THING = r"(?:\s+(?:it|them|this|that|(?:the|my|our|his|her|their|your|a|an)(?:\s+[\w'\u2019-]+){1,2}))?"
 _MOVED_FROM = r"(?:\s+from\s+[^.,;:!?\n]{1,30}?)?"
+_ANY_PARTICLE = r"up|forward|back|over|out|off|ahead|along|around|round"
+_MOVED_BY = r"(?:\s+by\s+(?:a|an|one|two|three|a\s+few|a\s+couple\s+of|\d+|half\s+a)(?:\s+[\w-]+)?)?"
 _RESCHEDULED_BEFORE = re.compile(
     r"(?:\b(?:"
     + "|".join(
         verb
         + _MOVED_THING
-        + (rf"\s+(?:{particles})" if required else rf"(?:\s+(?:{particles}))?" if particles else "")
+        + (rf"\s+(?:{needed})" if needed else rf"(?:\s+(?:{_ANY_PARTICLE}))?")
         + _MOVED_THING
+        + _MOVED_BY
         + _MOVED_FROM
         + rf"\s+(?:{before})"
-        for verb, particles, required, before in _RESCHEDULE_ROWS
+        for verb, needed, before in _RESCHEDULE_ROWS
     )
     + r")\s+|(?:"
     + _ZH_RESCHEDULE

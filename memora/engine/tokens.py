@@ -10,6 +10,7 @@ with it still holds for the real tokenizer.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import threading
@@ -20,6 +21,35 @@ FALLBACK_ENCODING = "o200k_base"
 # the tokens that prime the reply (OpenAI's published counting recipe).
 MESSAGE_OVERHEAD_TOKENS = 3
 REPLY_PRIMING_TOKENS = 3
+
+
+# Encodings whose files could not be loaded in this process, with the error. tiktoken
+# keeps what it loaded; it does not keep what failed, so offline every new counter would
+# try the download again (a DNS lookup or a timeout each). One failure per process is
+# enough: the approximation takes over and the next start tries again.
+_UNAVAILABLE: dict[str, Exception] = {}
+_UNAVAILABLE_LOCK = threading.Lock()
+
+
+def load_encoding(model: str):
+    """The tiktoken encoding for ``model`` (``o200k_base`` for unknown names); raises
+    what loading raised, at once if it already failed in this process."""
+    import tiktoken
+    from tiktoken.model import encoding_name_for_model
+
+    try:
+        name = encoding_name_for_model(model)
+    except KeyError:
+        name = FALLBACK_ENCODING
+    with _UNAVAILABLE_LOCK:
+        failed = _UNAVAILABLE.get(name)
+        if failed is not None:
+            raise failed
+        try:
+            return tiktoken.get_encoding(name)
+        except Exception as error:
+            _UNAVAILABLE[name] = error
+            raise
 
 
 _PIECES = re.compile(r"[A-Za-z]+|[0-9]+|\S")
@@ -66,20 +96,18 @@ class TokenCounter:
                 if self._loader is not None:
                     self._encoding = self._loader(self.model)
                 else:
-                    import tiktoken
-
-                    try:
-                        self._encoding = tiktoken.encoding_for_model(self.model)
-                    except KeyError:
-                        self._encoding = tiktoken.get_encoding(FALLBACK_ENCODING)
+                    self._encoding = load_encoding(self.model)
                 self._encoding_name = getattr(self._encoding, "name", FALLBACK_ENCODING)
-            except Exception as error:  # offline without cache files, corrupt cache...
+            except Exception:  # offline without cache files, corrupt cache...
+                # The cause goes to the debug log: its class name ("ConnectionError") would read
+                # as a failure to the learner, while Memora goes on working.
+                logging.getLogger("memora").debug("no tiktoken encoding for %s", self.model, exc_info=True)
                 self._approximate = True
                 self._encoding_name = "approximate"
                 if self._warn is not None:
                     self._warn(
-                        f"Token counts are approximate: no tiktoken encoding could be loaded "
-                        f"({type(error).__name__}). Set TIKTOKEN_CACHE_DIR to a folder with the encoding files."
+                        "Token counts are approximate: tiktoken's encoding files could not be downloaded or read. "
+                        "Set TIKTOKEN_CACHE_DIR to a folder with the encoding files."
                     )
 
     @property
