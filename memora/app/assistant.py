@@ -45,7 +45,7 @@ from memora.app.proposals import ProfileProposal, ProposalStore
 from memora.app.reader import Reader
 from memora.app.session import PendingExtraction, SessionStore, new_owner, release_owner
 from memora.app.telling import Telling
-from memora.app.turn import Notifier, TurnCancelled, TurnResult, TurnState, check_message
+from memora.app.turn import Notifier, TurnCancelled, TurnResult, TurnState, check_message, cut_off_note
 from memora.engine.activity import ActivityLog
 from memora.engine.chroma_backend import ChromaConnection
 from memora.engine.config import Settings
@@ -54,7 +54,6 @@ from memora.engine.embeddings import Embedder, make_embedder
 from memora.engine.errors import (
     EmbeddingError,
     EmbeddingModelMismatch,
-    LocalModelUnavailable,
     MemoraError,
     VectorsMissing,
 )
@@ -273,13 +272,7 @@ class Memora:
         try:
             recalled = recall.recall(self.store, self.knowledge, text, now)
         except (EmbeddingError, EmbeddingModelMismatch) as error:
-            # No local model is said once a session, whether chat or 'search' meets it first.
-            no_model = isinstance(error, LocalModelUnavailable)
-            with self._lock:
-                if not (self.turn.embedding_failure_noticed or (no_model and self.turn.no_local_model_told)):
-                    self.turn.embedding_failure_noticed = True
-                    self.turn.no_local_model_told |= no_model
-                    notes.append(f"Answering without memories this time: {error}")
+            notes.extend(self.telling.without_memories(error))
             return recall.Recalled()
         except VectorsMissing as error:  # found vanished just now, mid-session: said once
             notes.append(f"Answering without memory search: {error}")
@@ -328,11 +321,7 @@ class Memora:
         if hint is not None:  # asked once: the catalog knows now, Chroma after the reply
             self.store.mark_followed_up(hint.memory_id, now, sync_chroma=False)
             self.worker.submit_task(lambda: self.store.push_metadata(hint.memory_id))
-        if reply.incomplete:
-            notes.append(
-                f"(reply cut off: {reply.incomplete}) The reply was kept as far as it got; "
-                "raise MEMORA_MAX_OUTPUT_TOKENS for longer answers."
-            )
+        notes.extend(cut_off_note(reply))
         self.save_session()
         self.activity.record_turn(now)
         return message

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from memora.app.extraction import ExtractionOutcome
 from memora.app.proposals import ProfileProposal, ProposalStore
 from memora.app.turn import TurnState
+from memora.engine.errors import EmbeddingError, EmbeddingModelMismatch, LocalModelUnavailable
 from memora.engine.text_utils import quoted
 
 
@@ -62,6 +63,17 @@ class Telling:
             self.notify(notice)
         if ask:
             self.ask_next_proposal()
+
+    def without_memories(self, error: EmbeddingError | EmbeddingModelMismatch) -> list[str]:
+        """The note for a turn answered without memories (the embedding failed): said
+        once a session; no local model once, whether chat or 'search' meets it first."""
+        no_model = isinstance(error, LocalModelUnavailable)
+        with self.lock:
+            if self.turn.embedding_failure_noticed or (no_model and self.turn.no_local_model_told):
+                return []
+            self.turn.embedding_failure_noticed = True
+            self.turn.no_local_model_told |= no_model
+        return [f"Answering without memories this time: {error}"]
 
     def no_local_model_told_once(self) -> bool:
         """True the first time a session says memory search is unavailable (no local

@@ -81,6 +81,16 @@ def check_message(text: str, limit: int, *, configured: bool) -> str:
     return text
 
 
+def cut_off_note(reply: ReplyResult) -> list[str]:
+    """The note for a reply the model cut off, if it was."""
+    if not reply.incomplete:
+        return []
+    return [
+        f"(reply cut off: {reply.incomplete}) The reply was kept as far as it got; "
+        "raise MEMORA_MAX_OUTPUT_TOKENS for longer answers."
+    ]
+
+
 class TurnCancelled(MemoraError):
     """Ctrl-C during a reply: the turn was rolled back."""
 
@@ -107,4 +117,13 @@ class Notifier:
             log.exception("notify failed")
 
 
-__all__ = ["check_message", "Guarded", "Notifier", "TurnCancelled", "TurnResult", "TurnState", "UnguardedWrite"]
+__all__ = [
+    "check_message",
+    "cut_off_note",
+    "Guarded",
+    "Notifier",
+    "TurnCancelled",
+    "TurnResult",
+    "TurnState",
+    "UnguardedWrite",
+]
