@@ -16,14 +16,18 @@ def chroma_collection(store):
 
 
 def files_holding(root: Path, *markers: str) -> dict[str, list[str]]:
-    """``{relative path: [markers found]}`` over the raw bytes of every file under ``root``."""
+    """``{relative path: [markers found]}`` over the raw bytes of every file under ``root``.
+
+    A marker is looked for as written and case-folded (what a full-text index keeps),
+    never by folding the file: folded, Chroma's "VECTOR" before a segment's hex id
+    spells "orb" whenever the id starts with b, a piece found by chance."""
     found: dict[str, list[str]] = {}
-    needles = [(m, m.lower().encode("utf-8")) for m in markers]
+    needles = [(m, {m.encode("utf-8"), m.casefold().encode("utf-8")}) for m in markers]
     for folder, _, names in os.walk(root):
         for name in names:
             path = Path(folder) / name
-            data = path.read_bytes().lower()
-            hits = [m for m, needle in needles if needle in data]
+            data = path.read_bytes()
+            hits = [m for m, forms in needles if any(form in data for form in forms)]
             if hits:
                 found[str(path.relative_to(root))] = hits
     return found
@@ -67,26 +71,29 @@ def pieces(text: str, *kept: str) -> list[str]:
     """The three-character pieces of ``text`` that a full-text index may keep (Chroma's
     FTS5 trigram index), and for Chinese the two-character ones too (the catalog's CJK
     bigrams): in Chinese a piece is a word. Pieces that also occur in ``kept`` (texts
-    that stay) are left out, and so are pieces with a space in them and pieces of hex
-    digits only, which Memora's ids and hashes spell by chance (the whole text is
-    still looked for as it is)."""
+    that stay) are left out, and so are pieces with a space in them and pieces that
+    are hex or start or end with a hex digit, which ids and hashes beside text spell
+    by chance (the whole text is still looked for as it is)."""
     import re
 
     from memora.engine.text_utils import CJK_RANGES
 
     cjk = re.compile(f"[{CJK_RANGES}]")
     found: list[str] = []
-    folded = text.casefold()
     for size in (2, 3):
-        for start in range(len(folded) - size + 1):
-            piece = folded[start : start + size]
+        for start in range(len(text) - size + 1):
+            piece = text[start : start + size]  # as written; files_holding also looks for it folded
+            folded = piece.casefold()
             if not piece.strip() or " " in piece or (size == 2 and not all(cjk.match(c) for c in piece)):
                 continue
             if not any(piece.isalnum() or cjk.match(c) for c in piece):
                 continue
-            if re.fullmatch(r"[0-9a-f]+", piece):
-                continue  # ids, revisions and keyed hashes are hex: such a piece turns up by chance
-            if piece not in found and not any(piece in k.casefold() for k in kept):
+            if re.fullmatch(r"[0-9a-f]+", folded) or re.match(r"[0-9a-f]|.*[0-9a-f]$", folded):
+                # ids, revisions and keyed hashes are hex, and stand next to text: a piece
+                # that is hex, or starts or ends with a hex digit, turns up by chance (a
+                # segment id ending in b before Chroma's "urn:" spells "bur")
+                continue
+            if folded not in {p.casefold() for p in found} and not any(folded in k.casefold() for k in kept):
                 found.append(piece)
     return found
 
