@@ -42,14 +42,13 @@ in the profile is not added twice, a retracted memory is no longer current.
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import math
 import queue
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Literal
@@ -84,7 +83,7 @@ from memora.engine.records import MAX_MEMORY_CHARS, STATUS_SUPERSEDED, MemoryRec
 from memora.engine.retrieval import rank
 from memora.engine.slots import slot_cues, slots_of
 from memora.engine.text_utils import CJK_RANGES, clean_text, normalized_key, quoted, shorten
-from memora.engine.timeutil import now_anchor, resolve_event_date, said_day, to_aware
+from memora.engine.timeutil import now_anchor, resolve_event_date, to_aware
 from memora.engine.tokens import TokenCounter
 from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
 
@@ -377,17 +376,6 @@ class ExtractionJob:
         return min(m.generation for m in self.messages)
 
 
-def batches_by_day(jobs: Sequence[ExtractionJob]) -> list[ExtractionJob]:
-    """Held messages (oldest first) as the readings that take them: one for each run
-    of messages said on one local day, each message's day counted where it was said
-    (``said_day``), so a batch never spans two days and a fact is dated with its own."""
-    batches = []
-    for _, run in itertools.groupby(jobs, key=lambda job: said_day(job.said_at)):
-        *earlier, last = run
-        batches.append(replace(last, earlier=tuple(earlier)))
-    return batches
-
-
 @dataclass(frozen=True)
 class Skipped:
     """One item of an extraction result that could not be applied (shown in ``status``)."""
@@ -533,19 +521,6 @@ def skips_extraction(text: str) -> bool:
         )
     return reachable[-1]
 
-
-# Batching. The fixed part of an extraction call (instructions and schema, ~900
-# tokens) costs the same for "Same here!" as for a paragraph, so a short message
-# is held and read in one call with the messages after it. Holding loses nothing:
-# the held message is still in the recent turns the tutor sees verbatim, it is in
-# the session file's pending list (a crash reads it at the next start), and it is
-# read at once when the batch is full, when a longer message comes, when it
-# leaves the recent turns, and whenever Memora must be up to date (exit, a new
-# session, undo, waiting for extraction). A message that may change the profile
-# or correct a memory is read at once, held messages with it, so the learner's
-# "I'm B2 now" is answered after that reply, not a few turns later.
-BATCH_SHORT_TOKENS = 80  # a message this short (tiktoken; under a tenth of the call) may wait for the next one
-BATCH_MAX_TOKENS = 300  # one call reads at most this much held text (and Settings.extraction_batch messages)
 
 _PROFILE_CUES = re.compile(
     r"\b([abc][12]|cefr|ielts|toefl|toeic|levels?|goals?|aims?|prefer\w*|rather"

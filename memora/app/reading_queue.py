@@ -6,7 +6,9 @@ and read in one call with the messages after it. Holding loses nothing: the held
 message is still in the recent turns the tutor sees verbatim, it is in the
 session file's pending list (a crash reads it at the next start), and it is read
 at once whenever Memora must be up to date (exit, a new session, undo, a command
-that shows what Memora knows). ``plan_reading`` is the whole policy, one pure
+that shows what Memora knows). A message that may change the profile or correct
+a memory is read at once, the held ones with it, so the learner's "I'm B2 now"
+is answered after that reply, not a few turns later. ``plan_reading`` is the whole policy, one pure
 function; ``ReadingQueue`` keeps its state (what is pending, what is held).
 """
 
