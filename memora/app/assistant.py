@@ -33,7 +33,6 @@ from memora.app.conversation import Conversation
 from memora.app.erasure import forget_everywhere
 from memora.app.extraction import (
     ExtractionJob,
-    ExtractionWorker,
     Extractor,
     PreparedExtraction,
     looks_like_correction,
@@ -136,7 +135,8 @@ class Memora:
         self.activity = ActivityLog(paths.activity, clock=clock, notify=self.notify)
         self.sessions = SessionStore(paths.session, notify=self.notify)
         self.memory = recall.conversation_memory(settings, counter, model.summarize)
-        self._open_store()
+        opening: list[int] = []  # the store embeds what waited for the model as it opens
+        self._open_store(on_embedding_tokens=opening.append)
         self.knowledge = KnowledgeBase(settings.knowledge_dir, connection, self.embedder, on_tokens=self._embedded)
         self.conversation = Conversation(
             lock=self._lock, turn=self.turn, memory=self.memory, sessions=self.sessions, deletions=self.deletions,
@@ -144,6 +144,8 @@ class Memora:
             new_session=new_session,
         )  # fmt: skip
         self.queue, self.changes = self.conversation.queue, self.conversation.changes
+        self.store.on_embedding_tokens = self._embedded  # counted from the loaded usage on
+        self._embedded(sum(opening))
         self.reader = Reader(
             conversation=self.conversation, telling=self.telling, store=self.store, deletions=self.deletions, user=user
         )
@@ -152,10 +154,7 @@ class Memora:
             ledger=self.ledger, on_tokens=lambda n: self.add_usage("extraction", n),
             on_embedding_tokens=self._embedded,
         )  # fmt: skip
-        reader = self.reader
-        self.worker = ExtractionWorker(
-            extractor, on_outcome=reader.landed, on_failure=reader.failed, claim=reader.claim
-        )
+        self.worker = self.reader.start(extractor)
         if model.configured:
             retiring = shutdown_note(settings.model, clock().date())
             if retiring:
@@ -165,7 +164,7 @@ class Memora:
         if new_session:
             self.save_session()
 
-    def _open_store(self) -> None:
+    def _open_store(self, on_embedding_tokens) -> None:
         settings = self.settings
         self.store = LongTermMemoryStore(
             settings.db_dir,
@@ -176,7 +175,7 @@ class Memora:
             clock=self.clock,
             recency_half_life_days=settings.recency_half_life_days,
             deletions=self.deletions,
-            on_embedding_tokens=self._embedded,
+            on_embedding_tokens=on_embedding_tokens,
         )
         finish_interrupted_import(self.store, self.paths, self.notify)  # a crash cut an import short
         if self.store.mismatch:
@@ -345,20 +344,10 @@ class Memora:
         return self._read(None)
 
     def unsaved_messages(self) -> int:
-        """How many messages still wait to have their memories read (what ``exit`` waits for)."""
-        with self._lock:
-            return len(self.queue.pending) if self.worker.pending else len(self.queue.held)
+        return self.reader.unsaved()
 
     def retry_pending_extractions(self, timeout: float | None = 30.0) -> int:
-        """Queue again every message whose extraction failed (``reindex`` calls this
-        once the store matches the model again); returns how many."""
-        if not self.model.configured:
-            return 0
-        self.worker.wait_idle(timeout)  # whatever is still pending now is not queued
-        jobs = self.queue.requeue()  # a job read before keeps only its remaining items
-        for job in jobs:
-            self.worker.submit(job)
-        return len(jobs)
+        return self.reader.retry(timeout) if self.model.configured else 0
 
     def bring_up_to_date(self, say: Callable[[str], None]) -> bool:
         """Before a command shows what Memora knows: read the held messages and wait

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from memora.app.change_log import change_line
 from memora.app.conversation import Conversation
-from memora.app.extraction import ExtractionJob, ExtractionOutcome
+from memora.app.extraction import ExtractionJob, ExtractionOutcome, ExtractionWorker, Extractor
 from memora.app.reading_queue import MAX_EXTRACTION_ATTEMPTS
 from memora.app.telling import Telling
 from memora.engine.deletions import DeletionLog
@@ -33,6 +33,25 @@ class Reader:
             telling.turn,
             telling.lock,
         )
+
+    def start(self, extractor: Extractor) -> ExtractionWorker:
+        """The worker thread that reads with ``extractor`` and calls back here."""
+        self.worker = ExtractionWorker(extractor, on_outcome=self.landed, on_failure=self.failed, claim=self.claim)
+        return self.worker
+
+    def unsaved(self) -> int:
+        """How many messages still wait to have their memories read (what ``exit`` waits for)."""
+        with self.lock:
+            return len(self.queue.pending) if self.worker.pending else len(self.queue.held)
+
+    def retry(self, timeout: float | None) -> int:
+        """Queue again every message whose reading failed (``reindex`` calls this once
+        the store matches the model again); returns how many."""
+        self.worker.wait_idle(timeout)  # whatever is still pending now is not queued
+        jobs = self.queue.requeue()  # a job read before keeps only its remaining items
+        for job in jobs:
+            self.worker.submit(job)
+        return len(jobs)
 
     def claim(self, job: ExtractionJob) -> ExtractionJob | None:
         """The messages of ``job`` this session reads: not those said before a 'forget
