@@ -36,7 +36,9 @@ from memora.engine.errors import (
     OutputClosed,
     StoreError,
     disk_problem,
+    error_line,
 )
+from memora.engine.text_utils import counted
 
 if TYPE_CHECKING:
     from memora.app.assistant import Memora
@@ -128,7 +130,7 @@ def _greet(app: Memora, console: Console, startup_notes: Sequence[str]) -> None:
         console.notice("No model configured yet: commands work; chat needs OPENAI_API_KEY or OPENAI_BASE_URL.")
     if app.memory.messages:
         turns = len(app.memory.messages) // 2
-        console.notice(f"Resumed your conversation ({_plural(turns, 'earlier turn')}). Type 'reset' for a fresh one.")
+        console.notice(f"Resumed your conversation ({counted(turns, 'earlier turn')}). Type 'reset' for a fresh one.")
     due = app.review_due_line()
     if due:
         console.notice(due)
@@ -279,10 +281,6 @@ class _Notices:
             self._shown.clear()
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
 def _wait_for_warm_up(warmer: threading.Thread | None, stop: threading.Event, console: Console) -> None:
     """Native libraries must not be mid-call at interpreter exit, so a warm-up
     still loading the embedding model or indexing the knowledge notes is asked
@@ -331,7 +329,7 @@ def preload(app: Memora, stop: threading.Event) -> None:
 def _shutdown(app: Memora, console: Console) -> int:
     pending = app.unsaved_messages()
     if pending:
-        console.say(f"Saving memories from the last {_plural(pending, 'message')}…")
+        console.say(f"Saving memories from the last {counted(pending, 'message')}…")
     try:
         finished = app.close(timeout=15)
     except KeyboardInterrupt:
@@ -443,7 +441,7 @@ def unexpected_line(error: BaseException) -> str:
         where = f": {os.fsdecode(error.filename)}" if isinstance(error.filename, (str, bytes)) else ""
         cause = f"{error.strerror}{f' ({code})' if code else ''}{where}"
     else:
-        cause = " ".join(str(error).split())[:200] or "no details"
+        cause = error_line(error) if str(error).strip() else "no details"
     return f"Unexpected {type(error).__name__}: {cause} (nothing was lost; set MEMORA_DEBUG=1 for details)"
 
 
@@ -477,7 +475,7 @@ def data_failure(error: BaseException, data_dir, action: str = "open") -> str:
         where = f" ({error.filename})" if error.filename else ""
         reason = f"{error.strerror or type(error).__name__}{where}"
     else:
-        reason = " ".join(str(error).split())[:200] or type(error).__name__
+        reason = error_line(error)
     return (
         f"Memora cannot {action} its data in {data_dir}: {reason}. "
         "Check that the disk is not full and the folder is writable (--data-dir / MEMORA_HOME)."

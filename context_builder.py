@@ -62,18 +62,20 @@ GUARD_TEXT = (
     "holds). Relative times are already resolved to dates."
 )
 
-# Fixed order and labels of the "about you" digest.
-# A fixed order keeps the prompt's structure identical turn after turn.
-DIGEST_SECTIONS: tuple[tuple[str, str], ...] = (
-    ("name", "Name"),
-    ("identity", "About them"),
-    ("learning", "English learning"),
-    ("preference", "Likes and dislikes"),
-    ("hobby", "Hobbies"),
-    ("habit", "Habits"),
-    ("schedule", "Plans and events"),
-    ("other", "Other"),
-)
+# Labels of the "about you" digest, one per category, in the categories' fixed
+# order (a category without a label fails at import). A fixed order keeps the
+# prompt's structure identical turn after turn.
+_DIGEST_LABELS = {
+    "name": "Name",
+    "identity": "About them",
+    "learning": "English learning",
+    "preference": "Likes and dislikes",
+    "hobby": "Hobbies",
+    "habit": "Habits",
+    "schedule": "Plans and events",
+    "other": "Other",
+}
+DIGEST_SECTIONS: tuple[tuple[str, str], ...] = tuple((category, _DIGEST_LABELS[category]) for category in CATEGORIES)
 # The digest is an overview sent every turn, not the memory itself: what a
 # message is about comes through retrieval. So each category shows only its
 # newest two facts (the newest holds when two disagree; the one before shows what

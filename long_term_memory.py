@@ -54,6 +54,7 @@ from memora.engine.errors import (
     MemoryFullError,
     StoreError,
     VectorsMissing,
+    error_line,
 )
 from memora.engine.lexical import MINUS_SIGN, MINUS_SIGNS, say_the_same
 from memora.engine.records import (
@@ -71,6 +72,7 @@ from memora.engine.records import (
 from memora.engine.retrieval import RETRIEVAL_MIN_SCORE as RETRIEVAL_MIN_SCORE  # the threshold, with the store
 from memora.engine.retrieval import retrieve_relevant_memories
 from memora.engine.storage import atomic_write_text, ensure_private_dir, file_lock, quarantine
+from memora.engine.text_utils import counted
 from memora.engine.timeutil import Clock, system_clock, to_aware
 
 # The duplicate rule (``is_near_duplicate``). A false "duplicate" loses a fact
@@ -287,9 +289,44 @@ class PartialWriteError(StoreError):
     """A failed write could not be undone in Chroma (the catalog did roll back)."""
 
 
-def _short(error: BaseException, limit: int = 120) -> str:
-    text = " ".join(str(error).split()) or type(error).__name__
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _plan_revert(
+    steps: Sequence[tuple[str | None, str | None]], lookup: Callable[[str], MemoryRecord | None], moment: str
+) -> tuple[dict[str, MemoryRecord | None], list[tuple[str, str]]]:
+    """What ``LongTermMemoryStore.revert`` writes: each memory it changes, as it
+    will be (None: deleted), and the steps it skips, with why."""
+    view: dict[str, MemoryRecord | None] = {}  # this revert's changes, over the catalog
+
+    def current(memory_id: str | None) -> MemoryRecord | None:
+        if memory_id is None:
+            return None
+        return view[memory_id] if memory_id in view else lookup(memory_id)
+
+    skipped: list[tuple[str, str]] = []
+    for old_id, new_id in _latest_first(steps):
+        old, new = current(old_id), current(new_id)
+        if (new_id and new is None) or (old_id and old is None):
+            skipped.append((new_id or old_id, "deleted since"))
+            continue
+        if (new is not None and not new.is_current) or (
+            old is not None and (old.is_current or old.superseded_by != new_id)
+        ):
+            skipped.append((new_id or old_id, "changed again since"))
+            continue
+        if new_id:
+            view[new_id] = None
+        if old is not None:
+            before = current(old.supersedes)
+            metadata = {k: v for k, v in old.metadata.items() if k != "note"}
+            metadata["undone"] = moment + (f", took back {new_id}" if new_id else "")
+            view[old.id] = old.evolve(
+                status=STATUS_CURRENT,
+                valid_until=None,
+                superseded_by=None,
+                # its own reason for existing: the one its predecessor was retired with
+                change_reason=before.change_reason if before is not None else None,
+                metadata=metadata,
+            )
+    return view, skipped
 
 
 class LongTermMemoryStore:
@@ -474,8 +511,8 @@ class LongTermMemoryStore:
         listed = self.catalog.count()
         return (
             f"Your memories' vectors are missing: {self.vectors_missing}. Nothing can be searched or stored "
-            f"until you type 'reindex', which rebuilds them from the {listed} "
-            f"{'memory' if listed == 1 else 'memories'} the catalog still lists."
+            f"until you type 'reindex', which rebuilds them from the "
+            f"{counted(listed, 'memory', 'memories')} the catalog still lists."
         )
 
     def check_vectors(self) -> str | None:
@@ -587,9 +624,10 @@ class LongTermMemoryStore:
         if self.vectors_missing is not None:
             raise VectorsMissing(self.missing_vectors_message())
         if self.mismatch:
+            every = counted(self.count(include_superseded=True), "memory", "memories")
             raise EmbeddingModelMismatch(
                 f"The memory store was built with {self.mismatch}, but Memora is set to {self.embedder.name}. "
-                f"Type 'reindex' to re-embed all {self.count(include_superseded=True)} memories with it."
+                f"Type 'reindex' to re-embed all {every} with it."
             )
 
     def _sync_catalog(self, remote_revision: str | None = None, *, force: bool = False) -> None:
@@ -708,8 +746,8 @@ class LongTermMemoryStore:
                         step()
                     except Exception as failure:
                         raise PartialWriteError(
-                            f"A write to the memory store failed ({_short(error)}) and could not be undone "
-                            f"({_short(failure)}); restart Memora to put the store back in order."
+                            f"A write to the memory store failed ({error_line(error, 120)}) and could not be undone "
+                            f"({error_line(failure, 120)}); restart Memora to put the store back in order."
                         ) from error
                 if self._vanished_under(error):  # not "attempt to write a readonly database"
                     raise VectorsMissing(self.missing_vectors_message()) from error
@@ -1008,38 +1046,7 @@ class LongTermMemoryStore:
         """
         moment = to_aware(when or self.clock()).strftime("%Y-%m-%d %H:%M")
         with self._writing(new_vectors=False) as (db, collection):
-            view: dict[str, MemoryRecord | None] = {}  # this revert's changes, over the catalog
-
-            def current(memory_id: str | None) -> MemoryRecord | None:
-                if memory_id is None:
-                    return None
-                return view[memory_id] if memory_id in view else self.catalog.get(memory_id)
-
-            skipped: list[tuple[str, str]] = []
-            for old_id, new_id in _latest_first(steps):
-                old, new = current(old_id), current(new_id)
-                if (new_id and new is None) or (old_id and old is None):
-                    skipped.append((new_id or old_id, "deleted since"))
-                    continue
-                if (new is not None and not new.is_current) or (
-                    old is not None and (old.is_current or old.superseded_by != new_id)
-                ):
-                    skipped.append((new_id or old_id, "changed again since"))
-                    continue
-                if new_id:
-                    view[new_id] = None
-                if old is not None:
-                    before = current(old.supersedes)
-                    metadata = {k: v for k, v in old.metadata.items() if k != "note"}
-                    metadata["undone"] = moment + (f", took back {new_id}" if new_id else "")
-                    view[old.id] = old.evolve(
-                        status=STATUS_CURRENT,
-                        valid_until=None,
-                        superseded_by=None,
-                        # its own reason for existing: the one its predecessor was retired with
-                        change_reason=before.change_reason if before is not None else None,
-                        metadata=metadata,
-                    )
+            view, skipped = _plan_revert(steps, self.catalog.get, moment)
             stored = self.catalog.get_many(list(view))
             doomed = [i for i, record in view.items() if record is None and i in stored]
             revived = [record for record in view.values() if record is not None]

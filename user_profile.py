@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memora.engine.config import DEFAULT_MAX_PROFILE_ITEMS
 from memora.engine.errors import InvalidLevelError, LimitError
-from memora.engine.storage import atomic_write_model, file_lock, load_model_file
+from memora.engine.storage import JsonStore
 from memora.engine.text_utils import clean_text, clean_within, normalized_key
 from memora.engine.timeutil import system_clock
 
@@ -95,8 +95,11 @@ class UserProfile(BaseModel):
         return not (self.english_level or self.learning_goals or self.preferences or self.correction_style)
 
 
-class UserProfileStore:
+class UserProfileStore(JsonStore[UserProfile]):
     """JSON-backed profile. A missing file is an empty profile; saves only on change."""
+
+    schema = UserProfile
+    label = "profile"
 
     def __init__(
         self,
@@ -106,39 +109,21 @@ class UserProfileStore:
         notify: Callable[[str], None] | None = None,
         clock: Callable[[], datetime] = system_clock,
     ):
-        self.path = Path(path)
+        super().__init__(path, notify=notify)
         self.clock = clock
         self.max_items = max_items or MAX_PROFILE_ITEMS
-        self._notify = notify
-        self._stamp: tuple | None = None
-        self.profile = self._load()
-
-    # -- reading -------------------------------------------------------------
-    def _file_stamp(self) -> tuple | None:
-        try:
-            stat = self.path.stat()
-        except FileNotFoundError:
-            return None
-        return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
-
-    def _load(self) -> UserProfile:
-        self._stamp = self._file_stamp()
-        profile = load_model_file(self.path, UserProfile, notify=self._notify, label="profile")
-        if profile is None:
-            self._stamp = self._file_stamp()
-        return profile or UserProfile()
+        self.profile = self.read()
 
     def get(self) -> UserProfile:
         """The current profile, re-read if another process changed the file."""
-        if self._file_stamp() != self._stamp:
-            self.profile = self._load()
+        self.profile = self.read()
         return self.profile.model_copy(deep=True)
 
     # -- writing -------------------------------------------------------------
     def _update(self, change: Callable[[UserProfile], None]) -> bool:
-        with file_lock(self.path):
-            current = self._load()
-            updated = current.model_copy(deep=True)
+        with self.lock():
+            current = self.read()
+            updated = self.copy(current)
             change(updated)
             last = updated.level_history[-1].level if updated.level_history else None
             if updated.english_level != current.english_level and updated.english_level != last:
@@ -149,9 +134,8 @@ class UserProfileStore:
             if updated == current:
                 self.profile = current
                 return False
-            atomic_write_model(self.path, updated)
+            self.write(updated)
             self.profile = updated
-            self._stamp = self._file_stamp()
             return True
 
     def set_english_level(self, level: str) -> bool:

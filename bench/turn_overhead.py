@@ -31,7 +31,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from synthetic import Vocabulary, memories, queries  # noqa: E402
 
-CATEGORIES = ["name", "identity", "learning", "preference", "hobby", "habit", "schedule", "other"]
+from memora.engine.records import CATEGORIES  # noqa: E402
 
 
 class InstantModel:

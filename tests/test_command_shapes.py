@@ -1,8 +1,10 @@
-"""Which lines are commands, which are chat, and which get a usage line.
+"""Which lines are commands, which are chat, which get a usage line, and which
+are typos of a command: the rows of the rules in memora/app/routing.py.
 
 ``chat``: the line reaches the (fake) model as the learner's message.
 ``command``: it runs, nothing is sent to the model, no usage error.
 ``usage``: nothing is sent; the command's usage line is printed.
+A typo (``TYPOS``): nothing is sent; one line names the command meant.
 """
 
 from __future__ import annotations
@@ -130,6 +132,11 @@ LINES = [
     ("/remember the lesson", COMMAND),
     ("search job interview", COMMAND),
     ("search Kyoto", COMMAND),
+    # a query is free text, a question too
+    ("search where is my passport", COMMAND),
+    ("search what I said about Kyoto", COMMAND),
+    ("search how to say sorry politely", COMMAND),
+    ("search when is my exam", COMMAND),
     ("memories Kyoto", COMMAND),
     ("memories job interview", COMMAND),
     ("memories", COMMAND),
@@ -230,34 +237,165 @@ def test_malformed_commands_work_without_a_model(make_app, server, run_repl):
     assert t.text.count("Usage: ") == 2
 
 
-@pytest.mark.parametrize("name", ["forget", "memory", "profile", "export", "help"])
+@pytest.mark.parametrize("name", ["forget", "memory", "profile", "export", "help", "search"])
 def test_help_for_one_command_shows_its_usage_and_an_example_literally(make_app, run_repl, name):
-    from memora.app.commands import EXAMPLES, CommandRouter
+    from memora.app.commands import CommandRouter
 
     app = make_app()
     t = run_repl(app, [f"help {name}"])
     router = CommandRouter(app, None)
-    for spec in router.forms(name):
-        assert spec.usage in t.text  # brackets and all: "[path]", "[<n>|off]"
-    for example in EXAMPLES[name]:
-        assert f"e.g. {example}" in t.text
+    shown = " ".join(t.text.split())  # a long usage may wrap at a space
+    for form in router.forms(name):
+        assert form.usage in shown  # brackets and all: "[path]", "[<n>|off]"
+    for example in router.commands[name].examples:
+        assert f"e.g. {example}" in shown
         assert router.is_command(example), f"the example {example!r} would be chat"
 
 
-def test_every_example_in_help_is_a_command(make_app):
-    from memora.app.commands import EXAMPLES, CommandRouter
+def test_every_command_is_declared_once_with_a_handler_and_examples_that_route_to_it(make_app):
+    from memora.app.commands import COMMANDS, CommandRouter
 
     router = CommandRouter(make_app(), None)
-    assert set(EXAMPLES) == set(router.specs) - {"quit"}
-    for examples in EXAMPLES.values():
-        for example in examples:
-            assert router.is_command(example), example
+    names = [command.name for command in COMMANDS]
+    handlers = {attr[4:] for attr in dir(router) if attr.startswith("cmd_")}
+    assert len(names) == len(set(names)) and set(names) == handlers
+    for command in COMMANDS:
+        assert command.examples, command.name
+        for example in command.examples:
+            assert router.route(example).kind == "command" and router.route(example).name == command.name, example
 
 
-def test_help_keeps_bracketed_arguments(make_app, run_repl):
+def test_help_lists_every_command_in_its_declared_place(make_app, run_repl):
+    """The order of COMMANDS is the order of help: a new command shows where it is declared."""
+    from memora.app.commands import COMMANDS
+
     t = run_repl(make_app(), ["help"])
-    assert "export [path]" in t.text
-    assert "[text]" in t.text and "memory cap [<n>|off]" in t.text
+    listing = " ".join(t.text.split("You: ", 2)[1].split())  # lines wrap at spaces only
+    at = 0
+    for command in COMMANDS:
+        for form in command.parsed_forms():
+            entry = " ".join(f"{form.usage} {form.help}".split())
+            found = listing.find(entry, at)
+            assert found >= at, f"{form.usage!r} is not listed after the command declared before it"
+            at = found + len(entry)
+
+
+# A first word close to a command's name, followed by what that command takes (or
+# nothing), is a typo: a suggestion, and nothing sent. The meant command, or None
+# for a line that must still reach the tutor.
+TYPOS = [
+    ("hepl", "help"),
+    ("Hepl", "help"),
+    ("/hepl", "help"),
+    ("hlep forget", "help"),
+    ("memries", "memories"),
+    ("memorise --all", "memories"),
+    ("exti", "exit"),
+    ("exitt", "exit"),
+    ("qiut", "quit"),
+    ("profil level b2", "profile"),
+    ("profiel goal pass IELTS", "profile"),
+    ("forgt 3fa9c2d1", "forget"),
+    ("forgett all", "forget"),
+    ("forgot 3fa9c2d1", "forget"),  # an English word, but only an id follows it
+    ("hisory 3fa9 5bc2", "history"),
+    ("mistaks", "mistakes"),
+    ("mistkaes", "mistakes"),
+    ("reveiw", "review"),
+    ("revew export deck.apkg", "review"),
+    ("histroy 3fa9", "history"),
+    ("serach job interview", "search"),
+    ("serch Kyoto", "search"),
+    ("remeber I have a cat called Tom", "remember"),
+    ("memroy cap 200", "memory"),
+    ("stauts", "status"),
+    ("sttaus", "status"),
+    ("wyh", "why"),
+    ("undoo", "undo"),
+    ("usres", "users"),
+    ("reindx", "reindex"),
+    ("prgress", "progress"),
+    ("progess --since 30d", "progress"),
+    ("exprot", "export"),
+    ("improt ~/backup.json", "import"),
+    # real sentences: a command's word with other words, or a typo without its shape
+    ("help me with my essay", None),
+    ("hepl me with my essay", None),
+    ("hello there", None),
+    ("hello", None),
+    ("held my breath for a minute", None),
+    ("held", None),
+    ("memory is weird", None),
+    ("I remember her", None),
+    ("serach engines are useful", None),
+    ("serach for a better word", None),
+    ("starch is in potatoes", None),
+    ("starch", None),
+    ("preview the lesson please", None),
+    ("preview", None),
+    ("exist", None),
+    ("edit my essay please", None),
+    ("edit", None),
+    ("quiet please", None),
+    ("quite", None),
+    ("forgot my homework", None),
+    ("forgot", None),
+    ("forgot all of it", None),
+    ("forgot 2 things", None),
+    ("forge", None),
+    ("expert advice", None),
+    ("expert", None),
+    ("mistaken identity", None),
+    ("mistake", None),
+    ("reviews are mixed", None),
+    ("statue of liberty", None),
+    ("stats", None),
+    ("user manual", None),
+    ("user", None),
+    ("way to go", None),
+    ("remembers", None),
+    ("memo", None),
+    ("profil picture is nice", None),
+    ("histroy is my favourite subject", None),
+    ("memries of my childhood", None),
+    ("forgt it", None),
+    ("exti the building", None),
+    ("histroy 3fa9?", None),
+    ("improt tariffs are high", None),
+]
+
+
+def test_the_typo_table_has_both_kinds_and_the_issue_cases():
+    meant = dict(TYPOS)
+    for line in ("hepl", "memries", "exti", "profil level b2", "forgt 3fa9c2d1", "mistaks", "reveiw", "histroy 3fa9"):
+        assert meant[line]
+    assert sum(m is None for m in meant.values()) >= 30 and sum(m is not None for m in meant.values()) >= 25
+
+
+def test_a_typo_gets_one_suggestion_and_nothing_is_sent(make_app, server, run_repl):
+    app = make_app()
+    t = run_repl(app, [line for line, _ in TYPOS])
+    sent = [request.last_user for request in server.chats]
+    segments = _segments(t.text)
+    wrong = []
+    for line, meant in TYPOS:
+        output = segments[line]
+        if meant is None and line not in sent:
+            wrong.append(f"{line!r}: expected the tutor, got {output.splitlines()[:1]}")
+        if meant is not None and (line in sent or output != f"Did you mean `{meant}`?\n"):
+            wrong.append(f"{line!r}: expected the suggestion of {meant!r}, got {output!r}")
+    assert not wrong, "\n".join(wrong)
+    assert sent == [line for line, meant in TYPOS if meant is None]
+
+
+def test_a_typo_line_costs_no_model_call_and_changes_nothing(make_app, server, run_repl):
+    app = make_app()
+    app.store.add("The learner has a job interview next week.")
+    t = run_repl(app, ["hepl", "forgt 3fa9c2d1", "exti", "remeber I have a cat", "status"])
+    assert server.requests == []
+    assert [r.content for r in app.store.list()] == ["The learner has a job interview next week."]
+    assert t.text.count("Did you mean `") == 4
+    assert "Goodbye!" not in t.text.split("You: status")[0]  # "exti" did not leave
 
 
 @pytest.mark.parametrize(
@@ -278,3 +416,22 @@ def test_remember_stores_the_statement_and_recall_requests_go_to_the_tutor(make_
         "remember the good old days",
         "remember our trip to Kyoto",
     ]
+
+
+@pytest.mark.parametrize(
+    "typed, name, distance",
+    [
+        ("hepl", "help", 1),  # two letters swapped: one edit
+        ("exti", "exit", 1),
+        ("memries", "memories", 1),
+        ("mistkaes", "mistakes", 1),
+        ("starch", "search", 1),  # one edit, but an English word (see TYPOS)
+        ("hello", "help", 2),
+        ("profil", "profile", 1),
+        ("xyz", "history", 3),  # past the limit: limit + 1
+    ],
+)
+def test_edit_distance_counts_a_swap_as_one_edit(typed, name, distance):
+    from memora.app.routing import edit_distance
+
+    assert edit_distance(typed, name) == distance

@@ -84,7 +84,7 @@ def test_the_same_mistake_in_two_sessions_is_one_entry_reviewed_the_next_day(mak
 
     # 4. a correct answer moves its due date out
     [entry] = app.ledger.all()
-    assert entry.due - clock() >= timedelta(days=2) and entry.reviews[-1].rating == 3
+    assert (entry.due - app.ledger.today()).days >= 2 and entry.reviews[-1].rating == 3
 
     # 5. `progress` shows one review, correct
     t = run_repl(app, ["progress"])
@@ -119,17 +119,20 @@ def test_review_without_a_model_shows_the_answer_and_takes_a_self_rating(make_ap
         "How well did you know it? 1 again, 2 hard, 3 good, 4 easy: 5\n"
         "Type 1, 2, 3 or 4 (or an empty line to stop).\n"
         "How well did you know it? 1 again, 2 hard, 3 good, 4 easy: 3\n"
+        "Next in 2 days (Tue 01 Dec).\n"
         "[2/2] Fix this sentence: “He don't like tea”\n"
         "Your answer: He doesn't like tea\n"
         "Answer: “He doesn't like tea” (third person: doesn't)\n"
         "How well did you know it? 1 again, 2 hard, 3 good, 4 easy: 1\n"
+        "Next tomorrow (Mon 30 Nov).\n"
         "Review done: 2 answers saved (1 correct).\n"
         "You: \n"
         "Goodbye!\n"
     )
     by_rule = {m.rule: m for m in app.ledger.all()}
-    assert by_rule["third person: doesn't"].due - clock() == timedelta(days=1)  # wrong: back tomorrow
-    assert by_rule["go → went: irregular past tense"].due - clock() == timedelta(days=2)
+    today = app.ledger.today()
+    assert by_rule["third person: doesn't"].due == today + timedelta(days=1)  # wrong: back tomorrow
+    assert by_rule["go → went: irregular past tense"].due == today + timedelta(days=2)
     assert run_repl(app, ["review"]).text.count("Nothing to review today") == 1
 
 
@@ -148,7 +151,7 @@ def test_a_grading_answer_that_is_not_json_becomes_a_self_rating_and_keeps_the_a
     t = run_repl(app, ["review", "Yesterday I went to the market.", "4"])
     lines = segment_after(t.text, "review").splitlines()
     failure = [line for line in lines if line.startswith("Could not grade")]
-    assert len(failure) == 1 and failure[0].endswith("rate it yourself.")
+    assert len(failure) == 1 and failure[0].endswith("rate it yourself, and the rest of this review too.")
     assert "Review done: 1 answer saved (1 correct)." in t.text
     [entry] = app.ledger.all()
     assert entry.reviews[-1].rating == 4 and "Traceback" not in t.text
@@ -275,7 +278,7 @@ def test_mistakes_lists_and_forgets_one(make_app, run_repl, clock, data_dir):
     listing = segment_after(t.text, "mistakes")
     row = next(line for line in listing.splitlines() if line.startswith(first.id))
     assert re.search(
-        r"grammar\s+go → went: irregular past tense\s+2\s+2026-11-29\s+just now\s+active"
+        r"grammar\s+go → went: irregular past tense\s+2\s+2026-11-29\s+just now\s+active\s+due today"
         r"\s+They goed home -> They went home",
         row,
     )

@@ -51,6 +51,32 @@ SAME = [
         mistake("I am student", "I am a student", "a before a singular noun"),
         mistake("She is teacher", "She is a teacher", "A before a singular noun"),
     ),
+    # the same changed words in another form, the rule worded differently or not at all alike
+    (
+        mistake("He don't like tea", "He doesn't like tea", "third person singular: doesn't"),
+        mistake("My sister don't eat meat", "My sister doesn't eat meat", "Use does not with he, she and it."),
+    ),
+    (
+        mistake("I have to do a decision", "I have to make a decision", "make a decision, not do", "word choice"),
+        mistake("Yesterday I did a decision", "Yesterday I made a decision", "make a decision, not do", "word choice"),
+    ),
+    (
+        mistake("We did a mistake", "We made a mistake", "we make mistakes", "word choice"),
+        mistake("Don't do a mistake", "Don't make a mistake", "collocation: make + mistake", "word choice"),
+    ),
+    # case and apostrophes folded: "Its" and "it’s" are the words of "its" and "it's"
+    (
+        mistake("Its raining again", "It's raining again", "it's = it is", "punctuation"),
+        mistake("I think its too late", "I think it’s too late", "it is, contracted, has an apostrophe", "spelling"),
+    ),
+    (
+        mistake("They was late", "They were late", "plural subject: were"),
+        mistake("We was happy", "We were happy", "were after we"),
+    ),
+    (
+        mistake("He can't swims", "He can't swim", "base form after can't"),
+        mistake("She can't swims well", "She can’t swim well", "modal + bare infinitive"),
+    ),
 ]
 DIFFERENT = [
     # the same generic rule, but a different word put right
@@ -92,6 +118,30 @@ DIFFERENT = [
         mistake("I am agree", "I agree", "agree is a verb"),
         mistake("I am come from Taipei", "I come from Taipei", "no be before a main verb"),
     ),
+    # the opposites of the pairs that merge above
+    (
+        mistake("He don't like tea", "He doesn't like tea", "third person singular: doesn't"),
+        mistake("I doesn't know", "I don't know", "don't after I"),
+    ),
+    (
+        mistake("I did a decision", "I made a decision", "make a decision", "word choice"),
+        mistake("I made my homework", "I did my homework", "do homework", "word choice"),
+    ),
+    (
+        mistake("Its raining", "It's raining", "it's = it is", "punctuation"),
+        mistake("The dog wagged it's tail", "The dog wagged its tail", "its: belonging to it", "punctuation"),
+    ),
+    (mistake("They was late", "They were late", "were"), mistake("I were tired", "I was tired", "was")),
+    # the same word put into two different forms is two corrections
+    (
+        mistake("He don't like tea", "He doesn't like tea", "third person: doesn't"),
+        mistake("Yesterday I don't go", "Yesterday I didn't go", "past: didn't"),
+    ),
+    (
+        mistake("I have to do a decision", "I have to make a decision", "make a decision", "word choice"),
+        mistake("I have to do a decision", "I have to take a decision", "take a decision", "word choice"),
+    ),
+    (mistake("I goed home", "I went home", "past of go"), mistake("He go home", "He goes home", "third person -s")),
 ]
 
 
@@ -189,19 +239,19 @@ def test_correct_answers_push_the_card_out_and_a_wrong_one_brings_it_back_tomorr
     intervals = []
     for _ in range(4):
         card = spaced.review(card, spaced.VERDICT_RATINGS["correct"], now)
-        intervals.append(spaced.due(card) - now)
-        now = spaced.due(card)
+        intervals.append((spaced.due_day(card) - spaced.learner_day(now)).days)
+        now = now + timedelta(days=intervals[-1])
     assert intervals == sorted(intervals) and len(set(intervals)) == 4
-    assert intervals[0] == timedelta(days=2)
+    assert intervals[0] == 2
     card = spaced.review(card, spaced.VERDICT_RATINGS["wrong"], now)
-    assert spaced.due(card) - now == timedelta(days=1)
+    assert (spaced.due_day(card) - spaced.learner_day(now)).days == 1
 
 
 def test_mastered_needs_stability_and_the_last_two_correct(ledger, clock):
     entry, _ = ledger.record(GOED)
     ratings = []
     while True:
-        clock.now = max(clock.now, entry.due.astimezone())
+        clock.now = max(clock.now, _morning(entry.due, clock))
         entry = ledger.review(entry.id, 3, clock())
         ratings.append(3)
         if entry.mastered_at is not None:
@@ -219,20 +269,26 @@ def test_mastered_needs_stability_and_the_last_two_correct(ledger, clock):
 def test_a_wrong_answer_after_mastery_takes_mastery_away(ledger, clock):
     entry, _ = ledger.record(GOED)
     for _ in range(6):
-        clock.now = max(clock.now, entry.due.astimezone())
+        clock.now = max(clock.now, _morning(entry.due, clock))
         entry = ledger.review(entry.id, 4, clock())
     assert entry.status == "mastered"
-    clock.now = entry.due.astimezone()
+    clock.now = _morning(entry.due, clock)
     entry = ledger.review(entry.id, 1, clock())
-    assert entry.status == "active" and entry.due - clock() <= timedelta(days=1)
+    assert entry.status == "active" and (entry.due - ledger.today()).days <= 1
 
 
-def test_due_means_due_by_the_end_of_the_learners_day(ledger, clock):
+def _morning(day, clock, hour=9):
+    """9 am local on ``day`` (a learner's day), in the clock's zone."""
+    return datetime.combine(day, datetime.min.time(), tzinfo=clock().tzinfo) + timedelta(hours=hour)
+
+
+def test_due_means_due_from_the_start_of_the_learners_day(ledger, clock):
     entry, _ = ledger.record(GOED)
-    entry = ledger.review(entry.id, 3, clock())  # due two days later, same hour
-    assert ledger.due(clock() + timedelta(days=1)) == []
-    later_that_day = (entry.due - timedelta(hours=1)).astimezone()
-    assert [m.id for m in ledger.due(later_that_day)] == [entry.id]
+    entry = ledger.review(entry.id, 3, clock())  # due two days later
+    assert entry.due == ledger.today() + timedelta(days=2)
+    assert ledger.due(_morning(entry.due, clock, hour=-1)) == []  # 11 pm the evening before
+    assert ledger.due(_morning(entry.due, clock, hour=3)) == []  # 3 am is still the day before
+    assert [m.id for m in ledger.due(_morning(entry.due, clock, hour=4))] == [entry.id]
 
 
 # -- the activity log ------------------------------------------------------------------------
@@ -277,6 +333,7 @@ def test_review_export_writes_an_anki_collection_with_one_note_per_card(ledger, 
         "go → went: irregular past tense",
         "grammar",
         a.id,
+        "went",
     ]
     assert fields[1][0] == "Fix this sentence: “I like &lt;b&gt;cats&lt;/b&gt; &amp; dogs”" and fields[1][4] == b.id
     assert {row[0] for row in db.execute("SELECT did FROM cards")} == {DECK_ID}

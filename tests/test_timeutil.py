@@ -6,6 +6,7 @@ from datetime import date, datetime
 
 import pytest
 
+from memora.engine import timeutil
 from memora.engine.timeutil import resolve_event_date, resolve_relative_date
 
 SUNDAY = datetime(2026, 11, 29, 10, 0).astimezone()  # the tests' default clock
@@ -178,3 +179,27 @@ EVENT_DATES = [
 )
 def test_the_models_date_wins_and_a_bad_date_is_dropped_not_raised(stated, phrase, text, expected):
     assert resolve_event_date(stated, phrase, SUNDAY, sentence=text) == expected
+
+
+# -- every rule of the grammar runs ------------------------------------------------------
+# Each rule in timeutil carries its own examples ("phrase -> granularity day [part]",
+# said on EXAMPLE_DAY); a rule with none fails here, so no rule goes unrun.
+
+RULE_EXAMPLES = [
+    pytest.param(rule, example, id=f"{rule.key}: {example}") for rule in timeutil._RULES for example in rule.examples
+]
+
+
+@pytest.mark.parametrize("rule", timeutil._RULES, ids=lambda rule: rule.key)
+def test_every_grammar_rule_has_examples(rule):
+    assert rule.examples, f"the rule {rule.key!r} has no example"
+
+
+@pytest.mark.parametrize(("rule", "example"), RULE_EXAMPLES)
+def test_a_grammar_rule_reads_its_examples(rule, example):
+    past = example.startswith("past: ")
+    phrase, expected = example.removeprefix("past: ").split(" -> ")
+    match = timeutil._GRAMMAR.search(phrase)
+    assert match is not None and match.group(0) == phrase and match.lastgroup == rule.group
+    [first, *_] = timeutil._mentions(phrase, timeutil.EXAMPLE_DAY, phrase=True, past=past)
+    assert " ".join(filter(None, (first.granularity, first.day.isoformat(), first.part))) == expected

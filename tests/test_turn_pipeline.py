@@ -230,13 +230,13 @@ def test_the_worker_lands_a_reading_during_the_next_reply_under_the_lock(make_ap
 def session_writes(monkeypatch):
     """Every write of a session file, by the thread that made it."""
     writes: list[str] = []
-    write = session_module.atomic_write_model
+    write = session_module.SessionStore.write
 
-    def counted(path, model, *args, **kwargs):
+    def counted(store, state):
         writes.append(threading.current_thread().name)
-        return write(path, model, *args, **kwargs)
+        return write(store, state)
 
-    monkeypatch.setattr(session_module, "atomic_write_model", counted)
+    monkeypatch.setattr(session_module.SessionStore, "write", counted)
     return writes
 
 

@@ -1,5 +1,10 @@
 r"""``review export <file.apkg>``: the ledger's cards as an Anki deck (genanki).
 
+The deck is named for the learner ("Memora — Lin"; "Memora" for the default
+learner). Each note has two cards: fix the sentence, and type the corrected
+words (a word card has only the first). A card Memora has reviewed goes with
+its schedule and its review history (``_write_history``).
+
 The note type and the deck have fixed ids, chosen once: Anki recognises a
 re-exported deck as the same deck. Each note's guid comes from the learner and
 the mistake's id, so importing a newer export updates the notes instead of
@@ -26,13 +31,15 @@ import tempfile
 from datetime import datetime
 from pathlib import Path
 
+from memora.engine import spaced
 from memora.engine.errors import CommandError, failure_reason
 from memora.engine.ledger import Mistake
 from memora.engine.storage import FILE_MODE, special_file
 
 MODEL_ID = 1_718_204_812  # never change: Anki keys the note type on it
 DECK_ID = 1_718_204_813  # never change: Anki keys the deck on it
-FIELDS = ("Question", "Answer", "Rule", "Kind", "MemoraId")
+# "Fix" (the corrected words alone) came last so that the earlier fields keep their places.
+FIELDS = ("Question", "Answer", "Rule", "Kind", "MemoraId", "Fix")
 # Anki's parsers read the field's HTML as it is stored, before entities are
 # decoded: '[' and '{' as character references never open a tag, a cloze or a
 # template reference, and still show as '[' and '{'.
@@ -61,10 +68,83 @@ def _model():
             {
                 "name": "Fix the sentence",
                 "qfmt": "{{Question}}",
-                "afmt": "{{FrontSide}}<hr id=answer>{{Answer}}<br><i>{{Rule}}</i>",
-            }
+                "afmt": "{{FrontSide}}<hr id=answer>{{Answer}}{{#Rule}}<br><i>{{Rule}}</i>{{/Rule}}",
+            },
+            {
+                # Typed: the learner types the corrected words and Anki compares them. A
+                # word card has no Fix, so Anki makes no typed card for it.
+                "name": "Type the fix",
+                "qfmt": "{{#Fix}}{{Question}}<br>Type the corrected words: {{type:Fix}}{{/Fix}}",
+                "afmt": "{{FrontSide}}<hr id=answer>{{Answer}}{{#Rule}}<br><i>{{Rule}}</i>{{/Rule}}",
+            },
         ],
     )
+
+
+def deck_name(user: str) -> str:
+    """'Memora — Lin'; just 'Memora' for the default learner."""
+    from memora.engine.config import DEFAULT_USER
+
+    return "Memora" if user == DEFAULT_USER else f"Memora \u2014 {user}"
+
+
+def _fix(mistake: Mistake) -> str:
+    """The corrected words of a mistake's latest example ("went"); empty for a word card."""
+    from memora.engine.ledger import correction_edits
+
+    example = mistake.latest
+    if not mistake.is_mistake or example is None:
+        return ""
+    return " ".join(inserted for _, inserted in correction_edits(example.original, example.corrected) if inserted)
+
+
+def _package(deck, mistakes: dict[str, Mistake]):
+    """A genanki package that also writes each card's schedule and review history."""
+    import genanki
+
+    class Package(genanki.Package):
+        def write_to_db(self, cursor, timestamp, id_gen):
+            super().write_to_db(cursor, timestamp, id_gen)
+            _write_history(cursor, mistakes)
+
+    return Package(deck)
+
+
+def _write_history(cursor, mistakes: dict[str, Mistake]) -> None:
+    """Each reviewed card as a review card of Anki's, due on Memora's day, with one
+    revlog row per answer Memora kept and FSRS's memory state in the card's data:
+    Anki's scheduler (FSRS or not) starts from what Memora knows instead of
+    treating a card answered for weeks as new."""
+    import json
+
+    (crt,) = cursor.execute("SELECT crt FROM col").fetchone()
+    first_day = datetime.fromtimestamp(crt).date()
+    rows = cursor.execute("SELECT c.id, n.guid, c.ord FROM cards c JOIN notes n ON n.id = c.nid").fetchall()
+    for card_id, guid, ordinal in rows:
+        mistake = mistakes.get(guid)
+        if mistake is None or not mistake.reviews:
+            continue
+        last_day = spaced.learner_day(mistake.reviews[-1].at)
+        interval = max(1, (mistake.due - last_day).days)
+        lapses = sum(1 for r in mistake.reviews[1:] if r.rating == 1)
+        memory = {"s": round(spaced.stability(mistake.card), 4), "d": round(mistake.card["difficulty"], 4)}
+        cursor.execute(
+            "UPDATE cards SET type = 2, queue = 2, due = ?, ivl = ?, factor = 2500, reps = ?, lapses = ?, data = ? "
+            "WHERE id = ?",
+            ((mistake.due - first_day).days, interval, len(mistake.reviews), lapses, json.dumps(memory), card_id),
+        )
+        previous = None
+        for review in mistake.reviews:
+            day = spaced.learner_day(review.at)
+            last = 0 if previous is None else (day - previous).days
+            kind = 0 if previous is None else (2 if review.rating == 1 else 1)  # learn, relearn, review
+            cursor.execute(
+                "INSERT INTO revlog (id, cid, usn, ease, ivl, lastIvl, factor, time, type) "
+                "VALUES (?, ?, -1, ?, ?, ?, 2500, 0, ?)",
+                # revlog ids are millisecond times, unique per row: the typed card's rows are a millisecond later
+                (int(review.at.timestamp() * 1000) + ordinal, card_id, review.rating, max(last, 1), last, kind),
+            )
+            previous = day
 
 
 def write_deck(mistakes: list[Mistake], path: Path, *, user: str, now: datetime) -> int:
@@ -81,7 +161,8 @@ def write_deck(mistakes: list[Mistake], path: Path, *, user: str, now: datetime)
     if not folder.is_dir():
         raise CommandError(f"Cannot write {path}: the folder {folder} does not exist. Nothing was exported.")
     model = _model()
-    deck = genanki.Deck(DECK_ID, f"Memora: {user}'s mistakes")
+    deck = genanki.Deck(DECK_ID, deck_name(user))
+    by_guid: dict[str, Mistake] = {}
     count = 0
     from memora.app.drill import exercise
 
@@ -89,20 +170,23 @@ def write_deck(mistakes: list[Mistake], path: Path, *, user: str, now: datetime)
         example, question = mistake.latest, exercise(mistake)
         if example is None or question is None:
             continue
-        fields = [inert(text) for text in (question, example.corrected, mistake.rule, mistake.kind, mistake.id)]
+        # A word card's rule is "word: meaning", the answer again: its meaning is shown once.
+        rule = mistake.rule if mistake.is_mistake else ""
+        texts = (question, example.corrected, rule, mistake.kind, mistake.id, _fix(mistake))
+        guid = genanki.guid_for(user, mistake.id)
         deck.add_note(
             genanki.Note(
-                model=model,
-                fields=fields,
-                guid=genanki.guid_for(user, mistake.id),
-                tags=[mistake.kind.replace(" ", "_")],
+                model=model, fields=[inert(text) for text in texts], guid=guid, tags=[mistake.kind.replace(" ", "_")]
             )
         )
+        by_guid[guid] = mistake
         count += 1
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     os.close(fd)
     try:
-        genanki.Package(deck).write_to_file(tmp, timestamp=now.timestamp())  # note ids come from it: the injected clock
+        _package(deck, by_guid).write_to_file(
+            tmp, timestamp=now.timestamp()
+        )  # note ids come from it: the injected clock
         os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except (OSError, sqlite3.Error) as error:  # genanki writes a SQLite collection, then the zip

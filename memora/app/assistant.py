@@ -31,13 +31,7 @@ from long_term_memory import LongTermMemoryStore
 from memora.app import recall
 from memora.app.conversation import Conversation
 from memora.app.erasure import forget_everywhere
-from memora.app.extraction import (
-    ExtractionJob,
-    Extractor,
-    PreparedExtraction,
-    looks_like_correction,
-    skips_extraction,
-)
+from memora.app.extraction import ExtractionJob, Extractor, PreparedExtraction
 from memora.app.import_undo import finish_interrupted_import
 from memora.app.knowledge import KnowledgeBase
 from memora.app.proposals import ProfileProposal, ProposalStore
@@ -48,6 +42,7 @@ from memora.app.turn import Notifier, TurnCancelled, TurnResult, TurnState, chec
 from memora.engine.activity import ActivityLog
 from memora.engine.chroma_backend import ChromaConnection
 from memora.engine.config import Settings
+from memora.engine.cues import looks_like_correction, skips_extraction
 from memora.engine.deletions import DeletionLog
 from memora.engine.embeddings import Embedder, make_embedder
 from memora.engine.errors import (
@@ -130,8 +125,10 @@ class Memora:
         self.deletions = DeletionLog(settings.db_dir)
         self.owner = new_owner()  # this session's name, for claiming messages to read
         self.ledger = LedgerStore(
-            paths.mistakes, clock=clock, notify=self.telling.deliver, deletions=self.deletions, learner=user
-        )
+            paths.mistakes, clock=clock, notify=self.telling.deliver, deletions=self.deletions, learner=user,
+            day_start=settings.day_start, new_per_day=settings.new_cards, reviews_per_day=settings.reviews_per_day,
+            exam=lambda today: recall.next_exam(getattr(self, "store", None), today),
+        )  # fmt: skip
         self.activity = ActivityLog(paths.activity, clock=clock, notify=self.notify)
         self.sessions = SessionStore(paths.session, notify=self.notify)
         self.memory = recall.conversation_memory(settings, counter, model.summarize)
@@ -152,7 +149,7 @@ class Memora:
         extractor = Extractor(
             model=model, store=self.store, profiles=self.profiles, proposals=self.proposals, counter=counter,
             ledger=self.ledger, on_tokens=lambda n: self.add_usage("extraction", n),
-            on_embedding_tokens=self._embedded,
+            on_embedding_tokens=self._embedded, watched=lambda text: recall.watched(self.ledger, text),
         )  # fmt: skip
         self.worker = self.reader.start(extractor)
         if model.configured:
@@ -399,7 +396,7 @@ class Memora:
 
     def undo(self) -> list[str]:
         """Take back the last memory change set, or the last message not read yet; the lines to show."""
-        return self.conversation.undo(self.store, lambda texts: forget_everywhere(self, texts))
+        return self.conversation.undo(self.store, self.ledger, lambda texts: forget_everywhere(self, texts))
 
     def undone_memory(self, memory_id: str):
         """The undo that deleted ``memory_id`` (or an id starting with it), if any."""
@@ -463,6 +460,10 @@ class Memora:
         # No wait for the reading under way: its writes are refused when it lands (the
         # 'user' deletion, and the worker's cancelled flag), however slow the server is.
         self.worker.cancel(timeout=0)
+
+    def practice_facts(self) -> list[str]:
+        """What a fresh practice sentence may be about (``recall.practice_facts``)."""
+        return recall.practice_facts(self.store)
 
     def set_memory_cap(self, cap: int | None) -> None:
         self.store.set_memory_cap(cap)

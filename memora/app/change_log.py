@@ -13,7 +13,7 @@ from datetime import datetime
 
 from memora.app.session import ChangeSet, UndoneMemory
 from memora.app.turn import Guarded
-from memora.engine.text_utils import quoted
+from memora.engine.text_utils import quoted, shorten
 
 # 'undo' goes back this many change sets; older ones are dropped from the session
 # (a learner takes back what they just saw, not last month's turn).
@@ -23,7 +23,12 @@ NOTHING_TO_UNDO = (
     "Nothing to undo: no recorded memory change is left to take back "
     "('forget' is a real deletion and cannot be undone)."
 )
-ORIGINS = {"turn": "your message", "remember": "'remember'", "edit": "'memory edit'"}
+ORIGINS = {
+    "turn": "your message",
+    "remember": "'remember'",
+    "edit": "'memory edit'",
+    "conflict": "'keep one' on the page",
+}
 
 
 class ChangeLog(Guarded):
@@ -36,19 +41,22 @@ class ChangeLog(Guarded):
             self.changes: tuple[ChangeSet, ...] = tuple(changes)
             self.undone: tuple[UndoneMemory, ...] = tuple(undone)
 
-    def record(self, origin: str, steps, *, at: datetime, job_id: str = "") -> bool:
+    def record(self, origin: str, steps, *, at: datetime, job_id: str = "", reviews=()) -> bool:
         """Keep a memory change (one set per turn: a correction applied right after the
-        reply and the turn's extraction merge); False when it changed nothing."""
+        reply and the turn's extraction merge), with the reviews its reading counted on
+        mistake cards; False when it changed nothing."""
         steps = [tuple(step) for step in steps if step[0] or step[1]]
-        if not steps:
+        reviews = [tuple(review) for review in reviews]
+        if not steps and not reviews:
             return False
         with self.lock:
             last = self.changes[-1] if self.changes else None
             if job_id and last is not None and last.job_id == job_id:
-                merged = last.model_copy(update={"steps": [*last.steps, *steps]})
+                merged = last.model_copy(update={"steps": [*last.steps, *steps], "reviews": [*last.reviews, *reviews]})
                 self.changes = (*self.changes[:-1], merged)
             else:
-                self.changes = (*self.changes, ChangeSet(at=at, origin=origin, job_id=job_id, steps=steps))[-MAX_UNDO:]
+                change = ChangeSet(at=at, origin=origin, job_id=job_id, steps=steps, reviews=reviews)
+                self.changes = (*self.changes, change)[-MAX_UNDO:]
         return True
 
     def drop(self, ids: Collection[str] | None = None) -> None:
@@ -110,8 +118,10 @@ def change_line(store, steps, *, undo_hint: bool = True) -> str:
     return "Memory: " + "; ".join(shown) + (" ('undo' takes this back)." if undo_hint else ".")
 
 
-def undo_lines(change: ChangeSet, result, now: datetime, left: int) -> list[str]:
-    """What 'undo' says it did: ``result`` is ``store.revert``'s, ``left`` the change sets still undoable."""
+def undo_lines(change: ChangeSet, result, cards, now: datetime, left: int) -> list[str]:
+    """What 'undo' says it did: ``result`` is ``store.revert``'s, ``cards`` what
+    ``ledger.take_back`` gave for each of ``change.reviews`` (None: left as it is),
+    ``left`` the change sets still undoable."""
     done = [("removed", r) for r in result.removed] + [("restored", r) for r in result.restored]
     lines = []
     if done:
@@ -126,6 +136,12 @@ def undo_lines(change: ChangeSet, result, now: datetime, left: int) -> list[str]
         )
     for memory_id, why in result.skipped:
         lines.append(f"Left {memory_id[:6]} as it is: it was {why} (see 'history {memory_id[:6]}').")
+    for (mistake_id, _), card in zip(change.reviews, cards, strict=True):
+        lines.append(
+            f"Undone: the review your message counted on card {mistake_id} ({shorten(card.rule, 60)})."
+            if card is not None
+            else f"Left card {mistake_id} as it is: it was reviewed again since, or forgotten."
+        )
     if left:
         lines.append(f"('undo' again takes back the change before: {left} left.)")
     return lines

@@ -1,18 +1,14 @@
-"""Commands, routed before chat: one ``cmd_<name>`` method per command.
+"""Commands, routed before chat: one declaration and one ``cmd_<name>`` method each.
 
-The method's docstring is its help: the first line is the usage, the text
-after `` -- `` the description. ``help`` is generated from them, so it cannot
-drift from what exists. A line is a command when its first word names one and
-the rest has that command's shape (``why`` alone, ``profile level B1``,
-``forget 3fa9c2d1``...); a command is never sent to the model and never
-enters the conversation. Anything else is chat ("why is this wrong?"). To chat
-with a line that would be a command, begin it with a backslash
-(``\\remember when...``); ``/why`` always means the command.
+``COMMANDS`` declares every command once: its name, the shape of its arguments,
+its forms (usage and help line), its examples and, by its position, its place in
+``help``; the handler is the method named after it. Whether a line is a command,
+chat or a typo is decided by the rules in ``memora/app/routing.py``, from the
+declared shapes alone.
 """
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 import shlex
@@ -22,9 +18,28 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from context_builder import dated_text
-from memora.app.terminal import NO, YES, Console, render_table
+from memora.app.routing import (
+    CHAT,
+    COMMAND,
+    MEMORY_ID,
+    TYPO,
+    Route,
+    Shape,
+    choice,
+    command_name,
+    ids,
+    nothing,
+    path,
+    remembered_text,
+    route,
+    statement,
+    text,
+)
+from memora.app.terminal import NO, YES, Console, render_definitions
+from memora.engine import spaced
 from memora.engine.embeddings import LOCAL_MODEL_NAME
 from memora.engine.errors import CommandError, LocalModelUnavailable, MemoraError
+from memora.engine.ledger import correction_excerpt
 from memora.engine.records import CATEGORIES, MEMORY_TYPES
 from memora.engine.text_utils import counted, quoted, shorten
 from memora.engine.timeutil import time_ago
@@ -33,222 +48,204 @@ from user_profile import CEFR_LEVELS, CORRECTION_STYLES
 if TYPE_CHECKING:
     from memora.app.assistant import Memora
 
-# A line is a command only when it has the command's shape; otherwise it is
-# chat. The rules, in order (the README's "Commands" section lists them too):
-#   1. "/name ..." is always the command; "\\..." is always chat.
-#   2. A line that ends with "?" is a question for the tutor.
-#   3. The command word followed by a word that makes it a sentence is chat:
-#      "history is my favourite subject", "memories of my childhood",
-#      "remember when we...", "search for a better word...", "forget it".
-#      So is the command word used as a noun, the verb second: "search engines
-#      are useful", "import tariffs are high". Words are compared without the
-#      punctuation and quotes around them ("remember 'when' we met", "search for!").
-#   4. "remember" is the explicit store, so it stores whatever is not plainly a
-#      noun phrase. A noun phrase (it opens with the/this/those/our/my/last/
-#      Anna's... and no verb follows) is a request to recall: "remember our trip
-#      to Kyoto", "remember the lesson" go to chat, while "remember my sister
-#      lives in Leeds", "remember I ...", "remember that I ..." (stored as
-#      "I ...") and "remember Tom likes jazz" are stored. "/remember ..."
-#      stores anything.
-#   5. What is left is a command; if its arguments are malformed ("forget zzzz",
-#      "memory cap abc", "export my data") it prints its usage and nothing is sent.
-NO_ARGUMENTS = {"why", "status", "reset", "users", "reindex", "undo", "exit", "quit"}
-SUBCOMMANDS = {
-    "profile": {"level", "goal", "preference", "remove", "clear", "confirm", "reject", "corrections"},
-    "memory": {"edit", "cap"},
-    # "review my essay" and "progress is slow" are chat: these take only their subcommands.
-    "mistakes": {"forget"},
-    "review": {"export"},
-    "progress": {"--since", "--plain"},
-}
-_MEMORY_ID = re.compile(r"[0-9a-f]{4,64}|[0-9A-Za-z_-]*[0-9][0-9A-Za-z_-]*")
-# After any command word, these turn the line into a sentence ("search is broken").
-SENTENCE_WORDS = {
-    "is",
-    "are",
-    "was",
-    "were",
-    "isn't",
-    "aren't",
-    "wasn't",
-    "be",
-    "been",
-    "am",
-    "can",
-    "could",
-    "should",
-    "would",
-    "will",
-    "won't",
-    "does",
-    "do",
-    "did",
-    "doesn't",
-    "don't",
-    "has",
-    "have",
-    "had",
-    "of",
-    "and",
-    "or",
-    "but",
-    "so",
-    "means",
-    "mean",
-    "meaning",
-}
-# Per command, openings that read as talking to the tutor rather than as arguments.
-CHAT_OPENINGS = {
-    "remember": {
-        "when",
-        "how",
-        "what",
-        "if",
-        "whether",
+
+@dataclass(frozen=True)
+class Form:
+    """One way to type a command, as ``help`` lists it."""
+
+    usage: str
+    help: str
+
+
+@dataclass(frozen=True)
+class Command:
+    """Everything about one command but what it does (its ``cmd_<name>`` method)."""
+
+    name: str
+    shape: Shape
+    forms: tuple[str, ...]  # "usage -- what it does", one line per form
+    examples: tuple[str, ...]  # lines a learner could type ('help <name>'; a test routes each one)
+    aliases: tuple[str, ...] = ()
+    # It shows or changes what Memora knows, so the messages held to be read with the next
+    # ones are read first: a mistake the tutor just corrected is in 'mistakes' and 'review'.
+    reads_first: bool = False
+    # Sub-commands that delete and so decide at once, as 'forget' and 'undo' do: a reading
+    # still to land is refused what they deleted (deletions.py).
+    at_once: frozenset[str] = frozenset()
+
+    def parsed_forms(self) -> list[Form]:
+        return [Form(*(part.strip() for part in form.split(" -- ", 1))) for form in self.forms]
+
+
+# Every command, in the order 'help' lists them.
+COMMANDS = (
+    Command(
+        "help",
+        command_name(),
+        ("help [command] -- Show this list, or one command's usage with an example.",),
+        ("help forget",),
+    ),
+    Command(
+        "profile",
+        choice("level", "goal", "preference", "remove", "clear", "confirm", "reject", "corrections"),
+        (
+            "profile -- Show your profile and any pending change.",
+            "profile level <A1|A2|B1|B2|C1|C2> -- Set your English level.",
+            "profile goal <text> -- Add a learning goal.",
+            "profile preference <text> -- Add a preference (how Memora should teach you).",
+            "profile remove goal|preference <text> -- Remove a goal or preference.",
+            "profile corrections all|important|off -- How much Memora corrects you "
+            "(default important; off still records mistakes).",
+            "profile clear -- Empty the profile.",
+            "profile confirm | profile reject -- Accept or discard the pending profile change.",
+        ),
+        (
+            "profile level B1",
+            "profile goal pass IELTS with 7.0",
+            "profile remove preference short answers",
+            "profile corrections off",
+        ),
+    ),
+    Command(
+        "remember",
+        statement(),
+        ("remember <text> -- Store a memory now, exactly as written.",),
+        ("remember I have a job interview on Friday",),
+    ),
+    Command(
+        "memories",
+        text(max_words=2),
+        ("memories [--all] [--type semantic|episodic] [--category C] [text] -- List memories, newest first.",),
+        ("memories --type episodic", "memories --all coffee"),
+        reads_first=True,
+    ),
+    Command(
+        "memory",
+        choice("edit", "cap"),
+        (
+            "memory edit <id> <text> -- Replace a memory's text (the old text stays in its history).",
+            "memory cap [<n>|off] -- Show or set how many current memories you keep.",
+        ),
+        ("memory edit 3fa9c2d1 I moved to Taipei in 2024", "memory cap 200"),
+        reads_first=True,
+    ),
+    Command(
+        "search",
+        text(),
+        ("search <query> -- Show scored results; * marks those that pass the retrieval threshold.",),
+        ("search job interview", "search where is my passport"),
+        reads_first=True,
+    ),
+    Command(
+        "forget",
+        ids("all", "user"),
+        (
+            "forget <id> -- Delete one memory (and its earlier versions).",
+            "forget all -- Delete all your memories, mistakes and activity log (asks you to type DELETE).",
+            "forget user <name> -- Delete everything of one learner (asks you to type the name).",
+        ),
+        ("forget 3fa9c2d1", "forget all"),
+    ),
+    Command(
+        "history",
+        ids(),
+        ("history <id> -- Show every version of a memory, oldest first.",),
+        ("history 3fa9c2d1",),
+        reads_first=True,
+    ),
+    Command(
+        "undo",
+        nothing(),
+        ("undo -- Take back the last memory change: your last message's, a remember or a memory edit (not forget).",),
+        ("undo",),
+    ),
+    Command(
+        "page",
+        nothing(),
+        ("page -- Open the memory page: profile, memories, timeline, mistakes and conflicts (also F2).",),
+        ("page",),
+        reads_first=True,
+    ),
+    Command(
+        "mistakes",
+        choice("forget"),
+        (
+            "mistakes -- List your mistakes: how often, first and last seen, status and an example.",
+            "mistakes forget <id> -- Delete one mistake and its review card.",
+        ),
+        ("mistakes", "mistakes forget m3fa9c"),
+        reads_first=True,
+        at_once=frozenset({"forget"}),
+    ),
+    Command(
+        "review",
+        choice("export"),
+        (
+            "review -- Drill the mistakes due today (up to 10); an empty line or 'stop' ends it.",
+            "review export <file.apkg> -- Write your mistakes as an Anki deck.",
+        ),
+        ("review", "review export ~/memora-mistakes.apkg"),
+        reads_first=True,
+    ),
+    Command(
+        "progress",
+        choice("--since", "--plain"),  # options, not words: "progress since May is slow" is said
+        ("progress [--since <N>d|<N>w] [--plain] -- Days practised, mistakes, reviews and level; --plain: no charts.",),
+        ("progress", "progress --since 30d", "progress --plain"),
+        reads_first=True,
+    ),
+    Command(
         "why",
-        "who",
-        "where",
-        "which",
-        "me",
-        "us",
-        "you",
-        "it",
-        "this",
-        "those",
-        "yesterday",
-        "everything",
-        "anything",
-        "the time",
-        "the day",
-        "the first time",
-        "the last time",
-        "last time",
-        "our last",
-        "our first",
-    },
-    "search": {"for", "about", "me", "up", "online", "through", "the web", "the internet", "google"},
-    "forget": {
-        "it",
-        "that",
-        "this",
-        "them",
-        "those",
-        "me",
-        "him",
-        "her",
-        "us",
-        "you",
-        "about",
-        "everything",
-        "anything",
-        "something",
-        "nothing",
-        "what",
-        "how",
-        "when",
-        "yesterday",
-        "today",
-        "my",
-        "the",
-        "all of",
-        "all about",
-        "i",
-        "we",
-        "to",
-    },
-    "memories": {"about", "from", "with", "that", "i", "we", "you", "my"},
-    "history": set(),
-}
-_SENTENCE_END = ".!…。！"
-_MISTAKE_ID = re.compile(r"m[0-9a-f]{1,5}")
-STATUS_ORDER = {"active": 0, "improving": 1, "mastered": 2}
-# Around a word, these never change which word it is: "when," "'when'" "“when”" "that!".
-_AROUND_WORDS = (
-    "\"'`\u2018\u2019\u201c\u201d\u00ab\u00bb\u300c\u300d.,;:!?()[]{}\u2026\u3002\uff0c\uff01\uff1f-\u2014\u2013"
+        nothing(),
+        ("why -- Show exactly what the last request's background held, with scores and tokens.",),
+        ("why",),
+        reads_first=True,
+    ),
+    Command(
+        "status",
+        nothing(),  # not reads_first: it reports what is held
+        ("status -- Model, data locations, memory count, token budget and usage.",),
+        ("status",),
+    ),
+    Command(
+        "reset",
+        nothing(),
+        ("reset -- Start a fresh conversation (profile and memories stay).",),
+        ("reset",),
+    ),
+    Command(
+        "export",
+        path(),
+        ("export [path] -- Write your profile, memories (with history) and session to a JSON file.",),
+        ("export ~/memora-backup.json",),
+        reads_first=True,
+    ),
+    Command(
+        "import",
+        path(),
+        ("import <path> -- Restore an export (validated first; all or nothing).",),
+        ("import ~/memora-backup.json",),
+    ),
+    Command(
+        "reindex",
+        nothing(),
+        ("reindex -- Re-embed all memories with the configured embedding model, then retry unsaved messages.",),
+        ("reindex",),
+    ),
+    Command(
+        "users",
+        nothing(),
+        ("users -- List the learners with data here.",),
+        ("users",),
+    ),
+    Command(
+        "exit",
+        nothing(),
+        ("exit -- Leave Memora (also quit, or Ctrl-D).",),
+        ("exit",),
+        aliases=("quit",),
+    ),
 )
-# The learner as the subject: "remember I ..." is always a statement to store.
-FIRST_PERSON = {"i", "i'm", "i've", "i'd", "i'll", "im", "ive", "myself", "we", "we're", "we've", "we'd", "we'll"}
-# The learner as the owner: "remember my sister lives in Leeds" is a statement,
-# "remember our trip to Kyoto" a noun phrase (a request to recall).
-POSSESSIVE = {"my", "mine", "our", "ours"}
-_BASE_VERBS = set(
-    "live work like love hate want need teach study play speak go come have get keep own run drive use eat "
-    "drink visit know think prefer enjoy start stop finish move stay leave take make call".split()
-)
-# A word after the first that makes "remember ..." a statement about someone else.
-STATEMENT_VERBS = SENTENCE_WORDS - {"of", "and", "or", "but", "so", "means", "mean", "meaning"} | {
-    "must",
-    "may",
-    "might",
-    "shall",
-    "isn't",
-    "weren't",
-    "can't",
-    "couldn't",
-    "won't",
-    "hasn't",
-    "haven't",
-    "didn't",
-    "lives",
-    "works",
-    "likes",
-    "loves",
-    "hates",
-    "wants",
-    "needs",
-}
-DETERMINERS = {"the", "a", "an", "this", "these", "those", "your", "his", "her", "their", "its", "last", "every"}
-_IRREGULAR_PAST = set(
-    "said went got had made took saw met lost won left began became came gave told taught bought felt found kept "
-    "knew thought ran wrote spoke drove ate drank sang".split()
-)
-_CJK_START = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-
-
-def bare_words(rest: str) -> list[str]:
-    """The words of ``rest``, lower-cased, without punctuation or quotes around them."""
-    words = (w.strip(_AROUND_WORDS) for w in rest.lower().replace("\u2019", "'").split())
-    return [w for w in words if w]
-
-
-def _opens_with(rest: str, openings: set[str]) -> bool:
-    lowered = " ".join(bare_words(rest))
-    return any(lowered == o or lowered.startswith(o + " ") for o in openings)
-
-
-def remembered_text(rest: str) -> str | None:
-    """What ``remember <rest>`` stores, or None when ``rest`` is not a statement
-    (rule 4 above): "that I ..." stores "I ...", the learner's own words."""
-    words = bare_words(rest)
-    if not words:
-        return None
-    if _CJK_START.match(rest.strip().lstrip(_AROUND_WORDS)):
-        return rest.strip()
-    if words[0] == "that":
-        clause = rest.strip().split(maxsplit=1)[1] if len(words) > 1 else ""
-        return (
-            clause
-            if len(words) > 1 and (words[1] in FIRST_PERSON or words[1] in POSSESSIVE) and remembered_text(clause)
-            else None
-        )
-    if words[0] in DETERMINERS or words[0] in POSSESSIVE or words[0].endswith("'s"):
-        # "the lesson", "our trip to Kyoto", "Anna's party": a noun phrase unless a
-        # verb follows ("our teacher is strict", "my sister lives in Leeds"); a
-        # plural noun often ends the phrase ("the good old days"), so the last
-        # word counts only as a verb of being or having.
-        if any(w in STATEMENT_VERBS for w in words[1:]) or any(_verb_like(w) for w in words[2:-1]):
-            return rest.strip()
-        return None
-    return rest.strip()  # "remember I ...", "remember Tom likes jazz", "remember fact five"
-
-
-def _verb_like(word: str) -> bool:
-    """A word that makes "my sister ___ ..." a clause: "lives", "moved", "teach", "said"."""
-    return (
-        word in _BASE_VERBS
-        or word in _IRREGULAR_PAST
-        or (word.endswith(("s", "ed")) and not word.endswith(("'s", "ss")))
-    )
 
 
 def looks_like_path(rest: str) -> bool:
@@ -267,28 +264,15 @@ def _yes_or_no(line: str) -> bool | None:
 
 
 CONFIRM_WORD = "DELETE"
+_MISTAKE_ID = re.compile(r"m[0-9a-f]{1,5}")
+STATUS_ORDER = {"active": 0, "improving": 1, "mastered": 2}
 
 
 class ExitRequested(Exception):
     """``exit``/``quit`` (the REPL leaves after saving)."""
 
 
-@dataclass(frozen=True)
-class CommandSpec:
-    name: str
-    usage: str
-    help: str
-    handler: Callable[[str], None]
-
-
-# Commands that show or change what Memora knows: the messages held to be read with the
-# next ones are read first, so what they show includes what the learner just said (a
-# mistake the tutor just corrected is in 'mistakes' and 'review'). 'forget' and 'undo' are
-# not here: they decide at once and a reading still to land is refused what they
-# deleted (deletions.py), and 'status' reports what is held.
-SHOWS_WHAT_IS_KNOWN = frozenset(
-    {"memories", "memory", "mistakes", "review", "search", "why", "export", "progress", "history", "page"}
-)
+EXAMPLE_WHOLE_CHARS = 50  # 'mistakes' shows an example this short whole, a longer one around its fix
 
 
 class CommandRouter:
@@ -297,60 +281,19 @@ class CommandRouter:
     def __init__(self, app: Memora, console: Console):
         self.app = app
         self.console = console
-        self.specs: dict[str, CommandSpec] = {}
-        for attr, method in inspect.getmembers(self, predicate=inspect.ismethod):
-            if attr.startswith("cmd_"):
-                name = attr[4:]
-                doc = inspect.getdoc(method) or name
-                for line in doc.splitlines():
-                    usage, _, description = line.partition(" -- ")
-                    self.specs.setdefault(name, CommandSpec(name, usage.strip(), description.strip(), method))
-        self.specs["quit"] = self.specs["exit"]
+        self.commands: dict[str, Command] = {}
+        for command in COMMANDS:
+            for name in (command.name, *command.aliases):
+                self.commands[name] = command
+        self.shapes = {name: command.shape for name, command in self.commands.items()}
 
     # -- routing ------------------------------------------------------------------------
-    def is_command(self, line: str) -> bool:
-        parts = line.strip().split(maxsplit=1)
-        if not parts:
-            return False
-        name = parts[0].lower().lstrip("/")
-        rest = parts[1].strip() if len(parts) > 1 else ""
-        return name in self.specs and self._has_command_shape(name, rest, slashed=parts[0].startswith("/"))
+    def route(self, line: str) -> Route:
+        """Where ``line`` goes: a command, chat, or a typo of a command (routing.py's rules)."""
+        return route(line, self.shapes)
 
-    def _has_command_shape(self, name: str, rest: str, *, slashed: bool) -> bool:
-        if slashed:
-            return True  # "/why ..." is always the command
-        if rest.rstrip().endswith(("?", "\uff1f")):
-            return False  # a question for the tutor
-        words = rest.split()
-        if not words:
-            return True  # the bare word: the command, or its usage
-        if name == "help":
-            return len(words) == 1 and words[0].lower().lstrip("/") in self.specs
-        if name in NO_ARGUMENTS:
-            return False
-        bare = bare_words(rest)
-        if not bare or bare[0] in SENTENCE_WORDS or _opens_with(rest, CHAT_OPENINGS.get(name, set())):
-            return False
-        if name == "remember":
-            return remembered_text(rest) is not None
-        if name == "progress":  # an option, not a word: "progress since May is slow" is said
-            return words[0].lower() in SUBCOMMANDS[name]
-        if name in SUBCOMMANDS:
-            return bare[0] in SUBCOMMANDS[name]
-        if len(bare) > 1 and bare[1] in SENTENCE_WORDS:
-            return False  # the command word as a noun: "search engines are useful"
-        if name == "memories" and len([w for w in words if not w.startswith("-")]) > 2:
-            return False  # a filter is a word or two; "memories fade over time" is said
-        if name in SUBCOMMANDS:
-            return words[0].lower() in SUBCOMMANDS[name]
-        if name in ("forget", "history"):
-            if words[-1][-1] in _SENTENCE_END:
-                return False  # "forget yesterday." is said, not typed as a command
-            if name == "forget" and words[0].lower() in ("all", "user"):  # "forget all my memories": its usage
-                return True
-            # One word is a (perhaps mistyped) id; several words are a sentence unless all are ids.
-            return len(words) == 1 or all(_MEMORY_ID.fullmatch(w) for w in words)
-        return True  # remember, search, memories, export, import take free text
+    def is_command(self, line: str) -> bool:
+        return self.route(line).kind == COMMAND
 
     def answers_proposal(self, line: str) -> bool | None:
         """True/False when ``line`` is a yes/no to the question just asked."""
@@ -359,7 +302,7 @@ class CommandRouter:
         return _yes_or_no(line)
 
     def dispatch(self, line: str) -> bool:
-        """Run ``line`` if it is a command; return False if it is chat."""
+        """Run ``line`` if it is a command (or say which command a typo meant); return False if it is chat."""
         stripped = line.strip()
         if self.app.rebuild_asked:
             # The start's rebuild question: this line answers it or passes it by, so a
@@ -381,16 +324,17 @@ class CommandRouter:
             self.console.say(self.app.answer_proposal(answer))
             self._ask_next_if_any()
             return True
-        if not self.is_command(stripped):
+        where = self.route(stripped)
+        if where.kind == CHAT:
             return False
-        # Split on any whitespace, as is_command does ("help\tx", "profile\u3000goal x").
-        word, *rest = stripped.split(maxsplit=1)
-        name = word.lower().lstrip("/")
-        spec = self.specs[name]
-        argument = rest[0].strip() if rest else ""
-        if name in SHOWS_WHAT_IS_KNOWN and not (name == "mistakes" and argument.lower().startswith("forget")):
+        command = self.commands[where.name]
+        if where.kind == TYPO:
+            self.console.say(f"Did you mean `{where.name}`?")
+            return True
+        first = where.args.split(maxsplit=1)[0].lower() if where.args else ""
+        if command.reads_first and first not in command.at_once:
             self.app.bring_up_to_date(self.console.notice)
-        spec.handler(rest[0].strip() if rest else "")
+        getattr(self, f"cmd_{command.name}")(where.args)
         return True
 
     def _ask_next_if_any(self) -> None:
@@ -398,77 +342,51 @@ class CommandRouter:
             self.app.ask_next_proposal()
 
     def usage(self, name: str) -> CommandError:
-        lines = [spec.usage for spec in self.forms(name)]
-        return CommandError("Usage: " + " | ".join(lines))
+        return CommandError("Usage: " + " | ".join(form.usage for form in self.forms(name)))
 
-    def forms(self, name: str) -> list[CommandSpec]:
-        """Every form of a command, one per line of its handler's docstring (what help lists)."""
-        method = self.specs[name].handler
-        doc = inspect.getdoc(method) or name
-        return [
-            CommandSpec(name, ln.partition(" -- ")[0].strip(), ln.partition(" -- ")[2].strip(), method)
-            for ln in doc.splitlines()
-        ]
+    def forms(self, name: str) -> list[Form]:
+        """Every form of a command (what help lists)."""
+        return self.commands[name].parsed_forms()
 
     # -- general --------------------------------------------------------------------------
     def cmd_help(self, args: str) -> None:
-        """help [command] -- Show this list, or one command's usage with an example."""
         # Printed as plain text, not a rich table: usages hold brackets ("[path]")
         # that a markup renderer would take for style tags and drop.
         name = args.strip().lower().lstrip("/")
+        width = self.console.width
         if name:
-            if name not in self.specs:
+            if name not in self.commands:
                 raise self.usage("help")
-            specs = self.forms(name)
-            rows = [[spec.usage, spec.help] for spec in specs]
-            rows += [["e.g. " + example, ""] for example in EXAMPLES.get(specs[0].name, ())]
-            self.console.say(render_table(f"help {name}", ["usage", "what it does"], rows))
+            command = self.commands[name]
+            rows = [(form.usage, form.help) for form in command.parsed_forms()]
+            rows += [("e.g. " + example, "") for example in command.examples]
+            self.console.say(render_definitions(f"help {name}", ("usage", "what it does"), rows, width))
             return
-        rows = []
-        for name in sorted(set(self.specs) - {"quit"}, key=_help_order):
-            for spec in self.forms(name):
-                rows.append([spec.usage, spec.help])
-        self.console.say(
-            render_table(
-                "Commands (anything else is a chat message; 'help <command>' for examples)",
-                ["command", "what it does"],
-                rows,
-            )
-        )
+        rows = [(form.usage, form.help) for command in COMMANDS for form in command.parsed_forms()]
+        title = "Commands (anything else is a chat message; 'help <command>' for examples)"
+        self.console.say(render_definitions(title, ("command", "what it does"), rows, width))
 
     def cmd_exit(self, args: str) -> None:
-        """exit -- Leave Memora (also quit, or Ctrl-D)."""
         raise ExitRequested
 
     def cmd_status(self, args: str) -> None:
-        """status -- Model, data locations, memory count, token budget and usage."""
         from memora.app.reports import status_rows
 
         for title, columns, rows in status_rows(self.app):
             self.console.table(title, columns, rows)
 
     def cmd_why(self, args: str) -> None:
-        """why -- Show exactly what the last request's background held, with scores and tokens."""
         from memora.app.reports import why_report
 
         for title, columns, rows in why_report(self.app):
             self.console.table(title, columns, rows)
 
     def cmd_reset(self, args: str) -> None:
-        """reset -- Start a fresh conversation (profile and memories stay)."""
         self.app.reset_session()
         self.console.say("Started a fresh conversation. Your profile and memories are unchanged.")
 
     # -- profile ----------------------------------------------------------------------------
     def cmd_profile(self, args: str) -> None:
-        """profile -- Show your profile and any pending change.
-        profile level <A1|A2|B1|B2|C1|C2> -- Set your English level.
-        profile goal <text> -- Add a learning goal.
-        profile preference <text> -- Add a preference (how Memora should teach you).
-        profile remove goal|preference <text> -- Remove a goal or preference.
-        profile corrections all|important|off -- How much Memora corrects you (default important; off still records mistakes).
-        profile clear -- Empty the profile.
-        profile confirm | profile reject -- Accept or discard the pending profile change."""  # noqa: E501 (one help line per form)
         parts = ("profile " + args).split(maxsplit=2)
         profiles = self.app.profiles
         if len(parts) == 1:
@@ -532,7 +450,6 @@ class CommandRouter:
 
     # -- memories ---------------------------------------------------------------------------
     def cmd_remember(self, args: str) -> None:
-        """remember <text> -- Store a memory now, exactly as written."""
         if not args:
             raise self.usage("remember")
         text = remembered_text(args) or args  # "/remember the lesson" stores what it is told
@@ -546,7 +463,6 @@ class CommandRouter:
                 self._no_local_model_notice()
 
     def cmd_memories(self, args: str) -> None:
-        """memories [--all] [--type semantic|episodic] [--category C] [text] -- List memories, newest first."""
         try:
             words = shlex.split(args)
         except ValueError:
@@ -592,7 +508,7 @@ class CommandRouter:
         if filters["include_superseded"]:
             columns.insert(4, "status")
         cap = self.app.store.memory_cap
-        title = f"{len(records)} {'memory' if len(records) == 1 else 'memories'}" + (f" (cap {cap})" if cap else "")
+        title = counted(len(records), "memory", "memories") + (f" (cap {cap})" if cap else "")
         self.console.table(title, columns, rows)
         if resolved:
             self.console.notice("Times are shown as the tutor reads them today; 'history <id>' shows your own words.")
@@ -602,8 +518,6 @@ class CommandRouter:
             self._no_local_model_notice()
 
     def cmd_memory(self, args: str) -> None:
-        """memory edit <id> <text> -- Replace a memory's text (the old text stays in its history).
-        memory cap [<n>|off] -- Show or set how many current memories you keep."""
         parts = args.split(maxsplit=2)
         if len(parts) >= 3 and parts[0].lower() == "edit":
             new = self.app.store.edit(parts[1], parts[2])
@@ -647,9 +561,6 @@ class CommandRouter:
         raise self.usage("memory")
 
     def cmd_forget(self, args: str) -> None:
-        """forget <id> -- Delete one memory (and its earlier versions).
-        forget all -- Delete all your memories, mistakes and activity log (asks you to type DELETE).
-        forget user <name> -- Delete everything of one learner (asks you to type the name)."""
         from memora.app.erasure import (
             ask_about_exports,
             erase_notice,
@@ -671,9 +582,9 @@ class CommandRouter:
                 return
             parts = [f"all {counted(count, 'memory', 'memories')}" if count != 1 else "the 1 memory"]
             if mistakes:
-                parts.append(f"{mistakes} mistake{'s' if mistakes != 1 else ''}")
+                parts.append(counted(mistakes, "mistake"))
             if unread:
-                parts.append(f"{unread} message{'s' if unread != 1 else ''} not read for memories yet")
+                parts.append(f"{counted(unread, 'message')} not read for memories yet")
             if turns:
                 parts.append("this conversation")
             listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
@@ -692,14 +603,14 @@ class CommandRouter:
                 for path in exports:
                     path.unlink(missing_ok=True)
                 parts = [counted(deleted, "memory", "memories")] + (
-                    [f"{forgotten} mistake{'s' if forgotten != 1 else ''}"] if forgotten else []
+                    [counted(forgotten, "mistake")] if forgotten else []
                 )
                 if unread:
-                    parts.append(f"{unread} unread message{'s' if unread != 1 else ''}")
+                    parts.append(counted(unread, "unread message"))
                 if turns:
                     parts.append("the conversation")
                 if exports:
-                    parts.append(f"{len(exports)} export file{'s' if len(exports) != 1 else ''}")
+                    parts.append(counted(len(exports), "export file"))
                 listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
                 self.console.say(f"Deleted {listed}.")
                 erase_notice(self.console, store)
@@ -741,22 +652,20 @@ class CommandRouter:
         self.app.drop_changes(deleted)
         texts = [r.content for r in chain if r.id in deleted]
         forget_everywhere(self.app, texts, self.console)
-        extra = (
-            f" (and {len(deleted) - 1} earlier version{'s' if len(deleted) > 2 else ''})" if len(deleted) > 1 else ""
-        )
+        extra = f" (and {counted(len(deleted) - 1, 'earlier version')})" if len(deleted) > 1 else ""
         self.console.say(f"Forgot {deleted[-1] if len(deleted) == 1 else words[0]}{extra}.")
         erase_notice(self.console, store)
         holding = exports_holding(learner_exports(self.app, self.app.settings.user), texts)
         if holding:
             names = ", ".join(p.name for p in holding[:3]) + (" ..." if len(holding) > 3 else "")
             self.console.notice(
-                f"{len(holding)} export file{'s' if len(holding) != 1 else ''} in your data folder "
+                f"{counted(len(holding), 'export file')} in your data folder "
                 f"still hold{'s' if len(holding) == 1 else ''} it "
                 f"({names}); delete {'them' if len(holding) != 1 else 'it'} if you want it gone everywhere."
             )
 
     def _require_id_shape(self, name: str, word: str) -> None:
-        if not _MEMORY_ID.fullmatch(word):
+        if not MEMORY_ID.fullmatch(word):
             raise CommandError(f"'{shorten(word, 40)}' is not a memory id (see 'memories'). {self.usage(name)}")
 
     def _confirm(self, prompt: str, expected: str) -> bool:
@@ -770,7 +679,6 @@ class CommandRouter:
         return True
 
     def cmd_history(self, args: str) -> None:
-        """history <id> -- Show every version of a memory, oldest first."""
         if not args or len(args.split()) != 1:
             raise self.usage("history")
         self._require_id_shape("history", args)
@@ -800,13 +708,16 @@ class CommandRouter:
             )
         self.console.table(f"History of {args}", ["id", "from", "until", "status", "made by", "ended by", "text"], rows)
 
+    def cmd_page(self, args: str) -> None:
+        from memora.app.page import open_page
+
+        open_page(self.app, self.console, line_runner)
+
     def cmd_undo(self, args: str) -> None:
-        """undo -- Take back the last memory change: your last message's, a remember or a memory edit (not forget)."""
         for line in self.app.undo():
             self.console.say(line)
 
     def cmd_search(self, args: str) -> None:
-        """search <query> -- Show scored results; * marks those that pass the retrieval threshold."""
         if not args:
             raise self.usage("search")
         from long_term_memory import RETRIEVAL_MIN_SCORE
@@ -852,25 +763,22 @@ class CommandRouter:
         return True
 
     def cmd_reindex(self, args: str) -> None:
-        """reindex -- Re-embed all memories with the configured embedding model, then retry unsaved messages."""
         rebuilding = self.app.store.vectors_missing is not None
         count = self.app.reindex()
-        noun = "memory" if count == 1 else "memories"
+        memories = counted(count, "memory", "memories")
         if rebuilding:
             self.console.say(
-                f"Rebuilt the vectors of {count} {noun} from the catalog with {self.app.embedder.name}; "
+                f"Rebuilt the vectors of {memories} from the catalog with {self.app.embedder.name}; "
                 "memory search works again."
             )
         else:
-            self.console.say(f"Re-embedded {count} {noun} with {self.app.embedder.name}.")
+            self.console.say(f"Re-embedded {memories} with {self.app.embedder.name}.")
         retried = self.app.retry_pending_extractions()
         if retried:  # messages that failed while the store did not match the model
-            self.console.say(f"Reading memories again from {retried} earlier message{'' if retried == 1 else 's'}.")
+            self.console.say(f"Reading memories again from {counted(retried, 'earlier message')}.")
 
     # -- learning -----------------------------------------------------------------------------
     def cmd_mistakes(self, args: str) -> None:
-        """mistakes -- List your mistakes: how often, first and last seen, status and an example.
-        mistakes forget <id> -- Delete one mistake and its review card."""
         ledger = self.app.ledger
         words = args.split()
         if words:
@@ -888,15 +796,21 @@ class CommandRouter:
             )
             return
         now = self.app.now()
+        today = ledger.today(now)
         entries = sorted(ledger.all(), key=lambda m: (STATUS_ORDER[m.status], -m.count, -m.last_seen.timestamp()))
         words = [m for m in entries if not m.is_mistake]  # words asked about: cards, not mistakes
         entries = [m for m in entries if m.is_mistake]
         rows = []
         for m in entries:
             example = m.latest
-            shown = (
-                f"{shorten(example.original, 50)} -> {shorten(example.corrected, 50)}" if example else "(no example)"
-            )
+            # A short example whole; a long one as the changed words with two either side,
+            # since a sentence cut at a fixed length could hide the fix.
+            excerpt = None
+            if example is not None:
+                excerpt = (example.original, example.corrected)
+                if max(len(example.original), len(example.corrected)) > EXAMPLE_WHOLE_CHARS:
+                    excerpt = correction_excerpt(example.original, example.corrected)
+            shown = f"{shorten(excerpt[0], 60)} -> {shorten(excerpt[1], 60)}" if excerpt else "(no example)"
             rows.append(
                 [
                     m.id,
@@ -906,18 +820,19 @@ class CommandRouter:
                     m.first_seen.astimezone().strftime("%Y-%m-%d"),
                     time_ago(m.last_seen, now),
                     m.status,
+                    _next_review(m, today),
                     shown,
                 ]
             )
         self.console.table(
             "Your mistakes (review drills them; 'mistakes forget <id>' deletes one)",
-            ["id", "kind", "rule", "count", "first seen", "last seen", "status", "example"],
+            ["id", "kind", "rule", "count", "first seen", "last seen", "status", "next review", "example"],
             rows,
         )
         if words:
             self.console.table(
                 "Your word cards (review drills them too; 'mistakes forget <id>' deletes one)",
-                ["id", "word", "meaning", "added", "status"],
+                ["id", "word", "meaning", "added", "status", "next review"],
                 [
                     [
                         m.id,
@@ -925,14 +840,13 @@ class CommandRouter:
                         shorten(m.latest.corrected if m.latest else "", 60),
                         m.first_seen.astimezone().strftime("%Y-%m-%d"),
                         m.status,
+                        _next_review(m, today),
                     ]
                     for m in words
                 ],
             )
 
     def cmd_review(self, args: str) -> None:
-        """review -- Drill the mistakes due today (up to 10); an empty line or 'stop' ends it.
-        review export <file.apkg> -- Write your mistakes as an Anki deck."""
         words = args.split(maxsplit=1)
         if words:
             if words[0].lower() != "export" or len(words) != 2:
@@ -954,11 +868,11 @@ class CommandRouter:
             clock=self.app.now,
             model=self.app.model,
             on_tokens=lambda n: self.app.add_usage("grading", n),
+            facts=self.app.practice_facts,
         )
         self.console.say(drill.run())
 
     def cmd_progress(self, args: str) -> None:
-        """progress [--since <N>d|<N>w] [--plain] -- Days practised, mistakes, reviews and level; --plain: no charts."""
         from memora.app.progress import ProgressData, parse_options, report
 
         try:
@@ -966,7 +880,12 @@ class CommandRouter:
         except CommandError:
             raise self.usage("progress") from None
         profile = self.app.profiles.get()
+        ledger, now = self.app.ledger, self.app.now()
+        exam = ledger.exam(ledger.today(now))
+        if exam is not None and ledger.pulled_forward_to(ledger.today(now)) != exam[0]:
+            exam = None  # too far off to change today's reviews
         data = ProgressData(
+            exam=(*exam, len(ledger.pulled_forward(now))) if exam else None,
             today=self.app.now().date(),
             days=days,
             activity=self.app.activity.days(),
@@ -978,7 +897,6 @@ class CommandRouter:
 
     # -- data -------------------------------------------------------------------------------
     def cmd_export(self, args: str) -> None:
-        """export [path] -- Write your profile, memories (with history) and session to a JSON file."""
         from memora.app.data_transfer import default_export_path, export_data
 
         path = self._path_argument("export", args) if args else default_export_path(self.app)
@@ -989,7 +907,6 @@ class CommandRouter:
         self.console.notice("That file holds your personal data (profile, memories, conversation). Keep it private.")
 
     def cmd_import(self, args: str) -> None:
-        """import <path> -- Restore an export (validated first; all or nothing)."""
         if not args:
             raise self.usage("import")
         from memora.app.data_transfer import import_data
@@ -1007,7 +924,6 @@ class CommandRouter:
         return Path(text).expanduser()
 
     def cmd_users(self, args: str) -> None:
-        """users -- List the learners with data here."""
         from memora.app.users import list_users
 
         rows = [
@@ -1036,63 +952,6 @@ def _require_existing_folder(path: Path, *, folder_typed: bool = False) -> None:
 # What the first version of a memory was made by, as 'history' shows it.
 ORIGINS = {"command": "remember", "extracted": "from chat", "import": "import"}
 
-# One or two lines a learner could type, shown by 'help <command>' (a test runs
-# each through the router, so an example can never drift into being chat).
-EXAMPLES = {
-    "help": ["help forget"],
-    "profile": [
-        "profile level B1",
-        "profile goal pass IELTS with 7.0",
-        "profile remove preference short answers",
-        "profile corrections off",
-    ],
-    "remember": ["remember I have a job interview on Friday"],
-    "memories": ["memories --type episodic", "memories --all coffee"],
-    "memory": ["memory edit 3fa9c2d1 I moved to Taipei in 2024", "memory cap 200"],
-    "search": ["search job interview"],
-    "forget": ["forget 3fa9c2d1", "forget all"],
-    "history": ["history 3fa9c2d1"],
-    "undo": ["undo"],
-    "why": ["why"],
-    "status": ["status"],
-    "reset": ["reset"],
-    "export": ["export ~/memora-backup.json"],
-    "import": ["import ~/memora-backup.json"],
-    "reindex": ["reindex"],
-    "users": ["users"],
-    "mistakes": ["mistakes", "mistakes forget m3fa9c"],
-    "review": ["review", "review export ~/memora-mistakes.apkg"],
-    "progress": ["progress", "progress --since 30d", "progress --plain"],
-    "exit": ["exit"],
-}
-
-_ORDER = [
-    "help",
-    "profile",
-    "remember",
-    "memories",
-    "memory",
-    "search",
-    "forget",
-    "history",
-    "undo",
-    "mistakes",
-    "review",
-    "progress",
-    "why",
-    "status",
-    "reset",
-    "export",
-    "import",
-    "reindex",
-    "users",
-    "exit",
-]
-
-
-def _help_order(name: str) -> int:
-    return _ORDER.index(name) if name in _ORDER else len(_ORDER)
-
 
 def run_command(router: CommandRouter, line: str) -> bool:
     """Dispatch with errors turned into one line on the console."""
@@ -1105,4 +964,17 @@ def run_command(router: CommandRouter, line: str) -> bool:
         return True
 
 
-__all__ = ["CEFR_LEVELS", "CommandRouter", "ExitRequested", "run_command"]
+def line_runner(app: Memora, console: Console) -> Callable[[str], bool]:
+    """What runs one typed line as a command on ``console`` (the memory page's actions)."""
+    router = CommandRouter(app, console)
+    return lambda line: run_command(router, line)
+
+
+__all__ = ["CEFR_LEVELS", "CommandRouter", "ExitRequested", "line_runner", "run_command"]
+
+
+def _next_review(mistake, today) -> str:
+    """'2026-12-14 (in 11 days)'; a card due by today says so."""
+    if mistake.due <= today:
+        return "due today"
+    return f"{mistake.due.isoformat()} ({spaced.in_days(mistake.due, today)})"

@@ -127,9 +127,10 @@ class Conversation:
             mine = {p.job_id for p in self.queue.pending}
         return len(mine | self.sessions.unread_on_disk())
 
-    def undo(self, store, forget: Callable[[list[str]], None]) -> list[str]:
-        """Take back the last memory change set (``store.revert``; ``forget`` erases the
-        text of what it deleted); the lines to show the learner."""
+    def undo(self, store, ledger, forget: Callable[[list[str]], None]) -> list[str]:
+        """Take back the last memory change set (``store.revert``, and ``ledger.take_back``
+        for the reviews its reading counted; ``forget`` erases the text of what it
+        deleted); the lines to show the learner."""
         # The learner takes back their last message's memories, read or not: a message
         # not read yet (held to be read with the next ones, being read now, or kept
         # from a failed reading) is newer than any change set, and is taken back
@@ -141,12 +142,13 @@ class Conversation:
         if change is None:
             return [NOTHING_TO_UNDO]
         result = store.revert(change.steps, when=self.clock())  # if this fails, the change stays undoable
+        cards = [ledger.take_back(mistake_id, at) for mistake_id, at in change.reviews]
         if result.removed:  # taken back is deleted, as with 'forget': no copy of its text is left
             forget([r.content for r in result.removed])
         now = self.clock()
         left = self.changes.taken_back(change, result, now)
         self.save()
-        return undo_lines(change, result, now, left)
+        return undo_lines(change, result, cards, now, left)
 
     def _take_back_unread(self, message: PendingExtraction) -> list[str]:
         """Undo for a message not read yet: nothing it says will be kept."""

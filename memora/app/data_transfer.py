@@ -610,11 +610,8 @@ def _plan_profile(app: Memora, path: Path, export: ExportFile) -> UserProfile:
     )
 
 
-def import_data(app: Memora, path: Path) -> str:
-    """Restore an export, all or nothing, without destroying anything already here
-    (see the module docstring)."""
-    path = Path(path)
-    export = read_export(path, import_limits(app.store.memory_cap, app.profiles.max_items))
+def _missing_memories(app: Memora, path: Path, export: ExportFile) -> list[MemoryRecord]:
+    """The export's memories not here yet, refused when they do not fit the cap."""
     learner = validate_user_name(export.user)  # the name as --user and export spell it (NFC, lower case)
     if learner != app.settings.user:
         raise _refuse(
@@ -634,7 +631,11 @@ def import_data(app: Memora, path: Path) -> str:
             f"adds {adding} current memories to your {app.store.count()}, over your memory cap of {cap}; "
             "raise it with 'memory cap <n>' or 'memory cap off' first",
         )
-    merged = _plan_profile(app, path, export)
+    return missing
+
+
+def _new_mistakes(app: Memora, path: Path, export: ExportFile) -> list[Mistake]:
+    """The export's mistakes not in the ledger yet, refused when they do not fit it."""
     ledger = app.ledger.all()
     here = {m.id for m in ledger}
     new_mistakes = list({m.id: m.as_mistake() for m in export.mistakes if m.id not in here}.values())
@@ -647,6 +648,17 @@ def import_data(app: Memora, path: Path) -> str:
             f"adds {len(new_mistakes):,} mistakes to the {len(ledger):,} in your ledger, {over:,} over its limit "
             f"of {MAX_MISTAKES:,} entries; delete {over:,} with 'mistakes forget <id>' first",
         )
+    return new_mistakes
+
+
+def import_data(app: Memora, path: Path) -> str:
+    """Restore an export, all or nothing, without destroying anything already here
+    (see the module docstring)."""
+    path = Path(path)
+    export = read_export(path, import_limits(app.store.memory_cap, app.profiles.max_items))
+    missing = _missing_memories(app, path, export)
+    merged = _plan_profile(app, path, export)
+    new_mistakes = _new_mistakes(app, path, export)
     pending = [p.as_proposal() for p in export.pending_profile_changes]
     restore_session = (
         not app.memory.messages and not app.memory.summary and bool(export.session.messages or export.session.summary)
@@ -695,28 +707,39 @@ def import_data(app: Memora, path: Path) -> str:
             raise
         app.store.finish_restore()
     except Exception as error:  # a Chroma error, a full disk...: undone, so one line
-        if disk_problem(error):  # whichever layer said it: Chroma, SQLite or a file write
-            reason = failure_reason(error)
-        elif isinstance(error, MemoraError):
-            reason = clean_text(str(error).rstrip("."))
-        elif isinstance(error, OSError) and error.strerror:
-            reason = error.strerror
-        else:
-            reason = clean_text(f"{type(error).__name__}: {error}")[:200]
+        reason = _import_failure(error)
         if isinstance(error, PartialWriteError):
             raise ImportFileError(
                 f"Importing {_shown(path.name)} failed ({reason}); restart Memora to undo what it wrote."
             ) from None
         raise ImportFileError(f"Could not import {_shown(path.name)}: {reason}. Nothing was imported.") from None
+    return _imported(export, restored, profile_changed, added, new_mistakes, restore_session)
+
+
+def _import_failure(error: Exception) -> str:
+    """Why an import failed, as the end of a sentence."""
+    if disk_problem(error):  # whichever layer said it: Chroma, SQLite or a file write
+        return failure_reason(error)
+    if isinstance(error, MemoraError):
+        return clean_text(str(error).rstrip("."))
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return clean_text(f"{type(error).__name__}: {error}")[:200]
+
+
+def _imported(
+    export: ExportFile, restored: int, profile_changed: bool, added: list, new_mistakes: list, session: bool
+) -> str:
+    """The line that says what an import did."""
     kept = len(export.memories) - restored
     session_note = "session kept (yours was not empty)"
-    if restore_session:
-        session_note = f"session restored ({len(export.session.messages)} messages)"
+    if session:
+        session_note = f"session restored ({counted(len(export.session.messages), 'message')})"
     elif not (export.session.messages or export.session.summary):
         session_note = "no session in the file"
-    proposals_note = f", {len(added)} pending profile change{'s' if len(added) != 1 else ''} restored" if added else ""
+    proposals_note = f", {counted(len(added), 'pending profile change')} restored" if added else ""
     if new_mistakes:
-        proposals_note += f", {len(new_mistakes)} mistake{'s' if len(new_mistakes) != 1 else ''} added to your ledger"
+        proposals_note += f", {counted(len(new_mistakes), 'mistake')} added to your ledger"
     return (
         f"Imported {counted(restored, 'memory', 'memories')} ({kept} already here, kept as they are), "
         f"profile {'merged' if profile_changed else 'unchanged'}{proposals_note}, {session_note}."

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from memora.app.terminal import YES
 from memora.engine.config import Settings
 from memora.engine.storage import atomic_write_text
+from memora.engine.text_utils import counted
 
 
 class Session(Protocol):
@@ -205,7 +206,7 @@ def ask_about_exports(console, exports: list[Path]) -> list[Path]:
     names = ", ".join(p.name for p in exports[:3]) + (" ..." if len(exports) > 3 else "")
     try:
         answer = console.read(
-            f"Your {len(exports)} export file{'s' if len(exports) != 1 else ''} in the data folder ({names}) "
+            f"Your {counted(len(exports), 'export file')} in the data folder ({names}) "
             "hold these memories too. Delete them as well? (yes/no) "
         )
     except (EOFError, KeyboardInterrupt):

@@ -58,7 +58,8 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_valid
 from context_builder import retrieved_text
 from long_term_memory import is_near_duplicate
 from memora.app.proposals import ProfileProposal, ProposalStore
-from memora.engine import lexical
+from memora.engine import lexical, spaced
+from memora.engine.cues import looks_like_correction, may_change_profile, skips_extraction
 from memora.engine.deletions import DeletedMeanwhile, Fence
 from memora.engine.errors import (
     EmbeddingError,
@@ -69,27 +70,35 @@ from memora.engine.errors import (
     ModelCallError,
 )
 from memora.engine.index import MemoryIndex
-from memora.engine.ledger import LedgerStore, NewMistake, clean_mistake_text
+from memora.engine.ledger import (
+    LedgerStore,
+    Mistake,
+    NewMistake,
+    clean_mistake_text,
+    correction_edits,
+    correction_excerpt,
+)
 from memora.engine.prompts import (
     CORRECTION_PROMPT,
     EXTRACTION_INPUT,
     EXTRACTION_INPUT_MANY,
     EXTRACTION_PROMPT,
+    EXTRACTION_TRACKED,
     MISTAKE_STYLE,
     RECONCILE_MANY_PROMPT,
     RECONCILE_PROMPT,
 )
-from memora.engine.records import MAX_MEMORY_CHARS, STATUS_SUPERSEDED, MemoryRecord
+from memora.engine.records import CATEGORIES, MAX_MEMORY_CHARS, STATUS_SUPERSEDED, MemoryRecord
 from memora.engine.retrieval import rank
 from memora.engine.slots import slot_cues, slots_of
-from memora.engine.text_utils import CJK_RANGES, clean_text, normalized_key, quoted, shorten
+from memora.engine.text_utils import clean_text, normalized_key, quoted, shorten
 from memora.engine.timeutil import now_anchor, resolve_event_date, to_aware
 from memora.engine.tokens import TokenCounter
 from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
 
 log = logging.getLogger("memora.extraction")
 
-Category = Literal["name", "identity", "learning", "preference", "hobby", "habit", "schedule", "other"]
+Category = Literal[CATEGORIES]  # the structured-output schema offers exactly the stored categories
 
 
 class ExtractedFact(BaseModel):
@@ -116,6 +125,15 @@ class ExtractedMistake(NewMistake):
     """A real error in the learner's own English (``ledger.NewMistake``)."""
 
 
+class MistakeUse(BaseModel):
+    """What a message did with a tracked mistake listed in the reading's input:
+    used its corrected form correctly, or made the mistake again."""
+
+    mistake: str  # the entry's id, as listed
+    use: Literal["correct", "repeated"]
+    evidence: str  # the learner's own words
+
+
 class AskedWord(BaseModel):
     """A word the learner asked the meaning of: Memora offers to make it a review card."""
 
@@ -129,6 +147,7 @@ _ITEM_MODELS = {
     "corrections": Correction,
     "mistakes": ExtractedMistake,
     "asked_words": AskedWord,
+    "mistake_uses": MistakeUse,
 }
 _ITEM_NAMES = {
     "facts": "fact",
@@ -136,6 +155,7 @@ _ITEM_NAMES = {
     "corrections": "correction",
     "mistakes": "mistake",
     "asked_words": "word",
+    "mistake_uses": "mistake use",
 }
 
 
@@ -145,6 +165,7 @@ class ExtractionResult(BaseModel):
     corrections: list[Correction]
     mistakes: list[ExtractedMistake]
     asked_words: list[AskedWord]
+    mistake_uses: list[MistakeUse]
     # Items the model returned that do not fit their schema: (kind, text, reason).
     # Not part of the schema the model sees; filled while parsing.
     _rejected: list[tuple[str, str, str]] = PrivateAttr(default_factory=list)
@@ -161,6 +182,7 @@ class ExtractionResult(BaseModel):
             # A reading saved in the session file before mistakes were read has none.
             data.setdefault("mistakes", [])
             data.setdefault("asked_words", [])
+            data.setdefault("mistake_uses", [])
             for key, model in _ITEM_MODELS.items():
                 items = data.get(key)
                 if not isinstance(items, list):
@@ -394,6 +416,7 @@ class ExtractionOutcome:
     retracted: list[str] = field(default_factory=list)
     proposals: list[ProfileProposal] = field(default_factory=list)
     mistakes: list[str] = field(default_factory=list)  # ledger ids, new or counted again
+    reviews: list[tuple[str, datetime]] = field(default_factory=list)  # (ledger id, said at): undoable reviews
     notices: list[str] = field(default_factory=list)
     full: bool = False  # the memory cap was reached
     full_notice: str | None = None  # the notice saying so (one of ``notices``)
@@ -451,93 +474,6 @@ class Candidate:
     shown: str
 
 
-_CORRECTION_CUES = re.compile(
-    r"^\s*no\b[\s,.!]|\b(never said|never told|didn'?t say|did not say|not what i said"
-    r"|that'?s (not|wrong)|that is not"
-    r"|not true|you'?re wrong|you are wrong|wrong about|forget that|i don'?t (want|like|have|live|work)"
-    r"|i'?m not|i am not"
-    r"|no longer|not anymore)\b"
-    r"|我沒說|我没说|我沒有說|我没有说|不是這樣|不是这样|不對|不对|搞錯|搞错|記錯|记错",
-    re.IGNORECASE,
-)
-
-
-def looks_like_correction(text: str) -> bool:
-    """A cheap cue that a message may correct a memory ("No, I never said ...").
-
-    A false alarm only costs reading the message before the reply instead of
-    after it; a miss means the correction lands after the reply, as any other.
-    """
-    return bool(_CORRECTION_CUES.search(text))
-
-
-# Messages that cannot hold a fact or a mistake, so they are not sent to the
-# extraction call: a closed list of acknowledgements and greetings, in English
-# and Chinese, and nothing else. The list is of whole phrases, never of words:
-# "thanks you" (a learner's mistake) is two listed words but no listed phrase,
-# so it is read. Yes and no are left out on purpose: they answer the tutor's
-# question ("Do you still live in Taipei?" "No.") and can carry a fact.
-_ACK_PHRASES = frozenset(
-    p
-    for line in """
-ok|okay|okey|alright|all right|fine|sure|cool|nice|great|good|awesome|perfect
-thanks|thank you|thanks a lot|thanks so much|thank you so much|thank you very much|many thanks|cheers
-you're welcome|youre welcome|no problem|got it|i see|understood|noted
-hi|hello|hey|hi there|hello there|hey there|good morning|good afternoon|good evening|good night
-bye|goodbye|bye bye|see you|see you later|see ya|talk soon
-lol|haha|hahaha|hmm|wow|oh|ah
-好|好的|好啊|好吧|嗯|嗯嗯|哦|噢|喔|行|可以|沒問題|没问题|明白|明白了|知道了|了解|收到|懂了
-謝謝|谢谢|謝謝你|谢谢你|謝謝老師|谢谢老师|多謝|多谢|感謝|感谢|不客氣|不客气
-你好|您好|嗨|哈囉|哈喽|早|早安|午安|晚安|再見|再见|拜拜|回頭見|回头见|哈哈|哈哈哈
-""".strip().splitlines()
-    for p in line.split("|")
-)
-# A unit is an English word (apostrophes kept: "you're") or one CJK character.
-_UNIT = re.compile(rf"[a-z0-9']+|[{CJK_RANGES}]")
-
-
-def _units(text: str) -> tuple[str, ...]:
-    return tuple(_UNIT.findall(text.lower().replace("\u2019", "'")))
-
-
-_ACK_UNITS = frozenset(_units(p) for p in _ACK_PHRASES)
-_ACK_LONGEST = max(len(u) for u in _ACK_UNITS)
-
-
-def skips_extraction(text: str) -> bool:
-    """True when ``text`` cannot hold a fact or a mistake: emoji or punctuation
-    only, a command-like word ("/help"), or nothing but listed acknowledgements
-    and greetings ("ok thanks!", "好的，謝謝"). Anything with another word is read."""
-    if re.fullmatch(r"\s*/\w+\s*", text):
-        return True
-    units = _units(text)
-    if re.search(r"[^\W_]", _UNIT.sub("", text.lower().replace("\u2019", "'"))):
-        return False  # letters of another script (Japanese kana, Korean, accented Latin): read it
-    # The whole line must split into listed phrases; one unit left over is content.
-    reachable = [True] + [False] * len(units)
-    for end in range(1, len(units) + 1):
-        reachable[end] = any(
-            reachable[start] and units[start:end] in _ACK_UNITS for start in range(max(0, end - _ACK_LONGEST), end)
-        )
-    return reachable[-1]
-
-
-_PROFILE_CUES = re.compile(
-    r"\b([abc][12]|cefr|ielts|toefl|toeic|levels?|goals?|aims?|prefer\w*|rather"
-    r"|wants? to|wanted to|would like to|'d like to|hope to|trying to"
-    r"|no longer|not anymore|stopped|gave up|changed my mind)\b"
-    r"|程度|級|级|等級|等级|目標|目标|想學|想学|想要|偏好|比較喜歡|比较喜欢|不再|不想",
-    re.IGNORECASE,
-)
-
-
-def may_change_profile(text: str) -> bool:
-    """A cheap cue that a message may change the profile (a level, a goal, a
-    preference, or one of them ending): it is read after its own reply instead of
-    waiting in a batch. A false alarm costs one call; a miss only a short delay."""
-    return bool(_PROFILE_CUES.search(text))
-
-
 def _day(moment: datetime | None):
     return to_aware(moment).astimezone().date() if moment is not None else None
 
@@ -574,11 +510,15 @@ class Extractor:
         on_embedding_tokens: Callable[[int], None] = lambda n: None,
         counter: TokenCounter | None = None,
         ledger: LedgerStore | None = None,
+        watched: Callable[[str], list[Mistake]] = lambda text: [],
     ):
         self.model = model
         self.store = store
         self.deletions = store.deletions
         self.ledger = ledger
+        # The tracked mistakes the tutor's background shows for a message: the
+        # reading reports what the message did with each of them.
+        self.watched = watched
         self.profiles = profiles
         self.proposals = proposals
         self.on_tokens = on_tokens  # the model's tokens, counted as "extraction"
@@ -613,7 +553,27 @@ class Extractor:
         payload = template.format(
             now=now_anchor(job.said_at), profile=json.dumps(shown, ensure_ascii=False), message=message
         )
+        tracked = self._tracked(job)
+        if tracked:
+            payload += EXTRACTION_TRACKED.format(
+                mistakes="\n".join(
+                    f"- {m.id}: {quoted(a, 80, end='')} → {quoted(b, 80, end='')} ({shorten(m.rule, 80)})"
+                    for m in tracked
+                    for a, b in [correction_excerpt(m.latest.original, m.latest.corrected)]
+                )
+            )
         return self._parse(instructions, payload, ExtractionResult, "Memory extraction")
+
+    def _tracked(self, job: ExtractionJob) -> list[Mistake]:
+        """The tracked mistakes shown in the background for the job's messages (once each)."""
+        if self.ledger is None:
+            return []
+        found: dict[str, Mistake] = {}
+        for message in job.messages:
+            for entry in self.watched(message.text):
+                if entry.latest is not None:
+                    found.setdefault(entry.id, entry)
+        return list(found.values())
 
     def prepare(self, job: ExtractionJob) -> PreparedExtraction:
         """Read the message and match its corrections to memories, writing nothing.
@@ -681,6 +641,7 @@ class Extractor:
             "corrections": [],
             "mistakes": [],
             "asked_words": [],
+            "mistake_uses": [],
         }
         for correction in result.corrections:
             if self.cancelled:
@@ -717,6 +678,16 @@ class Extractor:
                 mistake.original,
                 lambda m=mistake: self._apply_mistake(m, job, outcome),
                 fence=self._fence(job.message_of(mistake.original)),
+            )
+        for use in result.mistake_uses if self.ledger is not None else ():
+            if self.cancelled:
+                return outcome
+            self._isolated(
+                outcome,
+                "mistake use",
+                use.evidence,
+                lambda u=use: self._apply_use(u, job, outcome),
+                fence=self._fence(job.message_of(use.evidence)),
             )
         for asked in result.asked_words if self.ledger is not None else ():
             if self.cancelled:
@@ -1175,8 +1146,49 @@ class Extractor:
             raise LimitError("its original words are not in the message")
         if not re.search(r"[A-Za-z]", mistake.original):
             raise LimitError("it is not English")
-        entry, _ = self.ledger.record(mistake, seen_at=job.said_at_of(mistake.original))
+        said_at = job.said_at_of(mistake.original)
+        entry, merged = self.ledger.record(mistake, seen_at=said_at)
+        if entry.id in outcome.mistakes:
+            return  # one line a message for one mistake
         outcome.mistakes.append(entry.id)
+        lapsed = bool(entry.reviews) and entry.reviews[-1].at == said_at and entry.reviews[-1].source == "chat"
+        if lapsed:
+            outcome.reviews.append((entry.id, said_at))
+        outcome.notices.append(self._mistake_line(entry, "lapse" if lapsed else "again" if merged else "new"))
+
+    def _apply_use(self, use: MistakeUse, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
+        """A tracked mistake used right or made again in the conversation: a review of its card."""
+        if not job.holds(use.evidence):
+            raise LimitError("its evidence is not in the message")
+        said_at = job.said_at_of(use.evidence)
+        entry, counted = self.ledger.use_in_chat(use.mistake.strip(), use.use == "correct", said_at)
+        if entry is None:
+            raise LimitError(f"no tracked mistake has the id {shorten(use.mistake, 20)!r}")
+        if not counted:
+            return
+        outcome.mistakes.append(entry.id)
+        reviewed = bool(entry.reviews) and entry.reviews[-1].at == said_at and entry.reviews[-1].source == "chat"
+        if reviewed:
+            outcome.reviews.append((entry.id, said_at))
+        what = "correct" if use.use == "correct" else "lapse" if reviewed else "again"
+        outcome.notices.append(self._mistake_line(entry, what))
+
+    def _mistake_line(self, entry: Mistake, what: str) -> str:
+        """The after-turn line for a mistake read from a message: 'Used “went” correctly:
+        review card passed (next in 9 days).'"""
+        example = entry.latest
+        changed = correction_edits(example.original, example.corrected) if example else ()
+        wrong = " ".join(a for a, _ in changed if a) or (example.original if example else entry.rule)
+        right = " ".join(b for _, b in changed if b) or (example.corrected if example else entry.rule)
+        next_in = spaced.in_days(entry.due, self.ledger.today())
+        wrong, right = quoted(wrong, 60, end=""), quoted(right, 60, end="")
+        if what == "correct":
+            return f"Used {right} correctly: review card passed (next {next_in})."
+        if what == "new":
+            return f"New mistake to review: {wrong} → {right} ({shorten(entry.rule, 80)}); review it {next_in}."
+        if what == "lapse":
+            return f"{wrong} again (it is {right}): its review card comes back {next_in}."
+        return f"{wrong} again (it is {right}): made {entry.count} times; review it {next_in}."
 
     def _offer_word(self, asked: AskedWord, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
         """Ask (after the reply) whether to review a word the learner asked about."""
@@ -1399,6 +1411,7 @@ __all__ = [
     "Retraction",
     "Skipped",
     "looks_like_correction",
+    "may_change_profile",
     "skips_extraction",
     "ExtractionWorker",
     "Extractor",

@@ -19,6 +19,7 @@ from datetime import date, datetime, timedelta
 from memora.engine.activity import DayActivity
 from memora.engine.errors import CommandError
 from memora.engine.ledger import MISTAKE_KINDS, Mistake
+from memora.engine.text_utils import counted, shorten
 
 DEFAULT_PERIOD_DAYS = 56  # eight weeks: the calendar row and the weekly charts
 MAX_PERIOD_DAYS = 366 * 5
@@ -74,6 +75,7 @@ class ProgressData:
     activity: dict[date, DayActivity]
     mistakes: list[Mistake]
     level_history: list[tuple[date, str | None]]
+    exam: tuple[date, str, int] | None = None  # a remembered exam's day, its text, cards brought forward
 
 
 def _weeks(today: date, days: int) -> list[tuple[date, date]]:
@@ -102,34 +104,50 @@ def _local_day(moment: datetime) -> date:
 
 
 def report(data: ProgressData, *, charts: bool) -> list[str]:
+    """The progress screen: one section after another, each a few lines."""
     today, start = data.today, data.today - timedelta(days=data.days - 1)
     in_period = {d: a for d, a in data.activity.items() if start <= d <= today}
-    practised = {d for d, a in data.activity.items() if a.turns or a.reviews}
     weeks = _weeks(today, data.days)
     mistakes = [m for m in data.mistakes if m.is_mistake]  # word cards are reviewed, but are not mistakes
-    lines = [f"Progress, {start.isoformat()} to {today.isoformat()} ({data.days} day{'s' if data.days != 1 else ''})"]
+    return [
+        f"Progress, {start.isoformat()} to {today.isoformat()} ({counted(data.days, 'day')})",
+        *_practice(data, start, charts),
+        *_turns(in_period, weeks, charts),
+        *_mistakes_by_kind(mistakes, start, today, charts),
+        *_mistakes_per_week(mistakes, weeks, charts),
+        _reviews(in_period),
+        *_exam(data.exam),
+        _levels(data.level_history),
+    ]
 
+
+def _practice(data: ProgressData, start: date, charts: bool) -> list[str]:
+    today = data.today
+    practised = {d for d, a in data.activity.items() if a.turns or a.reviews}
     days_practised = len([d for d in practised if start <= d <= today])
-    lines.append(
-        f"Days practised: {days_practised} of {data.days}; "
-        f"streak: {_streak(practised, today)} day{'s' if _streak(practised, today) != 1 else ''}"
-    )
+    lines = [f"Days practised: {days_practised} of {data.days}; streak: {counted(_streak(practised, today), 'day')}"]
     if charts:
         calendar_days = min(data.days, DEFAULT_PERIOD_DAYS)
         row = "".join(
             PRACTISED if today - timedelta(days=i) in practised else IDLE for i in range(calendar_days - 1, -1, -1)
         )
         lines.append(f"  {row}  (one mark a day, today last)")
+    return lines
 
-    week_label = lambda span: span[0].strftime("%m-%d")  # noqa: E731 - the week's first day
+
+def _turns(in_period: dict[date, DayActivity], weeks: list[tuple[date, date]], charts: bool) -> list[str]:
     turns = [sum(a.turns for d, a in in_period.items() if s <= d <= e) for s, e in weeks]
-    lines.append("Turns per week: " + ", ".join(f"{week_label(w)} {n}" for w, n in zip(weeks, turns, strict=True)))
+    # each week by its first day
+    lines = ["Turns per week: " + ", ".join(f"{w[0].strftime('%m-%d')} {n}" for w, n in zip(weeks, turns, strict=True))]
     if charts:
         lines.append(f"  {sparkline(turns)}  (max {max(turns, default=0)})")
+    return lines
 
+
+def _mistakes_by_kind(mistakes: list[Mistake], start: date, today: date, charts: bool) -> list[str]:
     new_mistakes = [m for m in mistakes if start <= _local_day(m.first_seen) <= today]
     by_kind = Counter(m.kind for m in new_mistakes)
-    lines.append(f"Mistakes by kind ({len(new_mistakes)} new in the period):")
+    lines = [f"Mistakes by kind ({len(new_mistakes)} new in the period):"]
     top = max(by_kind.values(), default=0)
     for kind in MISTAKE_KINDS:
         if by_kind[kind]:
@@ -137,26 +155,43 @@ def report(data: ProgressData, *, charts: bool) -> list[str]:
             lines.append(f"  {kind:<12}{chart} {by_kind[kind]}")
     if not by_kind:
         lines.append("  (none)")
+    return lines
 
+
+def _mistakes_per_week(mistakes: list[Mistake], weeks: list[tuple[date, date]], charts: bool) -> list[str]:
     new_per_week = [sum(1 for m in mistakes if s <= _local_day(m.first_seen) <= e) for s, e in weeks]
     mastered_per_week = [
         sum(1 for m in mistakes if m.mastered_at and s <= _local_day(m.mastered_at) <= e) for s, e in weeks
     ]
-    lines.append("New mistakes per week: " + ", ".join(str(n) for n in new_per_week))
-    lines.append("Mastered per week: " + ", ".join(str(n) for n in mastered_per_week))
+    lines = [
+        "New mistakes per week: " + ", ".join(str(n) for n in new_per_week),
+        "Mastered per week: " + ", ".join(str(n) for n in mastered_per_week),
+    ]
     if charts:
         scale = max(new_per_week + mastered_per_week, default=0)
         lines.append(f"  new      {sparkline(new_per_week, scale)}")
         lines.append(f"  mastered {sparkline(mastered_per_week, scale)}")
+    return lines
 
+
+def _reviews(in_period: dict[date, DayActivity]) -> str:
     reviews = sum(a.reviews for a in in_period.values())
     correct = sum(a.correct for a in in_period.values())
     share = f" ({round(100 * correct / reviews)}%)" if reviews else ""
-    lines.append(f"Reviews: {reviews} done, {correct} correct{share}")
+    return f"Reviews: {reviews} done, {correct} correct{share}"
 
-    levels = [(day, level) for day, level in data.level_history]
-    if levels:
-        lines.append("Level: " + " -> ".join(f"{level or 'none'} ({day.isoformat()})" for day, level in levels))
-    else:
-        lines.append("Level: no changes recorded (set it with 'profile level B1')")
-    return lines
+
+def _levels(level_history: list[tuple[date, str | None]]) -> str:
+    if level_history:
+        return "Level: " + " -> ".join(f"{level or 'none'} ({day.isoformat()})" for day, level in level_history)
+    return "Level: no changes recorded (set it with 'profile level B1')"
+
+
+def _exam(exam: tuple[date, str, int] | None) -> list[str]:
+    if exam is None:
+        return []
+    day, what, pulled = exam
+    return [
+        f"Exam: {shorten(what, 80)} ({day.isoformat()}): "
+        f"{pulled} card{'s' if pulled != 1 else ''} due before it brought forward into your reviews"
+    ]

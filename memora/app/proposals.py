@@ -10,14 +10,12 @@ restart) and asked about at the end of the reply; ``yes``/``no`` or
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memora.engine.storage import atomic_write_model, file_lock, load_model_file
+from memora.engine.storage import JsonStore
 from memora.engine.text_utils import normalized_key, quoted
 from memora.engine.timeutil import system_clock
 from user_profile import UserProfileStore
@@ -106,29 +104,22 @@ class _ProposalFile(BaseModel):
     pending: list[ProfileProposal] = Field(default_factory=list)
 
 
-class ProposalStore:
+class ProposalStore(JsonStore[_ProposalFile]):
     """Pending proposals in ``memora_proposals.json`` (locked, atomic)."""
 
-    def __init__(self, path: Path, *, notify: Callable[[str], None] | None = None):
-        self.path = Path(path)
-        self._notify = notify
-
-    def _load(self) -> _ProposalFile:
-        return (
-            load_model_file(self.path, _ProposalFile, notify=self._notify, label="pending profile changes")
-            or _ProposalFile()
-        )
+    schema = _ProposalFile
+    label = "pending profile changes"
 
     def pending(self) -> list[ProfileProposal]:
-        return list(self._load().pending)
+        return list(self.read().pending)
 
     def first(self) -> ProfileProposal | None:
         pending = self.pending()
         return pending[0] if pending else None
 
     def add(self, proposal: ProfileProposal) -> bool:
-        with file_lock(self.path):
-            state = self._load()
+        with self.lock():
+            state = self.copy(self.read())
             if any(p.key() == proposal.key() for p in state.pending):
                 return False
             # A newer level proposal replaces an older one: only the latest claim matters.
@@ -136,16 +127,16 @@ class ProposalStore:
                 state.pending = [p for p in state.pending if p.field != "english_level"]
             state.pending.append(proposal)
             state.pending = state.pending[-MAX_PENDING:]
-            atomic_write_model(self.path, state)
+            self.write(state)
             return True
 
     def take(self, proposal_id: str | None = None) -> ProfileProposal | None:
         """Remove and return one proposal (the first one by default)."""
-        with file_lock(self.path):
-            state = self._load()
+        with self.lock():
+            state = self.copy(self.read())
             for index, proposal in enumerate(state.pending):
                 if proposal_id is None or proposal.id == proposal_id:
                     del state.pending[index]
-                    atomic_write_model(self.path, state)
+                    self.write(state)
                     return proposal
         return None

@@ -100,7 +100,7 @@ class Reader:
             + list(outcome.superseded)
             + [(old, None) for old in outcome.retracted]
         )
-        self.changes.record("turn", steps, at=self.conversation.clock(), job_id=job.job_id)
+        self.changes.record("turn", steps, at=self.conversation.clock(), job_id=job.job_id, reviews=outcome.reviews)
         if outcome.retry is not None:  # some items' own calls failed: keep just those
             reason = outcome.retry_reason or "a model call failed"
             self.failed(job, reason, remaining=outcome.retry.model_dump(mode="json"))

@@ -21,16 +21,10 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 
-from memora.app.extraction import (
-    ExtractionJob,
-    ExtractionResult,
-    PreparedExtraction,
-    looks_like_correction,
-    may_change_profile,
-    skips_extraction,
-)
+from memora.app.extraction import ExtractionJob, ExtractionResult, PreparedExtraction
 from memora.app.session import PendingExtraction
 from memora.app.turn import Guarded
+from memora.engine.cues import looks_like_correction, may_change_profile, skips_extraction
 from memora.engine.timeutil import said_day
 
 log = logging.getLogger("memora")

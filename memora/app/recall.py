@@ -8,9 +8,10 @@ build what a session reads from, once, at its start.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 
 from context_builder import DIGEST_SECTIONS, MistakeNote, build_background_messages, build_user_digest
 from long_term_memory import LongTermMemoryStore
@@ -20,7 +21,7 @@ from memora.app.proactive import pick_follow_up
 from memora.engine.config import Settings
 from memora.engine.embeddings import Embedder, embedder_for_store
 from memora.engine.errors import ConfigError
-from memora.engine.ledger import LedgerStore, correction_excerpt, relevant
+from memora.engine.ledger import LedgerStore, Mistake, correction_excerpt, relevant
 from memora.engine.prompts import SYSTEM_PROMPT
 from memora.engine.records import MemorySearchResult
 from memora.engine.retrieval import retrieve_relevant_memories
@@ -34,6 +35,8 @@ MEMORIES_PER_TURN = 5
 # 0.45% of the full-history baseline on bench/tokens_per_turn.py for a mistake
 # that is, by construction, the least relevant to the message.
 MISTAKES_PER_TURN = 2
+# What makes a remembered plan an exam the review prepares for (ledger.EXAM_DAYS).
+_EXAM = re.compile(r"\b(exams?|tests?|ielts|toefl|toeic|gept|cambridge|interview)\b|考試|測驗|面試", re.IGNORECASE)
 
 
 @dataclass
@@ -74,7 +77,7 @@ def compose(
     in_digest = {item.text for item in digest}
     memories = [m for m in recalled.memories if m.content not in in_digest and m.id not in wrong]  # said once is enough
     mistakes = []
-    for entry in relevant(ledger.all(), text, MISTAKES_PER_TURN):
+    for entry in watched(ledger, text):
         original, corrected = correction_excerpt(entry.latest.original, entry.latest.corrected)
         mistakes.append(MistakeNote(original, corrected, entry.rule, entry.count))
     return build_background_messages(
@@ -88,6 +91,33 @@ def compose(
         mistakes=mistakes,
         role=role,
     )
+
+
+def watched(ledger: LedgerStore, text: str) -> list[Mistake]:
+    """The tracked mistakes the background shows for ``text`` (and the reading asks about)."""
+    return relevant(ledger.all(), text, MISTAKES_PER_TURN)
+
+
+def next_exam(store: LongTermMemoryStore | None, today: date) -> tuple[date, str] | None:
+    """The learner's nearest remembered exam from today on: (its day, the memory's text).
+    A plan with a date whose words name an exam or a test. None before the store is open."""
+    if store is None:
+        return None
+    exams = [
+        (record.event_date, record.content)
+        for record in store.list(category="schedule")
+        if record.event_date is not None and record.event_date >= today and _EXAM.search(record.content)
+    ]
+    return min(exams, default=None)
+
+
+def practice_facts(store: LongTermMemoryStore) -> list[str]:
+    """What a fresh practice sentence may be about: the learner's current facts
+    about who they are, what they do and plan, newest first."""
+    facts = []
+    for category in ("identity", "schedule", "hobby", "habit", "preference"):
+        facts.extend(r.content for r in store.list(category=category, limit=3))
+    return facts
 
 
 def conversation_memory(settings: Settings, counter, summarize) -> ConversationMemory:
@@ -141,6 +171,9 @@ __all__ = [
     "Recalled",
     "compose",
     "conversation_memory",
+    "next_exam",
+    "practice_facts",
     "recall",
     "settle_embedding_model",
+    "watched",
 ]

@@ -70,6 +70,10 @@ def status_rows(app: Memora) -> list[Table]:
     ]
     if missing:
         general.append(["vectors missing", missing])
+    from memora.app.page import open_conflicts
+
+    conflicts = len(open_conflicts(app))
+    general.append(["conflicts", f"{conflicts} open" + (" (see 'page')" if conflicts else "")])
     memory = app.memory
     budget = memory.budget
     last = memory.last_request or {}

@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memora.engine.storage import atomic_write_model, file_lock, load_model_file
+from memora.engine.storage import JsonStore
 from memory import TokenUsage
 
 SESSION_VERSION = 2
@@ -55,9 +55,11 @@ class ChangeSet(BaseModel):
     text lives in the memory store, so the session file holds no memory text."""
 
     at: datetime
-    origin: Literal["turn", "remember", "edit"]
+    origin: Literal["turn", "remember", "edit", "conflict"]
     job_id: str = ""
     steps: list[tuple[str | None, str | None]] = Field(default_factory=list)
+    # Reviews a reading counted on mistake cards (a correct use, a repeat): (entry id, said at).
+    reviews: list[tuple[str, datetime]] = Field(default_factory=list)
 
 
 class UndoneMemory(BaseModel):
@@ -138,33 +140,32 @@ def owner_alive(owner: str | None) -> bool:
     return True
 
 
-class SessionStore:
+class SessionStore(JsonStore[SessionState]):
     """``memora_session.json``, shared by every Memora process of one learner.
 
     The conversation is the last saver's; the messages not read yet are
     everybody's: a save keeps the ones other processes added meanwhile, and a
     message is read by the one process that claims it first (``claim``)."""
 
+    schema = SessionState
+    label = "saved session"
+    migrate = staticmethod(migrate_session)
+
     def __init__(self, path: Path, *, notify: Callable[[str], None] | None = None):
-        self.path = Path(path)
-        self._notify = notify
+        super().__init__(path, notify=notify)
         self.seen: set[str] = set()  # message ids this process has seen in the file
 
     def load(self) -> SessionState:
-        state = (
-            load_model_file(
-                self.path, SessionState, migrate=migrate_session, notify=self._notify, label="saved session"
-            )
-            or SessionState()
-        )
+        """The saved session, the caller's to change."""
+        state = self.copy(self.read())
         self.seen |= {p.job_id for p in state.pending_extractions}
         return state
 
     def _on_disk(self) -> SessionState:
-        """The file as another process left it; an unreadable one counts as empty (the
-        caller's save replaces it)."""
+        """The file as another process left it (read-only); an unreadable one counts as
+        empty (the caller's save replaces it)."""
         try:
-            return load_model_file(self.path, SessionState, migrate=migrate_session, notify=None) or SessionState()
+            return self.read(notify=False)
         except Exception:
             return SessionState()
 
@@ -181,7 +182,7 @@ class SessionStore:
         another running process claimed. ``reading``: the messages ``owner`` is reading
         now, claimed by it; its other ones are unclaimed (a failed reading lets go).
         Returns what was written."""
-        with file_lock(self.path):
+        with self.lock():
             if known is not None and self.path.exists():
                 disk = {p.job_id: p for p in self._on_disk().pending_extractions}
                 mine = []
@@ -206,20 +207,20 @@ class SessionStore:
                 theirs = [p for p in disk.values() if theirs_to_keep(p)]
                 pending = sorted(mine + theirs, key=lambda p: p.said_at)
                 state = state.model_copy(update={"pending_extractions": pending})
-            atomic_write_model(self.path, state)
+            self.write(state.model_copy(deep=True))  # kept as read: the caller may go on changing its own
             self.seen = {p.job_id for p in state.pending_extractions}
         return state
 
     def unread_on_disk(self) -> set[str]:
         """The ids of the messages not read yet that the file lists (any process's)."""
-        with file_lock(self.path):
+        with self.lock():
             return {p.job_id for p in self._on_disk().pending_extractions} if self.path.exists() else set()
 
     def claim(self, job_ids: list[str], owner: str) -> set[str]:
         """Claim messages for reading by ``owner``, atomically: the ones granted. A message
         another running process claimed, or one gone from the file after this process saw
         it there (another process read it), is not granted."""
-        with file_lock(self.path):
+        with self.lock():
             state = self._on_disk()
             by_id = {p.job_id: p for p in state.pending_extractions}
             granted: set[str] = set()
@@ -233,7 +234,6 @@ class SessionStore:
                     by_id[job_id] = there.model_copy(update={"claimed_by": owner})
                     granted.add(job_id)
             if any(by_id[i].claimed_by == owner for i in granted if i in by_id):
-                state = state.model_copy(update={"pending_extractions": list(by_id.values())})
-                atomic_write_model(self.path, state)
+                self.write(state.model_copy(update={"pending_extractions": list(by_id.values())}))
             self.seen |= set(by_id)
         return granted

@@ -14,7 +14,7 @@ from memora.app.extraction import ExtractionOutcome
 from memora.app.proposals import ProfileProposal, ProposalStore
 from memora.app.turn import TurnState
 from memora.engine.errors import EmbeddingError, EmbeddingModelMismatch, LocalModelUnavailable
-from memora.engine.text_utils import quoted
+from memora.engine.text_utils import counted, quoted
 
 
 class Telling:
@@ -120,11 +120,11 @@ class Telling:
     def review_due_line(self, ledger, activity, now) -> str | None:
         """ "3 mistakes to review today (type review)", at most once a day."""
         due = ledger.due(now)
-        if not due or not activity.claim_due_notice(now.date()):
+        if not due or not activity.claim_due_notice(ledger.today()):
             return None
         mistakes = sum(1 for card in due if card.is_mistake)
         words = len(due) - mistakes  # a word the learner asked to learn is a card, not a mistake
-        parts = [f"{n} {noun}{'s' if n != 1 else ''}" for n, noun in ((mistakes, "mistake"), (words, "word")) if n]
+        parts = [counted(n, noun) for n, noun in ((mistakes, "mistake"), (words, "word")) if n]
         return f"{' and '.join(parts)} to review today (type review)"
 
     def ask_to_rebuild(self, store) -> bool:
@@ -140,8 +140,8 @@ class Telling:
             self.turn.rebuild_asked = True
             self.turn.awaiting = None  # a profile question asked before waits: "yes" answers this one
         self.notify(
-            f"Your memories' vectors are missing: {cause}. The catalog still lists your {current} "
-            f"{'memory' if current == 1 else 'memories'}{versions}. Rebuild the vectors from it now, "
+            f"Your memories' vectors are missing: {cause}. The catalog still lists your "
+            f"{counted(current, 'memory', 'memories')}{versions}. Rebuild the vectors from it now, "
             "re-embedding their text? (yes/no)"
         )
         return True

@@ -19,7 +19,9 @@ import contextlib
 import functools
 import os
 import re
+import shutil
 import sys
+import textwrap
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -39,6 +41,11 @@ class Console:
     """The output and input surface shared by the REPL and the commands."""
 
     charts = False  # block-character charts (``progress``); plain output prints the figures only
+
+    @property
+    def width(self) -> int:
+        """Columns to lay text out in: the terminal's, or 80 where there is none (a pipe)."""
+        return shutil.get_terminal_size((80, 24)).columns
 
     def read(self, prompt: str = PROMPT) -> str:  # raises EOFError / KeyboardInterrupt
         raise NotImplementedError
@@ -75,6 +82,57 @@ def render_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str
     if not rows:
         lines.append("(none)")
     return "\n".join(lines)
+
+
+def render_definitions(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], width: int = 80) -> str:
+    """Terms and what they mean, laid out to fit ``width`` columns: each description
+    wraps inside its own column (a hanging indent), and a term too wide for the first
+    column has a line of its own, its description under it. Lines break only at
+    spaces, never inside a word or a bracketed group ("[--type semantic|episodic]"),
+    so what a learner must type is never split."""
+    width = max(width, 20)
+    rows = [(for_terminal(term), for_terminal(text)) for term, text in rows]
+    # The first column fits most terms; a term past two fifths of the width would
+    # leave the descriptions too narrow, so it takes a line of its own instead.
+    limit = max(12, width * 2 // 5)
+    left = max([len(columns[0])] + [len(term) for term, _ in rows if len(term) <= limit])
+    indent = " " * (left + 2)
+    right = width - len(indent)
+    lines = textwrap.wrap(for_terminal(title), width, break_long_words=False, break_on_hyphens=False)
+    longest = max([len(columns[1])] + [len(text) for _, text in rows])
+    lines += [f"{columns[0].ljust(left)}  {columns[1]}", f"{'-' * left}  {'-' * min(right, longest)}"]
+    for term, text in rows:
+        said = textwrap.wrap(text, right, break_long_words=False, break_on_hyphens=False)
+        if len(term) <= left:
+            lines.append(f"{term.ljust(left)}  {said[0] if said else ''}".rstrip())
+        else:
+            lines += _wrap_groups(term, width)
+            lines += [indent + said[0]] if said else []
+        lines += [indent + line for line in said[1:]]
+    if not rows:
+        lines.append("(none)")
+    return "\n".join(lines)
+
+
+def _wrap_groups(term: str, width: int) -> list[str]:
+    """``term`` in lines of at most ``width`` columns (continued two columns in),
+    broken only at spaces outside brackets."""
+    groups, depth, current = [], 0, ""
+    for char in term:
+        depth += (char in "[<(") - (char in "]>)")
+        if char == " " and depth <= 0:
+            groups.append(current)
+            current = ""
+        else:
+            current += char
+    groups.append(current)
+    lines = [groups[0]]
+    for group in groups[1:]:
+        if len(lines[-1]) + 1 + len(group) <= width:
+            lines[-1] += " " + group
+        else:
+            lines.append("  " + group)
+    return lines
 
 
 # A run of letters longer than this (a path, an address) may fold at the column's edge:
@@ -236,6 +294,10 @@ class RichConsole(Console):
         self._history_path = history_path
         self.session = None
 
+    @property
+    def width(self) -> int:
+        return self.out.width
+
     def _prompt_session(self):
         from prompt_toolkit import PromptSession
         from prompt_toolkit.history import FileHistory, InMemoryHistory
@@ -352,9 +414,16 @@ class RichConsole(Console):
                 live.stop()
 
 
+# F2 at the prompt opens the memory page, as if "/page" had been typed. F2 and not
+# Ctrl-P: Ctrl-P is the previous history line in prompt_toolkit's (Emacs) editing,
+# which learners use; F2 is unbound there and the usual "open a panel" key.
+PAGE_KEY = "f2"
+
+
 def _shell_keys():
     """Ctrl-C as in a shell: a typed line is cleared and the prompt stays; on an empty
-    line the read is interrupted (``KeyboardInterrupt``), and the REPL decides."""
+    line the read is interrupted (``KeyboardInterrupt``), and the REPL decides. F2
+    opens the memory page (``PAGE_KEY``)."""
     from prompt_toolkit.key_binding import KeyBindings
 
     keys = KeyBindings()
@@ -366,6 +435,10 @@ def _shell_keys():
             buffer.reset()
         else:
             event.app.exit(exception=KeyboardInterrupt, style="class:aborting")
+
+    @keys.add(PAGE_KEY)
+    def _open_page(event) -> None:
+        event.app.exit(result="/page")  # not accepted, so not written to the input history
 
     return keys
 

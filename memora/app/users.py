@@ -118,7 +118,7 @@ def delete_user(app: Memora, name: str, *, remove_exports: bool = True) -> str:
         for path in exports:
             path.unlink(missing_ok=True)
         if exports:
-            removed.append(f"{len(exports)} export file{'s' if len(exports) != 1 else ''}")
+            removed.append(counted(len(exports), "export file"))
     if name != DEFAULT_USER and paths.folder.is_dir():
         kept = set() if remove_exports else set(exports)
         for child in paths.folder.iterdir():

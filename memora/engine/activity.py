@@ -23,7 +23,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from memora.engine.storage import StoredDay, atomic_write_model, file_lock, load_model_file
+from memora.engine.storage import JsonStore, StoredDay
 
 log = logging.getLogger("memora.activity")
 MAX_PER_DAY = 1_000_000  # turns or reviews in one day: no learner reaches it (one a second is 86,400)
@@ -52,19 +52,16 @@ class _ActivityFile(BaseModel):
     due_notice_on: StoredDay | None = None
 
 
-class ActivityLog:
+class ActivityLog(JsonStore[_ActivityFile]):
     """Counts per day in ``memora_activity.json`` (locked, atomic)."""
 
-    def __init__(self, path: Path, *, clock: Callable[[], datetime], notify: Callable[[str], None] | None = None):
-        self.path = Path(path)
-        self.clock = clock
-        self._notify = notify
+    schema = _ActivityFile
+    label = "activity log"
+    entries = "days"
 
-    def _load(self) -> _ActivityFile:
-        return (
-            load_model_file(self.path, _ActivityFile, notify=self._notify, label="activity log", entries="days")
-            or _ActivityFile()
-        )
+    def __init__(self, path: Path, *, clock: Callable[[], datetime], notify: Callable[[str], None] | None = None):
+        super().__init__(path, notify=notify)
+        self.clock = clock
 
     def _bump(self, at: datetime | None, **counts: int) -> bool:
         """Add to a day's counts; False when the file could not be written.
@@ -75,14 +72,15 @@ class ActivityLog:
         that does hold the learner's data, the session or the ledger, fails on
         the same disk and says why."""
         day = (at or self.clock()).date()
+
+        def bump(state: _ActivityFile) -> None:
+            current = state.days.get(day, DayActivity())
+            state.days[day] = current.model_copy(
+                update={k: min(getattr(current, k) + v, MAX_PER_DAY) for k, v in counts.items()}
+            )
+
         try:
-            with file_lock(self.path):
-                state = self._load()
-                current = state.days.get(day, DayActivity())
-                state.days[day] = current.model_copy(
-                    update={k: min(getattr(current, k) + v, MAX_PER_DAY) for k, v in counts.items()}
-                )
-                atomic_write_model(self.path, state)
+            self.change(bump)
         except OSError:
             log.debug("activity count not written", exc_info=True)
             return False
@@ -95,30 +93,29 @@ class ActivityLog:
         return self._bump(at, reviews=1, correct=int(correct))
 
     def days(self) -> dict[date, DayActivity]:
-        return dict(sorted(self._load().days.items()))
+        return dict(sorted(self.read().days.items()))
 
     def claim_due_notice(self, today: date | None = None) -> bool:
         """True the first time it is asked on a day (and remembers it); False after."""
         today = today or self.clock().date()
-        with file_lock(self.path):
-            state = self._load()
+        with self.lock():
+            state = self.read()
             if state.due_notice_on == today:
                 return False
-            state.due_notice_on = today
-            atomic_write_model(self.path, state)
+            self.write(state.model_copy(update={"due_notice_on": today}))
             return True
 
     def merge_days(self, days: dict[date, DayActivity]) -> None:
         """Used by import: merge another log's counts in, day by day (the larger count wins)."""
-        with file_lock(self.path):
-            state = self._load()
+
+        def merge(state: _ActivityFile) -> None:
             for day, counts in days.items():
                 mine = state.days.get(day, DayActivity())
                 state.days[day] = DayActivity(
                     **{k: max(getattr(mine, k), getattr(counts, k)) for k in DayActivity.model_fields}
                 )
-            atomic_write_model(self.path, state)
+
+        self.change(merge)
 
     def clear(self) -> None:
-        with file_lock(self.path):
-            self.path.unlink(missing_ok=True)
+        self.delete()

@@ -30,7 +30,7 @@ import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
-from memora.engine.errors import DamagedStoreError, StoreError
+from memora.engine.errors import DamagedStoreError, StoreError, error_line
 from memora.engine.storage import ensure_private_dir, file_lock, quarantine
 from memora.engine.text_utils import shorten
 
@@ -315,7 +315,7 @@ class ChromaConnection:
             with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5)) as db:
                 row = db.execute("PRAGMA quick_check").fetchone()
         except sqlite3.DatabaseError as error:
-            return " ".join(str(error).split()) or type(error).__name__
+            return error_line(error)
         return None if row and row[0] == "ok" else shorten(str(row[0] if row else "unreadable"), 80)
 
     def set_aside(self) -> Path:

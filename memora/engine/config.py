@@ -86,6 +86,14 @@ DEFAULT_MAX_PROFILE_ITEMS = 100
 # so the call's fixed instructions and schema are paid once for several (see
 # reading_queue.BATCH_SHORT_TOKENS). 1 reads every message right after its reply.
 DEFAULT_EXTRACTION_BATCH = 8
+# Review (spaced.py, ledger.py): the hour a learner's day starts, as in Anki, so a
+# late-night session still counts as the evening's day (MEMORA_DAY_START); new
+# cards a day, so a new mistake is drilled within a day or two (MEMORA_NEW_CARDS);
+# answers to earlier cards a day, three drills, so a break's backlog is spread
+# over the next days (MEMORA_REVIEWS_PER_DAY).
+DEFAULT_DAY_START = 4
+DEFAULT_NEW_CARDS = 5
+DEFAULT_REVIEWS_PER_DAY = 30
 # The Responses API refuses a max_output_tokens below 16.
 MIN_OUTPUT_TOKENS = 16
 
@@ -121,11 +129,20 @@ class UserPaths:
     input_history: Path
     mistakes: Path  # the mistake ledger and its review cards
     activity: Path  # counts per day, for 'progress'
+    kept_pairs: Path  # the conflicting memories the learner kept both of (ids only)
 
     @property
     def learner_files(self) -> tuple[Path, ...]:
         """Every file of this learner outside the memory store (what 'forget user' deletes)."""
-        return (self.profile, self.session, self.proposals, self.input_history, self.mistakes, self.activity)
+        return (
+            self.profile,
+            self.session,
+            self.proposals,
+            self.input_history,
+            self.mistakes,
+            self.activity,
+            self.kept_pairs,
+        )
 
 
 @dataclass(frozen=True)
@@ -150,6 +167,9 @@ class Settings:
     proactive_days: int = DEFAULT_PROACTIVE_DAYS
     max_profile_items: int = DEFAULT_MAX_PROFILE_ITEMS
     extraction_batch: int = DEFAULT_EXTRACTION_BATCH
+    day_start: int = DEFAULT_DAY_START
+    new_cards: int = DEFAULT_NEW_CARDS
+    reviews_per_day: int = DEFAULT_REVIEWS_PER_DAY
     debug: bool = False  # the debug log on stderr (MEMORA_DEBUG)
     chroma_url: str | None = None
     knowledge_dir: Path = KNOWLEDGE_DIR
@@ -188,6 +208,9 @@ class Settings:
             "proactive_days": "MEMORA_PROACTIVE_DAYS",
             "max_profile_items": "MEMORA_MAX_PROFILE_ITEMS",
             "extraction_batch": "MEMORA_EXTRACTION_BATCH",
+            "day_start": "MEMORA_DAY_START",
+            "new_cards": "MEMORA_NEW_CARDS",
+            "reviews_per_day": "MEMORA_REVIEWS_PER_DAY",
         }
         for key, var in ints.items():
             if env.get(var):
@@ -239,6 +262,10 @@ class Settings:
                 f"MEMORA_BACKGROUND_ROLE must be developer or system, got {self.background_role!r} "
                 "(leave it unset to use the role the server reads)."
             )
+        if not 0 <= self.day_start <= 23:
+            raise ConfigError(f"MEMORA_DAY_START is the hour a day starts, 0 to 23; got {self.day_start}.")
+        if self.new_cards < 0 or self.reviews_per_day < 1:
+            raise ConfigError("MEMORA_NEW_CARDS cannot be negative, and MEMORA_REVIEWS_PER_DAY must be positive.")
         if self.max_retries < 0 or self.proactive_days < 0:
             raise ConfigError("MEMORA_MAX_RETRIES and MEMORA_PROACTIVE_DAYS cannot be negative.")
         if not self.model:
@@ -283,6 +310,7 @@ class Settings:
             input_history=folder / ".memora_history",
             mistakes=folder / "memora_mistakes.json",
             activity=folder / "memora_activity.json",
+            kept_pairs=folder / "memora_kept_pairs.json",
         )
 
     @property

@@ -57,7 +57,16 @@ def failure_reason(error: BaseException) -> str:
         return problem
     if isinstance(error, OSError) and error.strerror:
         return error.strerror
-    return " ".join(str(error).split())[:200].rstrip(".") or type(error).__name__
+    return error_line(error).rstrip(".")
+
+
+def error_line(error: BaseException, limit: int = 200) -> str:
+    """An error's own words on one line of at most ``limit`` characters ("…" marking
+    a cut), or its type's name when it has none: how any unexpected error is shown."""
+    text = " ".join(str(error).split())
+    if len(text) > limit:
+        text = text[: limit - 1].rstrip() + "\u2026"
+    return text or type(error).__name__
 
 
 class MemoraError(Exception):

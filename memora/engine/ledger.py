@@ -28,27 +28,31 @@ active entry is never dropped to make room, and the learner is told once.
 
 The merge rule (``same_mistake``) is as careful as the duplicate rule for
 facts: a new mistake joins an entry only when it makes the same correction
-(the same words replaced by the same words), or states the same rule *and*
-touches a word the entry's correction touches. "irregular past tense" alone
+(the same words replaced by the same words, compared as dictionary words, with
+case and apostrophes folded: "did a decision" -> "made" is "do a decision" ->
+"make"), whatever its rule says, or states the same rule *and* touches a word
+the entry's correction touches. "irregular past tense" alone
 does not merge "goed -> went" with "eated -> ate".
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import uuid
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memora.engine import lexical, spaced
+from memora.engine.config import DEFAULT_NEW_CARDS, DEFAULT_REVIEWS_PER_DAY
 from memora.engine.deletions import DeletionLog
 from memora.engine.errors import LedgerFullError, LimitError
-from memora.engine.storage import StoredTime, atomic_write_model, file_lock, load_model_file
+from memora.engine.storage import JsonStore, StoredTime
 from memora.engine.text_utils import clean_text, clean_within, quoted
 
 MISTAKE_KINDS = ("grammar", "vocabulary", "word choice", "spelling", "punctuation")
@@ -57,6 +61,7 @@ MAX_EXAMPLES = 3
 MAX_REVIEWS_KEPT = 50  # mastery needs the last two; progress counts come from the activity log
 MAX_MISTAKES = 1000
 MAX_MISTAKE_CHARS = 300  # a mistake is a phrase or a sentence, not a paragraph
+EXAM_DAYS = 14  # an exam this close pulls the cards due before it forward
 MAX_COUNT = 1_000_000  # times one mistake was made: more than a lifetime of messages
 STATUSES = ("active", "improving", "mastered")
 # What ``_new_id`` makes, and all that 'mistakes forget <id>' takes.
@@ -80,11 +85,28 @@ class Example(BaseModel):
     seen_at: StoredTime
 
 
+class Before(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    card: dict
+    mastered_at: StoredTime | None = None
+    count: int = Field(ge=1, le=MAX_COUNT, strict=True)
+
+    @field_validator("card")
+    @classmethod
+    def _schedulable(cls, card: dict) -> dict:
+        return spaced.check_card(card)
+
+
 class Review(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     at: StoredTime
     rating: int = Field(ge=1, le=4, strict=True)
+    # "drill": an answer in 'review'; "chat": read from a message (a repeat or a correct use)
+    source: Literal["drill", "chat"] = "drill"
+    # For a review read from a message: the entry as it was before, so 'undo' can take it back.
+    before: Before | None = None
 
     @property
     def correct(self) -> bool:
@@ -132,13 +154,21 @@ class Mistake(BaseModel):
         return usable[-1] if usable else None
 
     @property
-    def due(self) -> datetime:
-        return spaced.due(self.card)
+    def due(self) -> date:
+        """The learner's day the card is next due."""
+        return spaced.due_day(self.card)
+
+    @property
+    def is_new(self) -> bool:
+        """Never reviewed yet: it counts against the new cards a day."""
+        return spaced.is_new(self.card)
 
     @property
     def status(self) -> str:
         if self.mastered_at is not None:
             return "mastered"
+        # A repeat in conversation is stored as a failed review, so a mistake made
+        # an hour ago is "active" until the learner gets it right once.
         if self.reviews and self.reviews[-1].correct:
             return "improving"
         return "active"
@@ -171,11 +201,57 @@ class _LedgerFile(BaseModel):
 
 # -- the merge rule -------------------------------------------------------------------
 
-_TOKEN = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*|[^\w\s]", re.UNICODE)
+_TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*|[^\w\s]", re.UNICODE)
+# Every apostrophe a keyboard or a model writes is the same one: "It’s" and "It's" are one word.
+_APOSTROPHES = str.maketrans(dict.fromkeys("\u2019\u2018\u02bc\u00b4`", "'"))
+# Contractions whose stem is not the verb's own form: "won't" is a form of "will not".
+_NEGATED_STEMS = {"wo": "will", "ca": "can", "sha": "shall", "ai": "be"}
+
+
+def _fold_apostrophes(text: str) -> str:
+    return clean_text(text or "").translate(_APOSTROPHES)
 
 
 def _tokens(text: str) -> list[str]:
-    return _TOKEN.findall(clean_text(text or "").replace("\u2019", "'"))
+    return _TOKEN.findall(_fold_apostrophes(text))
+
+
+@functools.lru_cache(maxsize=8192)
+def _lemmas(word: str) -> frozenset[str]:
+    """The dictionary forms a word may be a form of ("did" -> do, "made" -> make,
+    "goed" -> go, "doesn't" -> do not); a word English does not inflect is its own.
+    lemminflect's tables ship in its wheel, so this works offline."""
+    import lemminflect
+
+    word = word.casefold()
+    stem, negated = (word[:-3], True) if word.endswith("n't") and len(word) > 3 else (word, False)
+    if negated and stem in _NEGATED_STEMS:
+        found = {_NEGATED_STEMS[stem]}
+    else:
+        found = {lemma for forms in lemminflect.getAllLemmas(stem).values() for lemma in forms}
+        if not found and stem.isalpha():
+            # Not in the dictionary: a learner's own form ("goed", "childs") read by the inflection rules.
+            found = {lemma for upos in ("VERB", "NOUN") for lemma in lemminflect.getAllLemmasOOV(stem, upos)[upos]}
+    found = {lemma.casefold() for lemma in found} or {stem}
+    return frozenset(f"{lemma} not" for lemma in found) if negated else frozenset(found)
+
+
+def _forms_of_one_word(a: str, b: str) -> bool:
+    """Whether two words are forms of one another: the same dictionary word
+    ("go"/"went", "don't"/"doesn't") or the same letters but for an apostrophe
+    ("its"/"it's")."""
+    return a.replace("'", "") == b.replace("'", "") or bool(_lemmas(a) & _lemmas(b))
+
+
+def _edit_key(edit: tuple[str, str]) -> tuple:
+    """What makes two edits the same correction. Putting one form of a word in
+    place of another ("goed" -> "went", "don't" -> "doesn't") is the forms
+    themselves; any other change is compared by dictionary words, so "do a
+    decision" -> "make" and "did a decision" -> "made" are one correction."""
+    removed, inserted = edit[0].split(), edit[1].split()
+    if len(removed) == len(inserted) and all(_forms_of_one_word(a, b) for a, b in zip(removed, inserted, strict=True)):
+        return ("forms", edit[0].casefold(), edit[1].casefold())
+    return ("words", tuple(min(_lemmas(w)) for w in removed), tuple(min(_lemmas(w)) for w in inserted))
 
 
 def correction_edits(original: str, corrected: str) -> tuple[tuple[str, str], ...]:
@@ -195,7 +271,7 @@ def correction_excerpt(original: str, corrected: str, context: int = 2) -> tuple
     both texts ("...it feel being" → "...it feel beings"): what the tutor must watch
     for, without the rest of a long sentence in every request. A short mistake
     is returned whole."""
-    texts = [clean_text(original or "").replace("\u2019", "'"), clean_text(corrected or "").replace("\u2019", "'")]
+    texts = [_fold_apostrophes(original), _fold_apostrophes(corrected)]
     spans = [[m.span() for m in _TOKEN.finditer(t)] for t in texts]
     words = [[texts[n][a:b].casefold() for a, b in spans[n]] for n in (0, 1)]
     changes = [
@@ -226,9 +302,22 @@ def _touched(edits: Iterable[tuple[str, str]]) -> set[str]:
     return {word.casefold() for removed, inserted in edits for word in f"{removed} {inserted}".split()}
 
 
+def same_correction(a: tuple[str, str], b: tuple[str, str]) -> bool:
+    """Whether two (original, corrected) pairs make exactly the same correction
+    (the merge rule's first test, with no rule to fall back on)."""
+    edits_a, edits_b = correction_edits(*a), correction_edits(*b)
+    return bool(edits_a) and [_edit_key(e) for e in edits_a] == [_edit_key(e) for e in edits_b]
+
+
 def _specific(edits: Iterable[tuple[str, str]]) -> bool:
-    """Whether a correction changes a content word, not only function words or punctuation."""
-    return any(word.isalpha() and word not in lexical.STOP_WORDS for word in _touched(edits))
+    """Whether a correction says which mistake it is: it changes a content word,
+    or puts one form of a word in place of another ("don't" -> "doesn't", "its"
+    -> "it's", "was" -> "were"), where an inserted, dropped or swapped function
+    word ("to", "on", "a") is made for many unrelated reasons."""
+    edits = list(edits)
+    if any(word.isalpha() and word not in lexical.STOP_WORDS for word in _touched(edits)):
+        return True
+    return any(_edit_key(edit)[0] == "forms" and edit[0] and edit[1] for edit in edits)
 
 
 def same_mistake(a: NewMistake | Mistake, b: NewMistake | Mistake) -> bool:
@@ -237,12 +326,16 @@ def same_mistake(a: NewMistake | Mistake, b: NewMistake | Mistake) -> bool:
     An entry's examples are the same mistake by construction, so a new mistake
     may match any of them."""
     edits_a, edits_b = _edit_sets(a), _edit_sets(b)
+    keys_b = [tuple(_edit_key(edit) for edit in edits) for edits in edits_b]
     same_rule = lexical.say_the_same(a.rule, b.rule)
     # The same correction is the same mistake only when it changes a word that
     # carries meaning ("goed" -> "went"). Inserting "to", "on" or a comma, or
     # dropping "am", is the same edit in unrelated mistakes ("want go" / "listen
     # music", "in Monday" / "in the bus"), so there the rules must agree too.
-    if any(edits and edits in edits_b and (same_rule or _specific(edits)) for edits in edits_a):
+    if any(
+        edits and tuple(_edit_key(edit) for edit in edits) in keys_b and (same_rule or _specific(edits))
+        for edits in edits_a
+    ):
         return True
     if not same_rule:
         return False
@@ -284,8 +377,12 @@ def relevant(mistakes: Iterable[Mistake], message: str, limit: int) -> list[Mist
 # -- the store ----------------------------------------------------------------------------
 
 
-class LedgerStore:
+class LedgerStore(JsonStore[_LedgerFile]):
     """A learner's ledger in ``memora_mistakes.json`` (locked, atomic)."""
+
+    schema = _LedgerFile
+    label = "mistake ledger"
+    entries = "mistakes"
 
     def __init__(
         self,
@@ -295,12 +392,19 @@ class LedgerStore:
         notify: Callable[[str], None] | None = None,
         deletions: DeletionLog | None = None,
         learner: str = "default",
+        day_start: int = spaced.DEFAULT_DAY_START,
+        new_per_day: int = DEFAULT_NEW_CARDS,
+        reviews_per_day: int = DEFAULT_REVIEWS_PER_DAY,
+        exam: Callable[[date], tuple[date, str] | None] = lambda today: None,
     ):
-        self.path = Path(path)
+        super().__init__(path, notify=notify)
         self.clock = clock
-        self._notify = notify
+        self.day_start = day_start
+        self.new_per_day = new_per_day
+        self.reviews_per_day = reviews_per_day
+        # The learner's next remembered exam (its day and what it is), asked with today's date.
+        self.exam = exam
         self._told_full: set[str] = set()  # "full" is said once a session, until there is room again
-        self._cache: tuple | None = None  # (file stamp, parsed ledger): see _load
         # A reading that started before 'mistakes forget' or 'forget all' cannot bring a mistake back.
         self.deletions = deletions
         self.learner = learner
@@ -317,46 +421,26 @@ class LedgerStore:
             if keys:
                 self.deletions.record(self.learner, "mistake-text", keys)
 
-    def _stamp(self) -> tuple | None:
-        """What tells the file apart from the one read last: a write (here or in another
-        process) replaces it atomically, so its inode, size or time changes."""
-        try:
-            stat = self.path.stat()
-        except OSError:
-            return None
-        return (stat.st_ino, stat.st_size, stat.st_mtime_ns)
-
-    def _load(self) -> _LedgerFile:
-        """The ledger as the file holds it. Reading and checking a full ledger (a thousand
-        entries, fifty reviews each) takes most of a second, and every turn reads it,
-        so the parsed file is kept until the file changes. Callers treat it as
-        read-only; ``_change`` works on a copy."""
-        stamp = self._stamp()
-        cached = self._cache
-        if stamp is not None and cached is not None and cached[0] == stamp:
-            return cached[1]
-        state = (
-            load_model_file(self.path, _LedgerFile, notify=self._notify, label="mistake ledger", entries="mistakes")
-            or _LedgerFile()
-        )
-        stamp = self._stamp()  # after the read: a repair while loading rewrites the file
-        self._cache = (stamp, state) if stamp is not None else None
-        return state
+    # Reading and checking a full ledger (a thousand entries, fifty reviews each)
+    # takes most of a second, and every turn reads it: ``read`` keeps the parsed
+    # file until the file changes.
+    def copy(self, state: _LedgerFile) -> _LedgerFile:
+        copy = state.model_copy()
+        copy.mistakes = list(state.mistakes)  # the entries themselves are replaced, never changed in place
+        return copy
 
     def _change(self, change: Callable[[_LedgerFile], object]):
-        with file_lock(self.path):
-            state = self._load().model_copy()
-            state.mistakes = list(state.mistakes)  # the entries themselves are replaced, never changed in place
+        def counted(state: _LedgerFile):
             result = change(state)
-            atomic_write_model(self.path, state)
-            self._cache = (self._stamp(), state)
             if len(state.mistakes) < MAX_MISTAKES:
                 self._told_full.clear()
             return result
 
+        return self.change(counted)
+
     # -- reading --
     def all(self) -> list[Mistake]:
-        return list(self._load().mistakes)
+        return list(self.read().mistakes)
 
     def get(self, mistake_id: str) -> Mistake | None:
         return next((m for m in self.all() if m.id == mistake_id), None)
@@ -365,17 +449,71 @@ class LedgerStore:
         prefix = prefix.strip().lower()
         return [m for m in self.all() if m.id.startswith(prefix)] if prefix else []
 
+    def today(self, now: datetime | None = None) -> date:
+        return spaced.learner_day(now or self.clock(), self.day_start)
+
     def due(self, now: datetime | None = None) -> list[Mistake]:
-        """Active cards due by the end of the learner's day, the longest overdue first.
+        """Today's queue: the cards to drill now, in the order to drill them.
+
+        * Cards already reviewed and due by today, the least likely to be
+          recalled first (FSRS's retrievability: the most overdue for their
+          interval), then the mistakes made most often. At most
+          ``reviews_per_day`` answers a day: after a break the backlog is spread
+          over the next days, the most urgent first, instead of all at once.
+        * New cards (never reviewed), at most ``new_per_day`` a day, the most
+          often made then the newest first, interleaved with the others so a
+          drill cut short still meets some.
 
         A card whose example was edited away stays listed: the drill says so
         rather than let it vanish without a word."""
-        horizon = spaced.end_of_day(now or self.clock())
-        cards = [m for m in self.all() if m.active and m.due <= horizon]
-        return sorted(cards, key=lambda m: (m.due, -m.count))
+        queue, _ = self._plan(now or self.clock())
+        return queue
+
+    def pulled_forward_to(self, today: date) -> date:
+        """The last day whose cards are drilled now: today, or before a remembered exam
+        within ``EXAM_DAYS``, the exam's day. A card that would come back in the days
+        before the exam, when there is no time left, is reviewed before it instead;
+        the daily limit spreads them over the days that remain."""
+        exam = self.exam(today)
+        if exam is None or not today <= exam[0] <= today + timedelta(days=EXAM_DAYS):
+            return today
+        return exam[0]
+
+    def pulled_forward(self, now: datetime | None = None) -> list[Mistake]:
+        """The active cards brought forward for an exam (due after today, by the exam)."""
+        today = self.today(now)
+        horizon = self.pulled_forward_to(today)
+        return [m for m in self.all() if m.active and not m.is_new and today < m.due <= horizon]
+
+    def backlog(self, now: datetime | None = None) -> tuple[int, int]:
+        """(reviews, new cards) due by today that today's limits leave for later days."""
+        _, later = self._plan(now or self.clock())
+        return sum(1 for m in later if not m.is_new), sum(1 for m in later if m.is_new)
+
+    def _plan(self, now: datetime) -> tuple[list[Mistake], list[Mistake]]:
+        today = self.today(now)
+        everything = self.all()
+        entries = [m for m in everything if m.active]
+        # Today's answers count against today's limits, on cards they mastered too.
+        done_today = [r for m in everything for r in m.reviews if r.source == "drill" and self.today(r.at) == today]
+        introduced = sum(
+            1
+            for m in everything
+            if (first := next((r for r in m.reviews if r.source == "drill"), None)) is not None
+            and self.today(first.at) == today
+        )
+        horizon = self.pulled_forward_to(today)
+        old = [m for m in entries if not m.is_new and m.due <= horizon]
+        old.sort(key=lambda m: (spaced.retrievability(m.card, now, self.day_start), m.due, -m.count))
+        new = [m for m in entries if m.is_new and m.due <= today]
+        new.sort(key=lambda m: (-m.count, -m.first_seen.timestamp()))
+        old_room = max(0, self.reviews_per_day - (len(done_today) - introduced))
+        new_room = max(0, self.new_per_day - introduced)
+        reviews, fresh = old[:old_room], new[:new_room]
+        return _interleave(reviews, fresh), old[old_room:] + new[new_room:]
 
     def count(self) -> int:
-        return len(self._load().mistakes)
+        return len(self.read().mistakes)
 
     # -- writing --
     def record(self, new: NewMistake, seen_at: datetime | None = None) -> tuple[Mistake, bool]:
@@ -403,13 +541,12 @@ class LedgerStore:
                         e.original.casefold() == new.original.casefold() and e.seen_at == when for e in entry.examples
                     ):
                         return entry, True  # the same message read again (a retried job): counted once
-                    card = entry.card
-                    if entry.reviews:
-                        # Made again after reviewing: the card comes back now, and mastery must be earned again.
-                        card = spaced.make_due(card, when)
+                    # Undoing the lapse keeps the count: the mistake was made ('mistakes forget' forgets it).
+                    card, reviews = self._relapse(entry, when, min(entry.count + 1, MAX_COUNT))
                     updated = entry.model_copy(
                         update={
                             "count": min(entry.count + 1, MAX_COUNT),
+                            "reviews": reviews,
                             "last_seen": max(entry.last_seen, when),
                             "examples": [e for e in entry.examples if e.original.casefold() != new.original.casefold()][
                                 -(MAX_EXAMPLES - 1) :
@@ -429,7 +566,7 @@ class LedgerStore:
                 examples=[example],
                 first_seen=when,
                 last_seen=when,
-                card=spaced.new_card(when),
+                card=spaced.new_card(when, self.day_start),
             )
             state.mistakes.append(entry)
             return entry, False
@@ -441,6 +578,31 @@ class LedgerStore:
             raise
         self._tell_dropped(dropped)
         return result
+
+    def _relapse(self, entry: Mistake, when: datetime, count_after: int) -> tuple[dict, list[Review]]:
+        """The card and reviews of ``entry`` made again at ``when``.
+
+        Once reviewed, a repeat is a lapse: FSRS Again on the day it was made,
+        so stability falls and mastery must be earned again (stability and the
+        last two answers right). A second repeat the same day adds no second
+        lapse: one bad day is one failed review, as in a drill. The card is then
+        due today, not tomorrow as Again alone would make it: the tutor has just
+        corrected it, so now is when a drill helps. A card never reviewed stays
+        new; the repeat is one more example of it."""
+        if not entry.reviews:
+            return entry.card, entry.reviews
+        last = entry.reviews[-1]
+        if when < last.at:
+            # Said before the last review (a held message read late): that review already
+            # followed the correction, so it is not a lapse after it.
+            return entry.card, entry.reviews
+        card = entry.card
+        reviews = entry.reviews
+        if last.correct or self.today(last.at) != self.today(when):
+            card = spaced.review(card, 1, when, self.day_start)
+            before = Before(card=entry.card, mastered_at=entry.mastered_at, count=count_after)
+            reviews = (reviews + [Review(at=when, rating=1, source="chat", before=before)])[-MAX_REVIEWS_KEPT:]
+        return spaced.make_due(card, when, self.day_start), reviews
 
     def has_word(self, word: str) -> bool:
         key = clean_text(word).casefold()
@@ -468,7 +630,7 @@ class LedgerStore:
                 examples=[Example(original=word, corrected=meaning, seen_at=when)],
                 first_seen=when,
                 last_seen=when,
-                card=spaced.new_card(when),
+                card=spaced.new_card(when, self.day_start),
                 card_type="word",
             )
             state.mistakes.append(entry)
@@ -526,18 +688,95 @@ class LedgerStore:
 
         def change(state: _LedgerFile) -> Mistake | None:
             for index, entry in enumerate(state.mistakes):
+                if entry.id == mistake_id:
+                    state.mistakes[index] = self._reviewed(entry, rating, when, "drill")
+                    return state.mistakes[index]
+            return None
+
+        return self._change(change)
+
+    def _reviewed(self, entry: Mistake, rating: int, when: datetime, source: str) -> Mistake:
+        card = spaced.review(entry.card, rating, when, self.day_start)
+        before = Before(card=entry.card, mastered_at=entry.mastered_at, count=entry.count) if source == "chat" else None
+        reviews = (entry.reviews + [Review(at=when, rating=rating, source=source, before=before)])[-MAX_REVIEWS_KEPT:]
+        mastered_at = entry.mastered_at
+        if mastered_at is None and spaced.is_mastered(card, [r.rating for r in reviews]):
+            mastered_at = when
+        elif mastered_at is not None and rating < spaced.CORRECT_RATING:
+            mastered_at = None
+        return entry.model_copy(update={"card": card, "reviews": reviews, "mastered_at": mastered_at})
+
+    def use_in_chat(self, mistake_id: str, correct: bool, at: datetime | None = None) -> tuple[Mistake | None, bool]:
+        """The learner used a tracked mistake's corrected form in conversation
+        (``correct``) or made the mistake again; returns (entry, counted).
+
+        A correct use is a pass (Good) on a card that is due today, once a day:
+        a card answered or passed today already has its review, one not due yet
+        would be reviewed early, and one whose mistake was made today is only
+        being copied from the tutor's correction, not recalled. A repeat is a
+        lapse (``_relapse``) and one more time the mistake was made. One message
+        is counted once: a reading run again finds its own time among the
+        card's reviews or examples."""
+        when = _aware(at or self.clock())
+        today = self.today(when)
+
+        def change(state: _LedgerFile) -> tuple[Mistake | None, bool]:
+            for index, entry in enumerate(state.mistakes):
                 if entry.id != mistake_id:
                     continue
-                card = spaced.review(entry.card, rating, when)
-                reviews = (entry.reviews + [Review(at=when, rating=rating)])[-MAX_REVIEWS_KEPT:]
-                mastered_at = entry.mastered_at
-                if mastered_at is None and spaced.is_mastered(card, [r.rating for r in reviews]):
-                    mastered_at = when
-                elif mastered_at is not None and rating < spaced.CORRECT_RATING:
-                    mastered_at = None
-                updated = entry.model_copy(update={"card": card, "reviews": reviews, "mastered_at": mastered_at})
+                if any(r.at == when and r.source == "chat" for r in entry.reviews):
+                    return entry, False
+                if correct:
+                    if (
+                        not entry.active
+                        or entry.due > today
+                        or self.today(entry.last_seen) == today
+                        or any(self.today(r.at) == today for r in entry.reviews)
+                    ):
+                        return entry, False
+                    updated = self._reviewed(entry, spaced.CORRECT_RATING, when, "chat")
+                else:
+                    if not entry.is_mistake or any(e.seen_at == when for e in entry.examples):
+                        return entry, False  # a word card is not a mistake; this message already counted it
+                    card, reviews = self._relapse(entry, when, entry.count)
+                    updated = entry.model_copy(
+                        update={
+                            "count": min(entry.count + 1, MAX_COUNT),
+                            "last_seen": max(entry.last_seen, when),
+                            "card": card,
+                            "reviews": reviews,
+                            "mastered_at": None,
+                        }
+                    )
                 state.mistakes[index] = updated
-                return updated
+                return updated, True
+            return None, False
+
+        return self._change(change)
+
+    def take_back(self, mistake_id: str, at: datetime) -> Mistake | None:
+        """Undo the review a message made at ``at`` (a pass or a lapse read from it):
+        the card, mastery and count as they were. None when there is nothing to
+        take back: the entry is gone, or the card was reviewed again since (its
+        later answers were given to the card as it then was)."""
+
+        def change(state: _LedgerFile) -> Mistake | None:
+            for index, entry in enumerate(state.mistakes):
+                if entry.id != mistake_id or not entry.reviews:
+                    continue
+                last = entry.reviews[-1]
+                if last.source != "chat" or last.at != at or last.before is None:
+                    return None
+                restored = entry.model_copy(
+                    update={
+                        "card": last.before.card,
+                        "mastered_at": last.before.mastered_at,
+                        "count": max(last.before.count, len(entry.examples)),
+                        "reviews": entry.reviews[:-1],
+                    }
+                )
+                state.mistakes[index] = restored
+                return restored
             return None
 
         return self._change(change)
@@ -565,13 +804,28 @@ class LedgerStore:
 
     def clear(self) -> int:
         """Forget every entry; returns how many there were. The file is removed."""
-        with file_lock(self.path):
-            n = len(self._load().mistakes)
+        with self.lock():
+            n = len(self.read().mistakes)
             if self.deletions is not None:
                 self.deletions.record(self.learner, "all")
-            self.path.unlink(missing_ok=True)
+            self.delete()
         self._told_full.clear()
         return n
+
+
+def _interleave(reviews: list[Mistake], fresh: list[Mistake]) -> list[Mistake]:
+    """The new cards spread evenly among the reviews, the first new card first."""
+    if not reviews or not fresh:
+        return fresh + reviews
+    out: list[Mistake] = []
+    gap = len(reviews) / len(fresh)
+    taken = 0
+    for n, card in enumerate(fresh):
+        out.append(card)
+        upto = round((n + 1) * gap)
+        out.extend(reviews[taken:upto])
+        taken = upto
+    return out + reviews[taken:]
 
 
 def _aware(moment: datetime) -> datetime:

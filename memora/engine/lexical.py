@@ -316,6 +316,12 @@ def _word_units(token: str) -> list[str]:
 
 
 def _all_units(text: str) -> list[str]:
+    return list(_units_of(text))
+
+
+@lru_cache(maxsize=16384)
+def _units_of(text: str) -> tuple[str, ...]:
+    """``_all_units``, kept per text: the conflict detector compares each memory with many."""
     text = unicodedata.normalize("NFKC", text or "").lower().replace("\u2019", "'")
     text = _SIGNED_NUMBER.sub(" \u2212", text)
     out: list[str] = []
@@ -329,7 +335,7 @@ def _all_units(text: str) -> list[str]:
             )
         else:
             out.extend(_word_units(token))
-    return out
+    return tuple(out)
 
 
 def same_meaning_units(text: str) -> list[str]:

@@ -43,7 +43,7 @@ from memora.engine.model_facts import (
 from memora.engine.prompts import REPAIR_PROMPT, SCHEMA_HINT, SUMMARY_PROMPT
 from memora.engine.servers import PROBE_TIMEOUT_SECONDS, RoleChoice, ServerInfo, background_role, detect_server
 from memora.engine.structured import MalformedAnswer, parse_answer
-from memora.engine.text_utils import shorten
+from memora.engine.text_utils import counted, shorten
 from memora.engine.timeutil import system_clock
 
 log = logging.getLogger("memora")
@@ -549,7 +549,7 @@ def _rate_limited(error) -> str:
     quota = getattr(error, "code", None) == "insufficient_quota"
     line = "out of quota (429): check the plan and billing of the API key" if quota else "rate limited (429)"
     if retries:
-        line += f" after {retries} {'retry' if retries == 1 else 'retries'}"
+        line += f" after {counted(retries, 'retry', 'retries')}"
     wait = headers.get("retry-after")
     if wait and str(wait).strip().isdigit():
         line += f"; the server asks to wait {int(wait)} s"

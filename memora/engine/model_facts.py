@@ -32,6 +32,8 @@ import re
 from datetime import date
 from pathlib import Path
 
+from memora.engine.text_utils import counted
+
 # The default model: one the pinned SDK does not list as deprecated
 # (tests/test_server_compat.py checks that against the SDK's own list).
 DEFAULT_MODEL = "gpt-5.4-mini"
@@ -153,5 +155,7 @@ def shutdown_note(model: str, today: date) -> str | None:
     left = (day - today).days
     if left > 30:
         return None
-    when = f"was shut down on {day.isoformat()}" if left <= 0 else f"shuts down on {day.isoformat()} (in {left} days)"
+    when = f"was shut down on {day.isoformat()}"
+    if left > 0:
+        when = f"shuts down on {day.isoformat()} (in {counted(left, 'day')})"
     return f"OpenAI's model {model} {when}: set MEMORA_MODEL to a current one, for example {DEFAULT_MODEL}."

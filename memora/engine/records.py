@@ -5,6 +5,7 @@ Kept free of heavy imports so the REPL can start before Chroma is loaded.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import date, datetime, timedelta, timezone
@@ -150,6 +151,7 @@ class StoredField:
         return self.column.removesuffix("_ts") + "_utc_offset"
 
 
+@functools.cache  # read for every row a catalog query returns: 10,000 rows are a page's opening
 def stored_fields(record_type: type = MemoryRecord) -> tuple[StoredField, ...]:
     """The persisted fields of ``record_type`` (``MemoryRecord`` or a subclass), in order."""
     return tuple(

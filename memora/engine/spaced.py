@@ -9,6 +9,16 @@ Choices, each for a tutor the learner opens about once a day:
 * Fuzzing is off. It spreads thousands of Anki reviews over neighbouring days;
   a learner with a few dozen cards gains nothing from it, and a schedule that
   can be stated exactly is easier to trust and to test.
+* Days are the learner's calendar days, as Anki counts them: a day starts at
+  ``day_start`` o'clock local time (4 am by default, ``MEMORA_DAY_START``), so
+  a review at 07:45 after one at 21:30 the evening before is one day later,
+  wherever the learner now is. FSRS itself counts 24-hour periods, so it is
+  given the learner's days: every time on a card (its due date and last
+  review) is the day's midnight UTC on a "day line" (``day_point``), and FSRS's
+  whole-day intervals then land on whole days. The real times stay in the
+  ledger's review list.
+* A repeat of a tracked mistake in conversation is a lapse: FSRS Again on the
+  day it was made (``ledger.LedgerStore.record``), once a day at most.
 * Mastered: FSRS stability of at least ``MASTERED_STABILITY_DAYS`` (the card
   would still be recalled with 90% probability three weeks after its last
   review) and the last two reviews correct (rated Good or Easy). With the
@@ -26,11 +36,12 @@ fractional power is a complex number, and the review is lost).
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 from fsrs import Card, Rating, Scheduler, State
 from fsrs.scheduler import MAX_DIFFICULTY, MIN_DIFFICULTY, STABILITY_MIN
 
+from memora.engine.config import DEFAULT_DAY_START
 from memora.engine.storage import checked_time
 from memora.engine.timeutil import to_aware
 
@@ -123,28 +134,76 @@ def _utc(moment: datetime) -> datetime:
     return to_aware(moment).astimezone(UTC)
 
 
-def new_card(now: datetime) -> dict:
-    """A new card, due at once: a mistake is worth drilling the day it was made."""
-    moment = _utc(now)
+def learner_day(moment: datetime, day_start: int = DEFAULT_DAY_START) -> date:
+    """The learner's calendar day at ``moment`` (aware, in the learner's zone at the
+    time): 01:30 after a day start of 4 am still belongs to the day before."""
+    return (to_aware(moment) - timedelta(hours=day_start)).date()
+
+
+def day_point(day: date) -> datetime:
+    """Where ``day`` sits on the day line FSRS is given: its midnight UTC."""
+    return datetime.combine(day, time(0), tzinfo=UTC)
+
+
+def card_day(value: datetime | str, day_start: int = DEFAULT_DAY_START) -> date:
+    """The learner's day a stored card time stands for. Times on the day line are
+    midnight UTC; a card written before Memora counted calendar days holds a
+    real time, read as the day it was in this computer's zone."""
+    moment = to_aware(datetime.fromisoformat(value) if isinstance(value, str) else value).astimezone(UTC)
+    if moment.time() == time(0):
+        return moment.date()
+    return learner_day(moment.astimezone(), day_start)
+
+
+def _on_day_line(card: Card, day_start: int) -> Card:
+    card.due = day_point(card_day(card.due, day_start))
+    if card.last_review is not None:
+        card.last_review = day_point(card_day(card.last_review, day_start))
+    return card
+
+
+def new_card(now: datetime, day_start: int = DEFAULT_DAY_START) -> dict:
+    """A new card, due today: a mistake is worth drilling the day it was made."""
     # The id is the creation time, from the injected clock (fsrs would read the real one).
-    return Card(card_id=int(moment.timestamp() * 1000), due=moment).to_dict()
+    return Card(card_id=int(_utc(now).timestamp() * 1000), due=day_point(learner_day(now, day_start))).to_dict()
 
 
-def review(card: dict, rating: int, now: datetime) -> dict:
-    """The card after one review rated ``rating`` (1-4) at ``now``."""
-    updated, _ = SCHEDULER.review_card(Card.from_dict(card), Rating(int(rating)), review_datetime=_utc(now))
+def review(card: dict, rating: int, now: datetime, day_start: int = DEFAULT_DAY_START) -> dict:
+    """The card after one review rated ``rating`` (1-4) on the learner's day at ``now``."""
+    current = _on_day_line(Card.from_dict(card), day_start)
+    today = day_point(learner_day(now, day_start))
+    if current.last_review is not None:
+        # Flying west can make today's date earlier than the last review's: no day has passed.
+        today = max(today, current.last_review)
+    updated, _ = SCHEDULER.review_card(current, Rating(int(rating)), review_datetime=today)
+    # FSRS's Hard on a learning step is 1.5 steps (a day and a half): a card comes back on
+    # a day, so it is the nearest whole day, never the same one.
+    days = (updated.due - today) / timedelta(days=1)
+    if days != int(days):
+        updated.due = today + timedelta(days=max(1, round(days)))
     return updated.to_dict()
 
 
-def make_due(card: dict, now: datetime) -> dict:
-    """The same card, due at ``now`` (its memory state kept)."""
-    restored = Card.from_dict(card)
-    restored.due = _utc(now)
+def make_due(card: dict, now: datetime, day_start: int = DEFAULT_DAY_START) -> dict:
+    """The same card, due today (its memory state kept)."""
+    restored = _on_day_line(Card.from_dict(card), day_start)
+    restored.due = day_point(learner_day(now, day_start))
     return restored.to_dict()
 
 
-def due(card: dict) -> datetime:
-    return Card.from_dict(card).due
+def due_day(card: dict, day_start: int = DEFAULT_DAY_START) -> date:
+    """The learner's day the card is next due."""
+    return card_day(Card.from_dict(card).due, day_start)
+
+
+def is_new(card: dict) -> bool:
+    return Card.from_dict(card).last_review is None
+
+
+def retrievability(card: dict, now: datetime, day_start: int = DEFAULT_DAY_START) -> float:
+    """FSRS's chance of recall today (1.0 for a card never reviewed)."""
+    current = _on_day_line(Card.from_dict(card), day_start)
+    return float(SCHEDULER.get_card_retrievability(current, day_point(learner_day(now, day_start))))
 
 
 def stability(card: dict) -> float:
@@ -159,7 +218,9 @@ def is_mastered(card: dict, ratings: list[int]) -> bool:
     )
 
 
-def end_of_day(now: datetime) -> datetime:
-    """The end of the learner's local day: a card due at 18:00 is due this morning."""
-    local = to_aware(now)
-    return datetime.combine(local.date(), time.max, tzinfo=local.tzinfo)
+def in_days(day: date, today: date) -> str:
+    """'today', 'tomorrow', 'in 11 days' (or 'overdue since 2026-12-01')."""
+    n = (day - today).days
+    if n < 0:
+        return f"overdue since {day.isoformat()}"
+    return "today" if n == 0 else "tomorrow" if n == 1 else f"in {n} days"

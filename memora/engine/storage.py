@@ -13,6 +13,10 @@
   out (the file as it was is kept beside it).
 * ``StoredTime`` / ``StoredDay``: the times a stored file may hold: aware,
   between ``FIRST_YEAR`` and ``LAST_YEAR``.
+* ``JsonStore``: the base of every JSON store (profile, pending profile
+  changes, session, mistake ledger, activity log): one file of one schema, read
+  with the above, changed under its lock, written atomically. Each store's
+  schema sits beside its store class.
 
 Files are created 0600 and folders 0700: they hold a learner's personal data.
 """
@@ -30,9 +34,11 @@ import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError
+
+from memora.engine.text_utils import counted
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -283,7 +289,7 @@ def load_model_file(
                     n = len(problems)
                     first = problems[0] if n == 1 else f"the first: {problems[0]}"
                     notify(
-                        f"Your {label} {path.name} had {n} entr{'y' if n == 1 else 'ies'} Memora cannot use "
+                        f"Your {label} {path.name} had {counted(n, 'entry', 'entries')} Memora cannot use "
                         f"({first}); {'it was' if n == 1 else 'they were'} left out, the rest kept, "
                         f"and the file as it was is saved as {copy.name}."
                     )
@@ -332,3 +338,91 @@ def _quarantined(path: Path, reason: str, notify, label: str):
             f"Your {label} {path.name} was unreadable ({reason}); it was moved to {moved.name} and a fresh one started."
         )
     return None
+
+
+R = TypeVar("R")
+
+
+class JsonStore(Generic[T]):
+    """One JSON file of one schema, the base of every JSON store Memora keeps
+    (the profile, the pending profile changes, the session, the mistake ledger and
+    the activity log): each names its schema, says how the learner is told about
+    the file, and gets the same reading, locking and writing.
+
+    * ``read``: the file validated against ``schema``; a missing file is a fresh
+      ``schema()``, a corrupt one is quarantined with one line through ``notify``
+      (``load_model_file``). What was read is kept until the file changes (its
+      inode, size or time: every write replaces it), so a large file is parsed
+      once, not every turn; callers treat it as read-only.
+    * ``change``: read, change a copy and write it back, under the file's lock,
+      so two processes never lose each other's changes.
+    * ``write``: atomic and owner-only (``atomic_write_model``), under ``lock``.
+    """
+
+    schema: type[T]
+    label = "file"  # how a notice names the file: "Your mistake ledger memora_mistakes.json ..."
+    entries: str | None = None  # the schema's list of entries: a bad entry is left out, not the whole file
+    migrate: Callable[[dict], dict] | None = None  # upgrades an older format before validation
+
+    def __init__(self, path: Path, *, notify: Callable[[str], None] | None = None):
+        self.path = Path(path)
+        self._notify = notify
+        self._cache: tuple[tuple, T] | None = None
+
+    def stamp(self) -> tuple | None:
+        """What tells the file apart from the one read last, or None when there is none."""
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return None
+        return (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+    def read(self, *, notify: bool = True) -> T:
+        """The file as it is now (see the class docstring); ``notify=False`` reads
+        without telling the learner about a repair."""
+        stamp = self.stamp()
+        cached = self._cache
+        if stamp is not None and cached is not None and cached[0] == stamp:
+            return cached[1]
+        state = load_model_file(
+            self.path,
+            self.schema,
+            migrate=type(self).migrate,
+            notify=self._notify if notify else None,
+            label=self.label,
+            entries=self.entries,
+        )
+        state = state if state is not None else self.schema()
+        # Kept only when the file did not change while it was read (a repair while
+        # loading rewrites it; another process may have written it meanwhile).
+        self._cache = (stamp, state) if stamp is not None and self.stamp() == stamp else None
+        return state
+
+    def lock(self) -> contextlib.AbstractContextManager[None]:
+        """The file's lock (``file_lock``), re-entrant within a thread."""
+        return file_lock(self.path)
+
+    def write(self, state: T) -> None:
+        """Replace the file with ``state``, which is kept as read from now on (so
+        not changed after); the caller holds ``lock``."""
+        atomic_write_model(self.path, state)
+        self._cache = (self.stamp(), state)
+
+    def copy(self, state: T) -> T:
+        """A copy of ``state`` that ``change`` may edit (a store whose entries are
+        replaced, never edited in place, may copy less)."""
+        return state.model_copy(deep=True)
+
+    def change(self, change: Callable[[T], R]) -> R:
+        """Apply ``change`` to a copy of the file's content and write it, under the lock."""
+        with self.lock():
+            state = self.copy(self.read())
+            result = change(state)
+            self.write(state)
+            return result
+
+    def delete(self) -> None:
+        """Remove the file (deleted means gone from disk)."""
+        with self.lock():
+            self.path.unlink(missing_ok=True)
+            self._cache = None

@@ -62,14 +62,16 @@ def shorten(text: str, limit: int, *, for_display: bool = False) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
 
 
-_SENTENCE_END = (".", "!", "?", "…", "。", "！", "？")
+# What closes a sentence, in English and Chinese: a statement, an exclamation, a
+# question or a trailing-off, full-width forms included.
+SENTENCE_END = (".", "!", "?", "…", "。", "！", "？")
 
 
 def quoted(text: str, limit: int, end: str = ".") -> str:
     """``“text”`` shortened to ``limit``, followed by ``end`` unless the quoted
     text already closes the sentence (no ``“I like tea.”.``)."""
     inner = shorten(text, limit)
-    closes = end == "." and inner.endswith(_SENTENCE_END)
+    closes = end == "." and inner.endswith(SENTENCE_END)
     return f"\u201c{inner}\u201d{'' if closes else end}"
 
 

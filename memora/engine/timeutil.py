@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
+from memora.engine.text_utils import counted
+
 Clock = Callable[[], datetime]
 
 
@@ -58,25 +60,21 @@ def time_ago(then: datetime, now: datetime) -> str:
     if minutes < 1:
         return "just now"
     if minutes < 60:
-        return _plural(int(minutes), "minute")
+        return counted(int(minutes), "minute") + " ago"
     hours = minutes / 60
     if hours < 24:
-        return _plural(int(hours), "hour")
+        return counted(int(hours), "hour") + " ago"
     days = (now.astimezone().date() - then.astimezone(now.tzinfo).date()).days
     days = max(days, 1)
     if days == 1:
         return "yesterday"
     if days < 14:
-        return _plural(days, "day")
+        return counted(days, "day") + " ago"
     if days < 60:
-        return _plural(days // 7, "week")
+        return counted(days // 7, "week") + " ago"
     if days < 730:
-        return _plural(days // 30, "month")
-    return _plural(days // 365, "year")
-
-
-def _plural(n: int, unit: str) -> str:
-    return f"{n} {unit}{'' if n == 1 else 's'} ago"
+        return counted(days // 30, "month") + " ago"
+    return counted(days // 365, "year") + " ago"
 
 
 # -- one grammar for spoken dates ------------------------------------------------------
@@ -183,76 +181,6 @@ _ZH_N = r"(?:\d+|[零一兩两二三四五六七八九十]{1,3})"
 _ZH_WEEK = r"(?:週|周|星期|禮拜|礼拜)"
 _ZH_STEP = r"(?:下下個|下下个|下下|下個|下个|下|這個|这个|這|这|本|上上個|上上个|上上|上個|上个|上)"
 _TOMORROW = r"(?:tomorrow|tmrw|tmr|tmw|tomorow|tommorow|tommorrow|2morrow|2moro)"
-
-# Each alternative names its kind in a group; ``_resolve`` turns a match into
-# (granularity, date, part of day). At one position the first alternative that
-# matches wins, so longer phrases come first ("the day after tomorrow" before
-# "tomorrow", "Friday after next" before "on Friday").
-_GRAMMAR = re.compile(
-    "|".join(
-        [
-            r"(?:\bon\s+)?\b(?P<iso>\d{4}-\d{1,2}-\d{1,2})\b",
-            r"(?:\bon\s+)?\b(?P<md_m>"
-            + _MONTH
-            + r")\.?\s+(?:the\s+)?(?P<md_d>\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(?P<md_y>\d{4})\b)?",
-            r"(?:\bon\s+)?(?:\bthe\s+)?\b(?P<dm_d>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<dm_m>"
-            + _MONTH
-            + r")\b(?:,?\s+(?P<dm_y>\d{4})\b)?",
-            r"(?:(?P<zd_y>\d{4})年)?(?P<zd_m>[0-9一二三四五六七八九十]{1,3})月(?P<zd_d>[0-9一二三四五六七八九十]{1,3})[日號号]",
-            r"\b(?P<dat>(?:the\s+)?day\s+after\s+" + _TOMORROW + r")\b",
-            r"\b(?P<dby>(?:the\s+)?day\s+before\s+yesterday)\b",
-            r"\b(?P<tomorrow>" + _TOMORROW + r")" + _PART.format("tpart") + r"\b",
-            r"\b(?P<yesterday>yesterday|yday)" + _PART.format("ypart") + r"\b",
-            r"\b(?P<last_night>last night)\b",
-            r"\b(?P<today>(?:later )?today|tonight|tonite|this (?:morning|afternoon|evening))\b",
-            r"(?:\bon\s+)?(?:\bthe\s+)?\b(?P<wan>" + _WD + r")\s+after\s+next\b",
-            r"(?:\bon\s+)?\b(?P<wiw>" + _WD + r")\s+(?P<wiw_rel>next|this|last)\s+week\b",
-            r"(?:\bon\s+)?\b(?<!the )(?<!The )(?P<wd_rel>"
-            + _REL
-            + r")\s+(?P<wd>"
-            + _WD
-            + r")"
-            + _PART.format("wpart")
-            + r"(?!\w)",
-            r"(?:\bon\s+)?\b(?P<wdom>" + _WD + r"),?\s+(?:the\s+)?(?P<wdom_d>\d{1,2})(?:st|nd|rd|th)\b(?!\s+of\b)",
-            r"(?:\bon\s+)?\bthe\s+(?P<domm>\d{1,2})(?:st|nd|rd|th)\s+of\s+(?P<domm_rel>next|this|last)\s+month\b",
-            # "on the 3rd", not "the 3rd floor": a bare ordinal is a day only before a pause or "at 5"
-            r"(?P<dom_on>\bon\s+)?\bthe\s+(?P<dom>\d{1,2})(?:st|nd|rd|th)\b(?!\s+of\b)(?!\s+(?!(?:at|and|or|to|until|till|before|after|in|for)\b)[a-z])",
-            r"\b(?P<in_word>in|within)\s+(?P<in_n>"
-            + _NUM
-            + r")\s+(?P<in_unit>"
-            + _UNIT
-            + r")s?\b(?:['\u2019]s?(?:\s+time\b)?|\s+time\b)?",
-            r"\b(?P<fn_n>"
-            + _NUM
-            + r")\s+(?P<fn_unit>"
-            + _UNIT
-            + r")s?\s+from\s+(?P<fn_from>now|today|"
-            + _TOMORROW
-            + r")\b",
-            r"\b(?P<ago_n>" + _NUM + r")\s+(?P<ago_unit>" + _UNIT + r")s?\s+ago\b",
-            r"\b(?:the\s+)?(?P<an_span>week|weekend|month|year)\s+after\s+next\b",
-            r"\b(?:on\s+|at\s+|over\s+)?(?P<we_rel>" + _REL + r")\s+weekend\b",
-            r"\b(?:on|at|over)\s+the\s+(?P<we_the>weekend)\b",
-            r"\b(?P<span_rel>next|this coming|this past|the coming|this|last|coming)\s+(?P<span>week|month|year)\b",
-            r"\b(?P<se_rel>" + _REL + r")\s+(?P<season>spring|summer|autumn|fall|winter)\b",
-            r"(?P<zh_fixed>大後天|大后天|大前天|後天|后天|明天|明晚|明早|今天|今晚|今早|昨天|昨晚|前天)",
-            r"(?P<zse_rel>明年|今年|去年)(?P<zse>春天|夏天|秋天|冬天)",
-            r"(?<!每)(?P<zh_rel>" + _ZH_STEP + r")?" + _ZH_WEEK + r"(?P<zh_wd>[一二三四五六日天])",
-            r"(?<!每)(?P<zh_we_rel>下下|下|這|这|本|上上|上)?(?:個|个)?(?P<zh_we>週末|周末)",
-            r"(?P<zh_span_rel>" + _ZH_STEP + r")(?P<zh_span>週|周|星期|禮拜|礼拜|月)",
-            r"(?P<zh_year>明年|今年|去年|前年|後年|后年)",
-            r"(?P<zh_n>"
-            + _ZH_N
-            + r")(?:個|个)?(?P<zh_unit>天|週|周|星期|禮拜|礼拜|月|年)(?:以|之)?(?P<zh_dir>後|后|前)",
-            # Only a plan or an event names a day with a bare weekday ("on Friday"):
-            # in a habit it recurs; see ``_Mention.bare``.
-            r"(?P<bare_on>\bon\s+)?\b(?P<bare_wd>" + _WD + r")" + _PART.format("bpart") + r"(?!\w)",
-            r"\b(?:the\s+)?(?P<we_bare>weekend)\b",
-        ]
-    ),
-    re.IGNORECASE,
-)
 
 # A verb that moves a plan to another day points forward, whatever its tense:
 # "the exam was moved to Friday" is the coming Friday, as "has been moved to
@@ -554,124 +482,502 @@ def _offset(unit: str, n: int, base: date) -> tuple[str, date, str]:
     return "about", _add_months(base, n * (12 if unit == "year" else 1)), ""
 
 
-def _resolve(match: re.Match, base: date, past: bool) -> tuple[str, date, str] | None:
-    """(granularity, date, part of day) of a phrase said on ``base``; ``past``: its clause is about the past."""
-    g = {key: value for key, value in match.groupdict().items() if value is not None}
-    text = match.group(0).lower()
-    if "iso" in g:
-        year, month, day = (int(part) for part in g["iso"].split("-"))
-        return "day", date(year, month, day), ""
-    if "md_m" in g or "dm_m" in g:
-        month, day, year = (
-            (g["md_m"], g["md_d"], g.get("md_y")) if "md_m" in g else (g["dm_m"], g["dm_d"], g.get("dm_y"))
-        )
-        return "day", _month_day(_month_number(month), int(day), base, int(year) if year else None, past), ""
-    if "zd_m" in g:
-        month, day = _zh_number(g["zd_m"]), _zh_number(g["zd_d"])
-        if not month or not day:
-            return None
-        return "day", _month_day(month, day, base, int(g["zd_y"]) if "zd_y" in g else None, past), ""
-    if "dat" in g:
-        return "day", base + timedelta(days=2), ""
-    if "dby" in g:
-        return "day", base - timedelta(days=2), ""
-    if "tomorrow" in g:
-        return "day", base + timedelta(days=1), g.get("tpart", "").lower()
-    if "yesterday" in g:
-        return "day", base - timedelta(days=1), g.get("ypart", "").lower()
-    if "last_night" in g:
-        return "day", base - timedelta(days=1), "night"
-    if "today" in g:
-        part = "night" if text in ("tonight", "tonite") else text.split()[1] if text.startswith("this ") else ""
-        return "day", base, part
-    if "wan" in g:
-        return "day", _weekday_on(_weekday_index(g["wan"]), base, "next") + timedelta(days=7), ""
-    if "wiw" in g:  # "Tuesday next week": that week's Tuesday
-        _, monday, _ = _span("week", {"next": 1, "last": -1}.get(g["wiw_rel"].lower(), 0), base)
-        return "day", monday + timedelta(days=_weekday_index(g["wiw"])), ""
-    if "wd" in g:
-        relation = _relation(g["wd_rel"])
-        if past and relation == "this":
-            relation = "last" if _weekday_index(g["wd"]) != base.weekday() else "this"
-        return "day", _weekday_on(_weekday_index(g["wd"]), base, relation), g.get("wpart", "").lower()
-    if "domm" in g:  # "the 3rd of next month"
-        _, first, _ = _span("month", {"next": 1, "last": -1}.get(g["domm_rel"].lower(), 0), base)
-        return "day", first.replace(day=int(g["domm"])), ""
-    if "wdom" in g or "dom" in g:
-        return (
-            "day",
-            _day_of_month(
-                int(g.get("wdom_d") or g["dom"]), base, past, _weekday_index(g["wdom"]) if "wdom" in g else None
-            ),
-            "",
-        )
-    for key, sign in (("in", 1), ("fn", 1), ("ago", -1)):
-        if f"{key}_n" in g:
-            start = base + timedelta(days=1) if g.get("fn_from", "now").lower() not in ("now", "today") else base
-            return _offset(g[f"{key}_unit"].lower(), sign * _amount(g[f"{key}_n"]), start)
-    if "an_span" in g:
-        span = g["an_span"].lower()
-        return _resolve_weekend("after_next", base) if span == "weekend" else _span(span, 2, base)
-    if "we_rel" in g or "we_the" in g or "we_bare" in g:
-        relation = _relation(g.get("we_rel"), default="this")
-        return _resolve_weekend("last" if past and relation == "this" and base.weekday() < 5 else relation, base)
-    if "span" in g:
-        return _span(g["span"].lower(), {"next": 1, "last": -1}.get(_relation(g["span_rel"]), 0), base)
-    if "season" in g:
-        return _season(g["season"].lower().replace("fall", "autumn"), _relation(g["se_rel"], default="this"), base)
-    if "zh_fixed" in g:
-        shift = {
-            "大後天": 3,
-            "大后天": 3,
-            "後天": 2,
-            "后天": 2,
-            "明天": 1,
-            "明晚": 1,
-            "明早": 1,
-            "昨天": -1,
-            "昨晚": -1,
-            "前天": -2,
-            "大前天": -3,
-        }.get(text, 0)
-        part = "night" if text.endswith("晚") else "morning" if text.endswith("早") else ""
-        return "day", base + timedelta(days=shift), part
-    if "zse" in g:
-        year = base.year + {"明年": 1, "今年": 0, "去年": -1}[g["zse_rel"]]
-        name = _ZH_SEASONS[g["zse"]]
-        return "season", date(year, _SEASONS[name], 1), ""
-    if "zh_wd" in g:
-        prefix = g.get("zh_rel", "")
-        target = _ZH_WEEKDAY[g["zh_wd"]]
-        if not prefix:
-            return "day", _weekday_on(target, base, "last" if past else "on"), ""
-        monday = base - timedelta(days=base.weekday())
-        return "day", monday + timedelta(days=7 * _zh_step(prefix) + target), ""
-    if "zh_we" in g:
-        prefix = g.get("zh_we_rel", "")
-        step = _zh_step(prefix)
-        if not prefix and past and base.weekday() < 5:
-            step = -1
-        relation = {2: "after_next", 1: "next", -1: "last"}.get(step, "this")
-        granularity, saturday, part = _resolve_weekend(relation, base)
-        return granularity, saturday - timedelta(days=7) if step == -2 else saturday, part
-    if "zh_span" in g:
-        return _span("month" if g["zh_span"] == "月" else "week", _zh_step(g["zh_span_rel"]), base)
-    if "zh_year" in g:
-        step = {"明年": 1, "今年": 0, "去年": -1, "前年": -2, "後年": 2, "后年": 2}[g["zh_year"]]
-        return _span("year", step, base)
-    if "zh_n" in g:
-        n = _zh_number(g["zh_n"])
-        if not n:
-            return None
-        unit = {"天": "day", "月": "month", "年": "year"}.get(g["zh_unit"], "week")
-        return _offset(unit, -n if g["zh_dir"] == "前" else n, base)
-    if "bare_wd" in g:
-        return (
-            "day",
-            _weekday_on(_weekday_index(g["bare_wd"]), base, "last" if past else "on"),
-            g.get("bpart", "").lower(),
-        )
-    return None  # pragma: no cover - every alternative is handled above
+# -- the rules of the grammar ----------------------------------------------------------
+# Each rule is one kind of time phrase: its pattern, the handler that turns a
+# match into (granularity, first day, part of day), and examples said on
+# ``EXAMPLE_DAY`` that tests/test_timeutil.py runs (a rule without an example
+# fails there). The rules join into one regex (``_GRAMMAR``), each in a group of
+# its own, so a match names the rule that matched (``match.lastgroup``). At one
+# position the first rule that matches wins, so longer phrases come first ("the
+# day after tomorrow" before "tomorrow", "Friday after next" before "on Friday").
+# An example reads "phrase -> granularity YYYY-MM-DD [part]"; "past: " before
+# it says the phrase comes from a sentence about the past.
+
+EXAMPLE_DAY = date(2026, 12, 2)  # a Wednesday
+
+Resolved = tuple[str, date, str]
+Groups = dict[str, str]
+
+
+def _always(groups: Groups, text: str, end: int, *, moved: bool, phrase: bool) -> bool:
+    return True
+
+
+def _never_bare(groups: Groups) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class _Rule:
+    key: str  # the group every match of this rule sets; the rule's own group is "r_" + key
+    pattern: str
+    resolve: Callable[[Groups, date, bool], Resolved | None]
+    examples: tuple[str, ...]
+    absolute: bool  # a calendar date ("Dec 3", "12月3日")
+    bare: Callable[[Groups], bool]  # a bare weekday or weekend: a day only in a plan or an event
+    # Whether a match counts where it stands (``phrase``: the text is itself the time expression).
+    accept: Callable[..., bool]
+
+    @property
+    def group(self) -> str:
+        return "r_" + self.key
+
+
+_RULES: list[_Rule] = []
+
+
+def _rule(key: str, pattern: str, *examples: str, absolute=False, bare=_never_bare, accept=_always):
+    """Register the decorated handler as the next rule of the grammar."""
+
+    def register(resolve: Callable[[Groups, date, bool], Resolved | None]):
+        _RULES.append(_Rule(key, pattern, resolve, examples, absolute, bare, accept))
+        return resolve
+
+    return register
+
+
+@_rule("iso", r"(?:\bon\s+)?\b(?P<iso>\d{4}-\d{1,2}-\d{1,2})\b", "2026-12-03 -> day 2026-12-03", absolute=True)
+def _iso_date(g: Groups, base: date, past: bool) -> Resolved:
+    year, month, day = (int(part) for part in g["iso"].split("-"))
+    return "day", date(year, month, day), ""
+
+
+@_rule(
+    "md_m",
+    r"(?:\bon\s+)?\b(?P<md_m>"
+    + _MONTH
+    + r")\.?\s+(?:the\s+)?(?P<md_d>\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(?P<md_y>\d{4})\b)?",
+    "Dec 25 -> day 2026-12-25",
+    "on January 5th, 2028 -> day 2028-01-05",
+    "Nov 20 -> day 2026-11-20",
+    "Oct 20 -> day 2027-10-20",
+    "past: Dec 25 -> day 2025-12-25",
+    absolute=True,
+)
+def _month_and_day(g: Groups, base: date, past: bool) -> Resolved:
+    month, day, year = (g["md_m"], g["md_d"], g.get("md_y")) if "md_m" in g else (g["dm_m"], g["dm_d"], g.get("dm_y"))
+    return "day", _month_day(_month_number(month), int(day), base, int(year) if year else None, past), ""
+
+
+_rule(
+    "dm_m",
+    r"(?:\bon\s+)?(?:\bthe\s+)?\b(?P<dm_d>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<dm_m>"
+    + _MONTH
+    + r")\b(?:,?\s+(?P<dm_y>\d{4})\b)?",
+    "3rd of December -> day 2026-12-03",
+    "the 5th of Jan -> day 2027-01-05",
+    "14 Feb 2027 -> day 2027-02-14",
+    absolute=True,
+)(_month_and_day)
+
+
+@_rule(
+    "zd_m",
+    r"(?:(?P<zd_y>\d{4})年)?(?P<zd_m>[0-9一二三四五六七八九十]{1,3})月(?P<zd_d>[0-9一二三四五六七八九十]{1,3})[日號号]",
+    "12月25日 -> day 2026-12-25",
+    "2027年1月3號 -> day 2027-01-03",
+    "十二月三十一号 -> day 2026-12-31",
+    absolute=True,
+)
+def _zh_month_and_day(g: Groups, base: date, past: bool) -> Resolved | None:
+    month, day = _zh_number(g["zd_m"]), _zh_number(g["zd_d"])
+    if not month or not day:
+        return None
+    return "day", _month_day(month, day, base, int(g["zd_y"]) if "zd_y" in g else None, past), ""
+
+
+@_rule(
+    "dat",
+    r"\b(?P<dat>(?:the\s+)?day\s+after\s+" + _TOMORROW + r")\b",
+    "the day after tomorrow -> day 2026-12-04",
+    "day after tmrw -> day 2026-12-04",
+)
+def _day_after_tomorrow(g: Groups, base: date, past: bool) -> Resolved:
+    return "day", base + timedelta(days=2), ""
+
+
+@_rule("dby", r"\b(?P<dby>(?:the\s+)?day\s+before\s+yesterday)\b", "the day before yesterday -> day 2026-11-30")
+def _day_before_yesterday(g: Groups, base: date, past: bool) -> Resolved:
+    return "day", base - timedelta(days=2), ""
+
+
+@_rule(
+    "tomorrow",
+    r"\b(?P<tomorrow>" + _TOMORROW + r")" + _PART.format("tpart") + r"\b",
+    "tomorrow -> day 2026-12-03",
+    "tmrw morning -> day 2026-12-03 morning",
+    "Tomorrow Night -> day 2026-12-03 night",
+)
+def _tomorrow(g: Groups, base: date, past: bool) -> Resolved:
+    return "day", base + timedelta(days=1), g.get("tpart", "").lower()
+
+
+@_rule(
+    "yesterday",
+    r"\b(?P<yesterday>yesterday|yday)" + _PART.format("ypart") + r"\b",
+    "yesterday -> day 2026-12-01",
+    "yesterday evening -> day 2026-12-01 evening",
+)
+def _yesterday(g: Groups, base: date, past: bool) -> Resolved:
+    return "day", base - timedelta(days=1), g.get("ypart", "").lower()
+
+
+@_rule("last_night", r"\b(?P<last_night>last night)\b", "last night -> day 2026-12-01 night")
+def _last_night(g: Groups, base: date, past: bool) -> Resolved:
+    return "day", base - timedelta(days=1), "night"
+
+
+@_rule(
+    "today",
+    r"\b(?P<today>(?:later )?today|tonight|tonite|this (?:morning|afternoon|evening))\b",
+    "today -> day 2026-12-02",
+    "later today -> day 2026-12-02",
+    "tonight -> day 2026-12-02 night",
+    "this afternoon -> day 2026-12-02 afternoon",
+)
+def _today(g: Groups, base: date, past: bool) -> Resolved:
+    text = g["today"].lower()
+    part = "night" if text in ("tonight", "tonite") else text.split()[1] if text.startswith("this ") else ""
+    return "day", base, part
+
+
+@_rule(
+    "wan",
+    r"(?:\bon\s+)?(?:\bthe\s+)?\b(?P<wan>" + _WD + r")\s+after\s+next\b",
+    "Friday after next -> day 2026-12-11",
+    "the Monday after next -> day 2026-12-14",
+)
+def _weekday_after_next(g: Groups, base: date, past: bool) -> Resolved:
+    return "day", _weekday_on(_weekday_index(g["wan"]), base, "next") + timedelta(days=7), ""
+
+
+@_rule(
+    "wiw",
+    r"(?:\bon\s+)?\b(?P<wiw>" + _WD + r")\s+(?P<wiw_rel>next|this|last)\s+week\b",
+    "Tuesday next week -> day 2026-12-08",
+    "Friday this week -> day 2026-12-04",
+    "Monday last week -> day 2026-11-23",
+)
+def _weekday_in_week(g: Groups, base: date, past: bool) -> Resolved:
+    """ "Tuesday next week": that week's Tuesday."""
+    _, monday, _ = _span("week", {"next": 1, "last": -1}.get(g["wiw_rel"].lower(), 0), base)
+    return "day", monday + timedelta(days=_weekday_index(g["wiw"])), ""
+
+
+@_rule(
+    "wd",
+    r"(?:\bon\s+)?\b(?<!the )(?<!The )(?P<wd_rel>"
+    + _REL
+    + r")\s+(?P<wd>"
+    + _WD
+    + r")"
+    + _PART.format("wpart")
+    + r"(?!\w)",
+    "next Tuesday -> day 2026-12-08",
+    "this Friday -> day 2026-12-04",
+    "last Mon -> day 2026-11-30",
+    "this coming Sat evening -> day 2026-12-05 evening",
+    "this Monday -> day 2026-12-07",
+    "past: this Monday -> day 2026-11-30",
+    "past: this Wednesday -> day 2026-12-02",
+)
+def _related_weekday(g: Groups, base: date, past: bool) -> Resolved:
+    relation = _relation(g["wd_rel"])
+    if past and relation == "this":
+        relation = "last" if _weekday_index(g["wd"]) != base.weekday() else "this"
+    return "day", _weekday_on(_weekday_index(g["wd"]), base, relation), g.get("wpart", "").lower()
+
+
+@_rule(
+    "wdom",
+    r"(?:\bon\s+)?\b(?P<wdom>" + _WD + r"),?\s+(?:the\s+)?(?P<wdom_d>\d{1,2})(?:st|nd|rd|th)\b(?!\s+of\b)",
+    "Monday the 7th -> day 2026-12-07",
+    "Fri 18th -> day 2026-12-18",
+    "Friday the 1st -> day 2027-01-01",
+)
+def _day_of_month_rule(g: Groups, base: date, past: bool) -> Resolved:
+    weekday = _weekday_index(g["wdom"]) if "wdom" in g else None
+    return "day", _day_of_month(int(g.get("wdom_d") or g["dom"]), base, past, weekday), ""
+
+
+@_rule(
+    "domm",
+    r"(?:\bon\s+)?\bthe\s+(?P<domm>\d{1,2})(?:st|nd|rd|th)\s+of\s+(?P<domm_rel>next|this|last)\s+month\b",
+    "the 3rd of next month -> day 2027-01-03",
+    "the 15th of last month -> day 2026-11-15",
+)
+def _day_of_named_month(g: Groups, base: date, past: bool) -> Resolved:
+    """ "the 3rd of next month"."""
+    _, first, _ = _span("month", {"next": 1, "last": -1}.get(g["domm_rel"].lower(), 0), base)
+    return "day", first.replace(day=int(g["domm"])), ""
+
+
+def _day_of_month_counts(g: Groups, text: str, end: int, *, moved: bool, phrase: bool) -> bool:
+    return phrase or moved or "dom_on" in g  # in running text, "on the 3rd" (or "moved to the 3rd") only
+
+
+# "on the 3rd", not "the 3rd floor": a bare ordinal is a day only before a pause or "at 5"
+_rule(
+    "dom",
+    r"(?P<dom_on>\bon\s+)?\bthe\s+(?P<dom>\d{1,2})(?:st|nd|rd|th)\b(?!\s+of\b)"
+    r"(?!\s+(?!(?:at|and|or|to|until|till|before|after|in|for)\b)[a-z])",
+    "on the 15th -> day 2026-12-15",
+    "the 2nd -> day 2026-12-02",
+    "the 1st -> day 2027-01-01",
+    "past: the 15th -> day 2026-11-15",
+    accept=_day_of_month_counts,
+)(_day_of_month_rule)
+
+
+@_rule(
+    "in_n",
+    r"\b(?P<in_word>in|within)\s+(?P<in_n>"
+    + _NUM
+    + r")\s+(?P<in_unit>"
+    + _UNIT
+    + r")s?\b(?:['\u2019]s?(?:\s+time\b)?|\s+time\b)?",
+    "in 3 days -> day 2026-12-05",
+    "within two weeks -> about 2026-12-16",
+    "in a fortnight -> about 2026-12-16",
+    "in 2 months' time -> about 2027-02-02",
+    "in a couple of yrs -> about 2028-12-02",
+)
+def _amount_from(g: Groups, base: date, past: bool) -> Resolved:
+    """ "in 3 days", "3 days from tomorrow", "3 days ago"."""
+    key = next(key for key in ("in", "fn", "ago") if f"{key}_n" in g)
+    start = base + timedelta(days=1) if g.get("fn_from", "now").lower() not in ("now", "today") else base
+    return _offset(g[f"{key}_unit"].lower(), (-1 if key == "ago" else 1) * _amount(g[f"{key}_n"]), start)
+
+
+_rule(
+    "fn_n",
+    r"\b(?P<fn_n>" + _NUM + r")\s+(?P<fn_unit>" + _UNIT + r")s?\s+from\s+(?P<fn_from>now|today|" + _TOMORROW + r")\b",
+    "two days from now -> day 2026-12-04",
+    "3 weeks from tomorrow -> about 2026-12-24",
+    "a month from today -> about 2027-01-02",
+)(_amount_from)
+_rule(
+    "ago_n",
+    r"\b(?P<ago_n>" + _NUM + r")\s+(?P<ago_unit>" + _UNIT + r")s?\s+ago\b",
+    "three days ago -> day 2026-11-29",
+    "a month ago -> about 2026-11-02",
+    "several years ago -> about 2023-12-02",
+)(_amount_from)
+
+
+@_rule(
+    "an_span",
+    r"\b(?:the\s+)?(?P<an_span>week|weekend|month|year)\s+after\s+next\b",
+    "the week after next -> week 2026-12-14",
+    "the weekend after next -> weekend 2026-12-19",
+    "the month after next -> month 2027-02-01",
+    "the year after next -> year 2028-01-01",
+)
+def _span_after_next(g: Groups, base: date, past: bool) -> Resolved:
+    span = g["an_span"].lower()
+    return _resolve_weekend("after_next", base) if span == "weekend" else _span(span, 2, base)
+
+
+@_rule(
+    "we_rel",
+    r"\b(?:on\s+|at\s+|over\s+)?(?P<we_rel>" + _REL + r")\s+weekend\b",
+    "next weekend -> weekend 2026-12-12",
+    "this weekend -> weekend 2026-12-05",
+    "last weekend -> weekend 2026-11-28",
+    "past: this weekend -> weekend 2026-11-28",
+)
+def _weekend(g: Groups, base: date, past: bool) -> Resolved:
+    relation = _relation(g.get("we_rel"), default="this")
+    return _resolve_weekend("last" if past and relation == "this" and base.weekday() < 5 else relation, base)
+
+
+def _bare(groups: Groups) -> bool:
+    return True
+
+
+_rule(
+    "we_the",
+    r"\b(?:on|at|over)\s+the\s+(?P<we_the>weekend)\b",
+    "on the weekend -> weekend 2026-12-05",
+    "past: over the weekend -> weekend 2026-11-28",
+    bare=_bare,
+)(_weekend)
+
+
+@_rule(
+    "span",
+    r"\b(?P<span_rel>next|this coming|this past|the coming|this|last|coming)\s+(?P<span>week|month|year)\b",
+    "next week -> week 2026-12-07",
+    "last month -> month 2026-11-01",
+    "this year -> year 2026-01-01",
+    "this past week -> week 2026-11-23",
+)
+def _related_span(g: Groups, base: date, past: bool) -> Resolved:
+    return _span(g["span"].lower(), {"next": 1, "last": -1}.get(_relation(g["span_rel"]), 0), base)
+
+
+@_rule(
+    "season",
+    r"\b(?P<se_rel>" + _REL + r")\s+(?P<season>spring|summer|autumn|fall|winter)\b",
+    "next summer -> season 2027-06-01",
+    "last winter -> season 2025-12-01",
+    "this fall -> season 2026-09-01",
+    "this winter -> season 2026-12-01",
+)
+def _related_season(g: Groups, base: date, past: bool) -> Resolved:
+    return _season(g["season"].lower().replace("fall", "autumn"), _relation(g["se_rel"], default="this"), base)
+
+
+_ZH_DAY_SHIFT = {"大後天": 3, "大后天": 3, "後天": 2, "后天": 2, "明天": 1, "明晚": 1, "明早": 1}
+_ZH_DAY_SHIFT |= {"昨天": -1, "昨晚": -1, "前天": -2, "大前天": -3}
+
+
+@_rule(
+    "zh_fixed",
+    r"(?P<zh_fixed>大後天|大后天|大前天|後天|后天|明天|明晚|明早|今天|今晚|今早|昨天|昨晚|前天)",
+    "明天 -> day 2026-12-03",
+    "大後天 -> day 2026-12-05",
+    "昨晚 -> day 2026-12-01 night",
+    "今早 -> day 2026-12-02 morning",
+    "大前天 -> day 2026-11-29",
+)
+def _zh_day(g: Groups, base: date, past: bool) -> Resolved:
+    text = g["zh_fixed"]
+    part = "night" if text.endswith("晚") else "morning" if text.endswith("早") else ""
+    return "day", base + timedelta(days=_ZH_DAY_SHIFT.get(text, 0)), part
+
+
+@_rule(
+    "zse",
+    r"(?P<zse_rel>明年|今年|去年)(?P<zse>春天|夏天|秋天|冬天)",
+    "明年夏天 -> season 2027-06-01",
+    "去年冬天 -> season 2025-12-01",
+)
+def _zh_season(g: Groups, base: date, past: bool) -> Resolved:
+    year = base.year + {"明年": 1, "今年": 0, "去年": -1}[g["zse_rel"]]
+    return "season", date(year, _SEASONS[_ZH_SEASONS[g["zse"]]], 1), ""
+
+
+@_rule(
+    "zh_wd",
+    r"(?<!每)(?P<zh_rel>" + _ZH_STEP + r")?" + _ZH_WEEK + r"(?P<zh_wd>[一二三四五六日天])",
+    "下週二 -> day 2026-12-08",
+    "上星期五 -> day 2026-11-27",
+    "下下個禮拜一 -> day 2026-12-14",
+    "這週日 -> day 2026-12-06",
+    "週三 -> day 2026-12-09",
+    "past: 週一 -> day 2026-11-30",
+    bare=lambda g: "zh_rel" not in g,
+)
+def _zh_weekday(g: Groups, base: date, past: bool) -> Resolved:
+    prefix = g.get("zh_rel", "")
+    target = _ZH_WEEKDAY[g["zh_wd"]]
+    if not prefix:
+        return "day", _weekday_on(target, base, "last" if past else "on"), ""
+    monday = base - timedelta(days=base.weekday())
+    return "day", monday + timedelta(days=7 * _zh_step(prefix) + target), ""
+
+
+@_rule(
+    "zh_we",
+    r"(?<!每)(?P<zh_we_rel>下下|下|這|这|本|上上|上)?(?:個|个)?(?P<zh_we>週末|周末)",
+    "這個週末 -> weekend 2026-12-05",
+    "下週末 -> weekend 2026-12-12",
+    "下下週末 -> weekend 2026-12-19",
+    "past: 週末 -> weekend 2026-11-28",
+    bare=lambda g: "zh_we_rel" not in g,
+)
+def _zh_weekend(g: Groups, base: date, past: bool) -> Resolved:
+    prefix = g.get("zh_we_rel", "")
+    step = _zh_step(prefix)
+    if not prefix and past and base.weekday() < 5:
+        step = -1
+    relation = {2: "after_next", 1: "next", -1: "last"}.get(step, "this")
+    granularity, saturday, part = _resolve_weekend(relation, base)
+    return granularity, saturday - timedelta(days=7) if step == -2 else saturday, part
+
+
+@_rule(
+    "zh_span",
+    r"(?P<zh_span_rel>" + _ZH_STEP + r")(?P<zh_span>週|周|星期|禮拜|礼拜|月)",
+    "下個月 -> month 2027-01-01",
+    "上週 -> week 2026-11-23",
+    "下下週 -> week 2026-12-14",
+)
+def _zh_related_span(g: Groups, base: date, past: bool) -> Resolved:
+    return _span("month" if g["zh_span"] == "月" else "week", _zh_step(g["zh_span_rel"]), base)
+
+
+@_rule(
+    "zh_year",
+    r"(?P<zh_year>明年|今年|去年|前年|後年|后年)",
+    "明年 -> year 2027-01-01",
+    "去年 -> year 2025-01-01",
+    "後年 -> year 2028-01-01",
+)
+def _zh_related_year(g: Groups, base: date, past: bool) -> Resolved:
+    step = {"明年": 1, "今年": 0, "去年": -1, "前年": -2, "後年": 2, "后年": 2}[g["zh_year"]]
+    return _span("year", step, base)
+
+
+@_rule(
+    "zh_n",
+    r"(?P<zh_n>" + _ZH_N + r")(?:個|个)?(?P<zh_unit>天|週|周|星期|禮拜|礼拜|月|年)(?:以|之)?(?P<zh_dir>後|后|前)",
+    "3天後 -> day 2026-12-05",
+    "兩週後 -> about 2026-12-16",
+    "三個月前 -> about 2026-09-02",
+    "十年以後 -> about 2036-12-02",
+)
+def _zh_amount(g: Groups, base: date, past: bool) -> Resolved | None:
+    n = _zh_number(g["zh_n"])
+    if not n:
+        return None
+    unit = {"天": "day", "月": "month", "年": "year"}.get(g["zh_unit"], "week")
+    return _offset(unit, -n if g["zh_dir"] == "前" else n, base)
+
+
+def _weekday_counts(g: Groups, text: str, end: int, *, moved: bool, phrase: bool) -> bool:
+    word = g["bare_wd"].rstrip(".")
+    # "sun", "sat" and "wed" are words too: a weekday only when capitalised
+    if word.lower() in _WORD_ABBR and not word[0].isupper():
+        return False
+    # in running text only "on Friday", "on Thurs" (or "moved to Friday") name a day
+    named = "bare_on" in g or (moved and _DAY_ENDS.match(text, end))
+    return phrase or (bool(named) and (word.lower() in WEEKDAYS or word[0].isupper()))
+
+
+# Only a plan or an event names a day with a bare weekday ("on Friday"): in a
+# habit it recurs; see ``_Mention.bare``.
+@_rule(
+    "bare_wd",
+    r"(?P<bare_on>\bon\s+)?\b(?P<bare_wd>" + _WD + r")" + _PART.format("bpart") + r"(?!\w)",
+    "Friday -> day 2026-12-04",
+    "on Thurs -> day 2026-12-03",
+    "Sat morning -> day 2026-12-05 morning",
+    "Wednesday -> day 2026-12-09",
+    "past: Friday -> day 2026-11-27",
+    bare=_bare,
+    accept=_weekday_counts,
+)
+def _weekday(g: Groups, base: date, past: bool) -> Resolved:
+    return "day", _weekday_on(_weekday_index(g["bare_wd"]), base, "last" if past else "on"), g.get("bpart", "").lower()
+
+
+def _weekend_counts(g: Groups, text: str, end: int, *, moved: bool, phrase: bool) -> bool:
+    return phrase or moved  # "the weekend" in running text names no day ("I love the weekend")
+
+
+_rule(
+    "we_bare",
+    r"\b(?:the\s+)?(?P<we_bare>weekend)\b",
+    "the weekend -> weekend 2026-12-05",
+    "weekend -> weekend 2026-12-05",
+    bare=_bare,
+    accept=_weekend_counts,
+)(_weekend)
+
+_GRAMMAR = re.compile("|".join(f"(?P<{rule.group}>{rule.pattern})" for rule in _RULES), re.IGNORECASE)
+_RULE_OF_GROUP = {rule.group: rule for rule in _RULES}
 
 
 def _span_of(granularity: str, day: date) -> tuple[date, date]:
@@ -710,38 +1016,22 @@ def _mentions(text: str, base: date, *, phrase: bool = False, past: bool | None 
     """
     found = []
     for match in _GRAMMAR.finditer(text):
-        g = match.groupdict()
+        rule = _RULE_OF_GROUP[match.lastgroup]
+        g = {key: value for key, value in match.groupdict().items() if value is not None}
         moved = _rescheduled(text, match.start())  # "was moved to Friday": ahead, whatever the tense
-        if g.get("bare_wd"):
-            word = g["bare_wd"].rstrip(".")
-            # "sun", "sat" and "wed" are words too: a weekday only when capitalised
-            if word.lower() in _WORD_ABBR and not word[0].isupper():
-                continue
-            # in running text only "on Friday", "on Thurs" (or "moved to Friday") name a day
-            named = g.get("bare_on") or (moved and _DAY_ENDS.match(text, match.end()))
-            if not phrase and (not named or (word.lower() not in WEEKDAYS and not word[0].isupper())):
-                continue
-        if (g.get("we_bare") or (g.get("dom") and not g.get("dom_on"))) and not phrase and not moved:
+        if not rule.accept(g, text, match.end(), moved=moved, phrase=phrase):
             continue
         try:
             if moved:
                 tense = False
             else:
                 tense = _is_past(_clause(text, match.start(), match.end())) if past is None else past
-            resolved = _resolve(match, base, tense)
+            resolved = rule.resolve(g, base, tense)
         except (ValueError, OverflowError):  # "in 99999 years", "Feb 30": left as said
             continue
         if resolved is None:
             continue
         granularity, day, part = resolved
-        bare = bool(
-            g.get("bare_wd")
-            or g.get("we_the")
-            or g.get("we_bare")
-            or (g.get("zh_wd") and not g.get("zh_rel"))
-            or (g.get("zh_we") and not g.get("zh_we_rel"))
-        )
-        absolute = bool(g.get("iso") or g.get("md_m") or g.get("dm_m") or g.get("zd_m"))
         found.append(
             _Mention(
                 match.start(),
@@ -749,10 +1039,10 @@ def _mentions(text: str, base: date, *, phrase: bool = False, past: bool | None 
                 granularity,
                 day,
                 part,
-                bare,
-                absolute,
+                rule.bare(g),
+                rule.absolute,
                 bool(_PAST_POINTING.search(match.group(0))),
-                (g.get("in_word") or "").lower() == "within",
+                g.get("in_word", "").lower() == "within",
             )
         )
     return found
@@ -865,18 +1155,14 @@ def relative_days(day: date, today: date) -> str:
         return "yesterday"
     size = abs(delta)
     if size < 14:
-        amount = _count(size, "day")
+        amount = counted(size, "day")
     elif size < 60:
-        amount = _count(size // 7, "week")
+        amount = counted(size // 7, "week")
     elif size < 730:
-        amount = _count(size // 30, "month")
+        amount = counted(size // 30, "month")
     else:
-        amount = _count(size // 365, "year")
+        amount = counted(size // 365, "year")
     return f"in {amount}" if delta > 0 else f"{amount} ago"
-
-
-def _count(n: int, unit: str) -> str:
-    return f"{n} {unit}{'' if n == 1 else 's'}"
 
 
 def on_day(day: date, today: date) -> str:

@@ -102,6 +102,7 @@ SCHEMA_KINDS = {
     "MemoryDecisions": "reconcile_many",  # several facts of one reading decided in one call
     "CorrectionDecision": "correction",
     "ReviewGrade": "grading",
+    "PracticeSentences": "practice",  # fresh drill sentences about the learner
 }
 PROBE = "probe"  # the kind of a recorded GET
 CREATED_AT = 1767225600  # 2026-01-01T00:00:00Z: a fixed, plausible timestamp
@@ -462,6 +463,8 @@ def default_answer(kind: str, body: dict, n: int) -> Any:
         return {"memories": []}
     if kind == "grading":
         return {"verdict": "correct", "feedback": "Well done."}
+    if kind == "practice":
+        return {"sentences": []}  # none written: each card keeps the learner's own sentence
     if kind == "summary":
         content = (body.get("input") or [{}])[-1].get("content", "")
         return f"Summary so far ({content.count(chr(10)) + 1} lines folded)."
