@@ -59,3 +59,27 @@ def test_acknowledgements_greetings_and_symbols_skip_extraction(text):
 @pytest.mark.parametrize("text", cues.ACK_READ)
 def test_a_message_with_any_other_word_is_read(text):
     assert not cues.skips_extraction(text)
+
+
+# -- in the turn: a skipped message costs no call and is still part of the conversation ------------
+
+
+def test_an_acknowledgement_costs_no_extraction_call_and_leaves_nothing_to_read(make_app, server):
+    app = make_app()
+    app.chat("Ok, thanks!", on_delta=lambda _: None)
+    app.chat("好的，謝謝！", on_delta=lambda _: None)
+    assert app.wait_for_extraction(10)
+    assert server.of_kind("extraction") == []
+    assert app.pending_jobs == []  # nothing in the session file for the next start either
+    app.chat("ok I will", on_delta=lambda _: None)
+    assert app.wait_for_extraction(10)
+    sent = server.of_kind("extraction")
+    assert len(sent) == 1 and sent[0].input[-1]["content"].endswith("Message:\nok I will")
+    assert len(server.chats) == 3  # every message still got its reply
+
+
+def test_a_skipped_acknowledgement_still_stays_in_the_conversation(make_app, server):
+    app = make_app()
+    app.chat("thanks", on_delta=lambda _: None)
+    app.chat("What did I just say?", on_delta=lambda _: None)
+    assert "thanks" in [m["content"] for m in server.chats[-1].input if m.get("role") == "user"]

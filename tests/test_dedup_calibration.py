@@ -24,7 +24,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "dedup_pairs.json"
 PAIRS = json.loads(FIXTURE.read_text(encoding="utf-8"))["pairs"]
 CONTRADICTIONS = [p for p in PAIRS if p["kind"] == "contradiction"]
 PARAPHRASES = [p for p in PAIRS if p["kind"] == "paraphrase"]
-README = Path(__file__).resolve().parent.parent / "README.md"
+MEMORY_DOC = Path(__file__).resolve().parent.parent / "docs" / "memory.md"
 
 
 def distance(embedder, a: str, b: str) -> float:
@@ -102,10 +102,10 @@ def test_reorderings_are_merged_in_english_and_chinese(embedder):
     assert missed == []
 
 
-def test_the_readme_states_the_paraphrase_cost_measured_with_the_local_model(local_embedder):
+def test_the_docs_state_the_paraphrase_cost_measured_with_the_local_model(local_embedder):
     asked = [p for p in PARAPHRASES if not merged_without_asking(local_embedder, p)]
-    stated = re.search(r"(\d+) of the (\d+) paraphrases", README.read_text(encoding="utf-8"))
-    assert stated, "README must state how many paraphrases still cost a decision call"
+    stated = re.search(r"(\d+) of the (\d+) paraphrases", MEMORY_DOC.read_text(encoding="utf-8"))
+    assert stated, "docs/memory.md must state how many paraphrases still cost a decision call"
     assert (int(stated.group(1)), int(stated.group(2))) == (len(asked), len(PARAPHRASES))
 
 

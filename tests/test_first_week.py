@@ -308,13 +308,3 @@ def test_the_readme_follow_up_comes_once_that_tuesday_has_passed_whatever_day_it
     run_repl(app, ["Good morning!", "Can we do a listening exercise?"])
     assert "English test on Tue" in (server.chats[-2].section("follow_up") or "")
     assert server.chats[-1].section("follow_up") is None
-
-
-def test_the_readme_writes_no_test_counts_by_hand():
-    """A count of tests in prose is stale after the next test; pytest prints the real one."""
-    import re
-    from pathlib import Path
-
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    counts = re.findall(r"\b\d[\d,]* (?:tests|passed|failed|errors|test cases)\b", readme)
-    assert counts == []

@@ -557,21 +557,25 @@ class Extractor:
         if tracked:
             payload += EXTRACTION_TRACKED.format(
                 mistakes="\n".join(
-                    f"- {m.id}: {quoted(a, 80, end='')} → {quoted(b, 80, end='')} ({shorten(m.rule, 80)})"
+                    f"- {m.id}: {quoted(a, 60, end='')} → {quoted(b, 60, end='')}"
                     for m in tracked
-                    for a, b in [correction_excerpt(m.latest.original, m.latest.corrected)]
+                    for a, b in [correction_excerpt(m.latest.original, m.latest.corrected, context=1)]
                 )
             )
         return self._parse(instructions, payload, ExtractionResult, "Memory extraction")
 
     def _tracked(self, job: ExtractionJob) -> list[Mistake]:
-        """The tracked mistakes shown in the background for the job's messages (once each)."""
+        """The tracked mistakes shown in the background for the job's messages (once
+        each) on which a right use would count today. The others are not listed: a
+        right use of one would change nothing, and making it again is read as any
+        mistake is (``mistakes``), which counts as a lapse on its card."""
         if self.ledger is None:
             return []
         found: dict[str, Mistake] = {}
+        today = self.ledger.today(job.said_at)
         for message in job.messages:
             for entry in self.watched(message.text):
-                if entry.latest is not None:
+                if entry.latest is not None and self.ledger.passable(entry, today):
                     found.setdefault(entry.id, entry)
         return list(found.values())
 

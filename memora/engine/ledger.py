@@ -706,6 +706,18 @@ class LedgerStore(JsonStore[_LedgerFile]):
             mastered_at = None
         return entry.model_copy(update={"card": card, "reviews": reviews, "mastered_at": mastered_at})
 
+    def passable(self, entry: Mistake, today: date | None = None) -> bool:
+        """A right use in conversation would count on this card today: it is active and
+        due, was not made today (copying the tutor's correction is not recall), and has
+        no review today yet."""
+        today = today or self.today()
+        return (
+            entry.active
+            and entry.due <= today
+            and self.today(entry.last_seen) != today
+            and not any(self.today(r.at) == today for r in entry.reviews)
+        )
+
     def use_in_chat(self, mistake_id: str, correct: bool, at: datetime | None = None) -> tuple[Mistake | None, bool]:
         """The learner used a tracked mistake's corrected form in conversation
         (``correct``) or made the mistake again; returns (entry, counted).
@@ -727,12 +739,7 @@ class LedgerStore(JsonStore[_LedgerFile]):
                 if any(r.at == when and r.source == "chat" for r in entry.reviews):
                     return entry, False
                 if correct:
-                    if (
-                        not entry.active
-                        or entry.due > today
-                        or self.today(entry.last_seen) == today
-                        or any(self.today(r.at) == today for r in entry.reviews)
-                    ):
+                    if not self.passable(entry, today):
                         return entry, False
                     updated = self._reviewed(entry, spaced.CORRECT_RATING, when, "chat")
                 else:
