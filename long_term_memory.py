@@ -44,7 +44,7 @@ from pathlib import Path
 from memora.engine.catalog import MemoryCatalog
 from memora.engine.chroma_backend import ChromaConnection
 from memora.engine.deletions import DeletionLog
-from memora.engine.embeddings import Embedder, as_embedder
+from memora.engine.embeddings import Embedder, EmbeddingResult, as_embedder
 from memora.engine.errors import (
     CommandError,
     DamagedStoreError,
@@ -343,8 +343,12 @@ class LongTermMemoryStore:
         clock: Clock = system_clock,
         recency_half_life_days: float | None = None,
         deletions: DeletionLog | None = None,
+        on_embedding_tokens: Callable[[int], None] = lambda n: None,
     ):
         self.path = Path(path)
+        # The tokens of the store's own embeddings (adding, editing, reindexing, importing),
+        # counted by the caller on the thread that spent them; ``embed`` returns its own.
+        self.on_embedding_tokens = on_embedding_tokens
         # What was forgotten, so a reading that started before cannot bring it back (deletions.py).
         self.deletions = deletions or DeletionLog(self.path)
         self.user_id = user_id
@@ -353,7 +357,6 @@ class LongTermMemoryStore:
         self.clock = clock
         self.default_memory_cap = memory_cap
         self.recency_half_life_days = recency_half_life_days
-        self.last_embedding_tokens = 0
         if self.connection.url is None:
             from memora.engine.chroma_backend import check_local_store
 
@@ -765,10 +768,16 @@ class LongTermMemoryStore:
         collection.modify(metadata={**metadata, "revision": revision, STORE_KEY: store, SERIAL_KEY: serial})
 
     # -- embedding --------------------------------------------------------------------
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        result = self.embedder.embed(list(texts))
-        self.last_embedding_tokens = result.tokens
-        return result.vectors
+    def embed(self, texts: Sequence[str]) -> EmbeddingResult:
+        """The vectors of ``texts`` and the tokens embedding them cost, together: the
+        caller counts them on its own thread (nothing is left on the store to race for)."""
+        return self.embedder.embed(list(texts))
+
+    def _vectors(self, texts: Sequence[str]) -> list[list[float]]:
+        """The store's own embedding (adding, superseding, reindexing), its tokens counted."""
+        embedded = self.embed(texts)
+        self.on_embedding_tokens(embedded.tokens)
+        return embedded.vectors
 
     def _vectors_or_later(self, texts: Sequence[str]) -> list[list[float] | None]:
         """The texts' vectors, or ``None`` for each while the local embedding model is
@@ -776,7 +785,7 @@ class LongTermMemoryStore:
         and gets its vector from ``embed_waiting`` or ``reindex`` once the model is here.
         Any other embedding failure stands (a server that failed may answer next time)."""
         try:
-            return self.embed(texts)
+            return self._vectors(texts)
         except LocalModelUnavailable:
             return [None] * len(texts)
 
@@ -790,7 +799,7 @@ class LongTermMemoryStore:
             vectors = [
                 v
                 for start in range(0, len(waiting), 256)
-                for v in self.embed([r.content for r in waiting[start : start + 256]])
+                for v in self._vectors([r.content for r in waiting[start : start + 256]])
             ]
         except MemoraError:
             return 0  # still offline, or another failure: they wait for the next start or 'reindex'
@@ -1188,6 +1197,39 @@ class LongTermMemoryStore:
         self._sync_with_other_processes()
         return self.catalog.list(**filters)
 
+    # -- what retrieval and extraction read (the MemoryIndex seam, memora.engine.index) --
+    # Straight from the catalog, without the sync ``list`` makes: they run within a
+    # turn or a reading that has already synced.
+    def lexical_candidates(self, terms: list[str], limit: int, *, windows=(), window_limit: int = 50):
+        return self.catalog.search(terms, limit, windows=windows, window_limit=window_limit)
+
+    def score_candidates(self, found, dense_ids: Iterable[str] = (), *, records: dict | None = None):
+        return self.catalog.score(found, dense_ids, records=records)
+
+    def record_of(self, row) -> MemoryRecord:
+        return self.catalog.record(row)
+
+    def decision_candidates(self, terms: list[str], limit: int, dense_ids: Iterable[str] = ()):
+        return self.catalog.candidates(terms, limit, dense_ids)
+
+    def stored_vectors(self, ids: Iterable[str]) -> dict[str, bytes]:
+        return self.catalog.vectors(ids)
+
+    def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]:
+        return self.catalog.get_many(ids)
+
+    def find_exact(self, content: str, *, status: str = STATUS_CURRENT) -> MemoryRecord | None:
+        return self.catalog.find_exact(content, status=status)
+
+    def listed(self, **filters) -> list[MemoryRecord]:
+        return self.catalog.list(**filters)
+
+    def follow_up_candidates(self, now: datetime, proactive_days: int) -> list[MemoryRecord]:
+        return self.catalog.follow_up_candidates(now, proactive_days)
+
+    def digest_candidates(self, categories: Iterable[str]) -> list[MemoryRecord]:
+        return self.catalog.digest_candidates(categories)
+
     def count(self, *, include_superseded: bool = False) -> int:
         self._sync_with_other_processes()
         return self.catalog.count(current_only=not include_superseded)
@@ -1211,7 +1253,7 @@ class LongTermMemoryStore:
         return [records[i] for i in chain if i in records]
 
     def nearest(self, content: str, n: int = 5) -> list[tuple[MemoryRecord, float]]:
-        return self.nearest_by_vector(self.embed([content])[0], n)
+        return self.nearest_by_vector(self._vectors([content])[0], n)
 
     def nearest_by_vector(self, vector: list[float], n: int) -> list[tuple[MemoryRecord, float]]:
         """Current memories closest to ``vector``: ``[(record, cosine distance)]``."""
@@ -1260,7 +1302,7 @@ class LongTermMemoryStore:
         records = self.catalog.list(include_superseded=True, newest_first=False)
         vectors: list[list[float]] = []
         for start in range(0, len(records), 256):
-            vectors.extend(self.embedder.embed([r.content for r in records[start : start + 256]]).vectors)
+            vectors.extend(self._vectors([r.content for r in records[start : start + 256]]))
         with file_lock(self._catalog_path):
             name = collection_name(self.user_id)
             self.connection.delete_collection(name)

@@ -246,6 +246,24 @@ class ConversationMemory:
         self._pending = None
         self._plan = None
 
+    def note_request(self, prepared: PreparedContext, at: str) -> None:
+        """What the last request sent, section by section ('why', 'status')."""
+        self.last_request = {
+            "sections": prepared.sections,
+            "total": prepared.total_tokens,
+            "budget": prepared.budget,
+            "at": at,
+        }
+
+    def rewrite(self, rewrite: Callable[[str], str]) -> bool:
+        """Pass every kept message and the summary through ``rewrite`` (what 'forget'
+        does to a forgotten text); True when any changed."""
+        messages = [{**m, "content": rewrite(m["content"])} for m in self.messages]
+        summary = rewrite(self.summary)
+        changed = summary != self.summary or any(a["content"] != b["content"] for a, b in zip(messages, self.messages))
+        self.messages, self.summary = messages, summary
+        return changed
+
     def reset(self) -> None:
         """A fresh conversation: history and summary go, usage stays."""
         self.messages = []

@@ -114,7 +114,7 @@ def main() -> int:
                     skipped += 1
                     continue
                 text = question["question"]
-                vector = store.embed([text])[0]
+                vector = store.embed([text]).vectors[0]
                 results, _ = retrieve_relevant_memories(
                     store, text, n_results=max(KS), min_score=0, now=now, vector=vector
                 )

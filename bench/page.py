@@ -98,12 +98,13 @@ def measure(app, keys: list[bytes]) -> tuple[float, list[float]]:
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output.vt100 import Vt100_Output
 
+    from memora.app.commands import line_runner
     from memora.app.page import MemoryPage
 
     with create_pipe_input() as pipe:
         started = time.perf_counter()
         out = Vt100_Output(io.StringIO(), lambda: Size(rows=24, columns=80), term="xterm")
-        page = MemoryPage(app, input=pipe, output=out)
+        page = MemoryPage(app, line_runner, input=pipe, output=out)
         application = page.build()
         frames: list[float] = []
         drawn = threading.Event()

@@ -217,7 +217,7 @@ def test_same_category_memories_reach_the_decision_when_dense_neighbours_crowd_t
         app.store.add(f"The learner moved a box to Tokyo last month, number {i}.", category="other")
     taipei = app.store.add(TAIPEI, category="identity")
     extractor = app.worker.extractor
-    vector = app.store.embed([MOVED])[0]
+    vector = app.store.embed([MOVED]).vectors[0]
     assert taipei.id not in {i for i, _ in app.store.dense_candidates(vector, extraction.DECISION_DENSE)}
     assert taipei.id in {c.record.id for c in extractor.candidates(MOVED, vector, "identity")}
     monkeypatch.setattr(extraction, "DECISION_SAME_CATEGORY", 0)
@@ -233,7 +233,7 @@ def test_an_old_fact_is_still_a_candidate_under_many_newer_ones_of_its_category(
         clock.advance(hours=1)
         app.store.add(f"The learner's colleague number {i} rides a bicycle to the office.", category="identity")
     extractor = app.worker.extractor
-    vector = app.store.embed([MOVED])[0]
+    vector = app.store.embed([MOVED]).vectors[0]
     assert taipei.id in {c.record.id for c in extractor.candidates(MOVED, vector, "identity")}
 
 

@@ -71,11 +71,16 @@ def test_forget_id_leaves_no_byte_of_any_version_in_any_file(
     # An extraction job that failed and waits for the next start would read the fact back in.
     from memora.app.session import PendingExtraction
 
-    app.turn.pending_jobs.append(
-        PendingExtraction(
-            job_id="j1", text="Remember: the learner keeps a pet axolotl named Wyxtrell!", said_at=app.now(), attempts=1
+    with app._lock:  # the queue is changed only under the session's lock (turn.py)
+        app.queue.pending = (
+            *app.queue.pending,
+            PendingExtraction(
+                job_id="j1",
+                text="Remember: the learner keeps a pet axolotl named Wyxtrell!",
+                said_at=app.now(),
+                attempts=1,
+            ),
         )
-    )
     app.save_session()
     assert app.paths.session.exists() and "Wyxtrell" in app.paths.session.read_text()
     before = files_holding(data_dir, "Qzvorbix", "Wyxtrell")

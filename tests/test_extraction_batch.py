@@ -7,7 +7,7 @@ import pytest
 from helpers.fake_openai import Error
 from helpers.scripts import extraction, fact
 
-from memora.app.extraction import BATCH_SHORT_TOKENS
+from memora.app.reading_queue import BATCH_SHORT_TOKENS
 from memora.engine.config import DEFAULT_EXTRACTION_BATCH, Settings
 from memora.engine.errors import ConfigError
 

@@ -11,7 +11,7 @@ from conftest import ROOT, child_env
 from helpers.pty_screen import ScreenTerminal
 from helpers.stores import files_holding, new_pieces
 
-from memora.app.commands import CommandRouter
+from memora.app.commands import CommandRouter, line_runner
 from memora.app.page import NOT_INTERACTIVE, MemoryPage
 from memora.app.terminal import PlainConsole
 from memora.engine.ledger import NewMistake
@@ -301,7 +301,7 @@ def test_ten_thousand_rows_draw_only_what_fits(make_app):
     """The page draws the visible rows only, whatever the number of memories."""
     app = make_app()
     app.store.add_many({"content": f"The learner noted fact number {n}.", "category": "other"} for n in range(300))
-    page = MemoryPage(app, background=False)
+    page = MemoryPage(app, line_runner, background=False)
     drawn = page.visible(80, 15)
     assert len(drawn) == 15 and all(len(text.rstrip("\n")) <= 80 for _, text in drawn)
     page.filter_text = "number 29"

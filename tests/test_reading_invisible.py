@@ -46,7 +46,8 @@ def test_a_command_that_shows_what_memora_knows_reads_the_held_message_first(
     app.chat(SAID + " Yesterday I goed to buy it lettuce.", on_delta=lambda _: None)
     assert app.worker.wait_idle(10) and app.held_messages == 1  # held: nothing read, nothing shown
     if command == "why":
-        app.turn.last_prepared = None  # the line must come before what the command shows
+        with app._lock:  # the turn's state is changed only under the session's lock (turn.py)
+            app.turn.last_prepared = None  # the line must come before what the command shows
     t = run_repl(app, [command], settle=False)
     lines = after(t.text, command).splitlines()
     reading_line = next(i for i, line in enumerate(lines) if "Reading your last messages" in line)

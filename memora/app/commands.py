@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,7 +35,7 @@ from memora.app.routing import (
     statement,
     text,
 )
-from memora.app.terminal import Console, render_definitions
+from memora.app.terminal import NO, YES, Console, render_definitions
 from memora.engine import spaced
 from memora.engine.embeddings import LOCAL_MODEL_NAME
 from memora.engine.errors import CommandError, LocalModelUnavailable, MemoraError
@@ -255,10 +256,6 @@ def looks_like_path(rest: str) -> bool:
     if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":
         return True
     return len(text.split()) == 1 or any(mark in text for mark in ("/", "\\", "~")) or text.lower().endswith(".json")
-
-
-YES = {"yes", "y", "yeah", "yep", "sure", "ok", "okay", "是", "好", "對", "对"}
-NO = {"no", "n", "nope", "不", "不要", "否"}
 
 
 def _yes_or_no(line: str) -> bool | None:
@@ -737,7 +734,7 @@ class CommandRouter:
     def cmd_page(self, args: str) -> None:
         from memora.app.page import open_page
 
-        open_page(self.app, self.console)
+        open_page(self.app, self.console, line_runner)
 
     def cmd_undo(self, args: str) -> None:
         for line in self.app.undo():
@@ -779,10 +776,8 @@ class CommandRouter:
     def _no_local_model_notice(self) -> bool:
         """Say once a session why memory search is unavailable (the local embedding model
         is not on this machine) and that memories are still kept; True if said now."""
-        turn = self.app.turn
-        if turn.no_local_model_told:
+        if not self.app.telling.no_local_model_told_once():
             return False
-        turn.no_local_model_told = True
         self.console.notice(
             f"Memory search is unavailable: the local embedding model {LOCAL_MODEL_NAME} is not on this machine "
             "and could not be downloaded (see README, 'Offline use'). Your memories are still saved; they become "
@@ -992,7 +987,13 @@ def run_command(router: CommandRouter, line: str) -> bool:
         return True
 
 
-__all__ = ["CEFR_LEVELS", "CommandRouter", "ExitRequested", "run_command"]
+def line_runner(app: Memora, console: Console) -> Callable[[str], bool]:
+    """What runs one typed line as a command on ``console`` (the memory page's actions)."""
+    router = CommandRouter(app, console)
+    return lambda line: run_command(router, line)
+
+
+__all__ = ["CEFR_LEVELS", "CommandRouter", "ExitRequested", "line_runner", "run_command"]
 
 
 def _next_review(mistake, today) -> str:

@@ -57,6 +57,7 @@ from pydantic import (
 )
 
 from long_term_memory import PartialWriteError
+from memora.app.import_undo import put_files_back, snapshot_files
 from memora.app.proposals import MAX_PENDING, ProfileProposal
 from memora.app.session import ChatMessage
 from memora.engine.activity import DayActivity
@@ -660,9 +661,7 @@ def import_data(app: Memora, path: Path) -> str:
     new_mistakes = _new_mistakes(app, path, export)
     pending = [p.as_proposal() for p in export.pending_profile_changes]
     restore_session = (
-        app.memory.to_state()["messages"] == []
-        and not app.memory.summary
-        and bool(export.session.messages or export.session.summary)
+        not app.memory.messages and not app.memory.summary and bool(export.session.messages or export.session.summary)
     )
 
     # Nothing is written before this point. The slow part (embedding) comes
@@ -676,7 +675,7 @@ def import_data(app: Memora, path: Path) -> str:
             f"Could not import {_shown(path.name)}: {clean_text(str(error).rstrip('.'))}. Nothing was imported."
         ) from None
     previous_state = app.memory.to_state()
-    files = _snapshot_files(app)
+    files = snapshot_files(app.paths)
     added: list[ProfileProposal] = []
     written: set[str] = set()  # only these are put back in-process (others may have changed since)
     profile_changed = False
@@ -692,8 +691,7 @@ def import_data(app: Memora, path: Path) -> str:
                     added.append(proposal)
             if restore_session:
                 written.add("session")
-                app.memory.load_state({**previous_state, **export.session.model_dump(mode="json")})
-                app.save_session()
+                app.load_conversation({**previous_state, **export.session.model_dump(mode="json")}, save=True)
             written.add("mistakes")
             if new_mistakes:
                 current = app.ledger.all()  # read again: another terminal may have added one since
@@ -703,8 +701,8 @@ def import_data(app: Memora, path: Path) -> str:
             if export.activity:
                 app.activity.merge_days(export.activity)
         except BaseException:
-            _put_files_back(app, {k: v for k, v in files.items() if k in written})
-            app.memory.load_state(previous_state)
+            put_files_back(app.paths, {k: v for k, v in files.items() if k in written})
+            app.load_conversation(previous_state)
             app.store.undo_restore()
             raise
         app.store.finish_restore()
@@ -748,47 +746,4 @@ def _imported(
     )
 
 
-def _import_files(app: Memora) -> dict[str, Path]:
-    paths = app.paths
-    return {
-        "profile": paths.profile,
-        "proposals": paths.proposals,
-        "session": paths.session,
-        "mistakes": paths.mistakes,
-        "activity": paths.activity,
-    }
-
-
-def _snapshot_files(app: Memora) -> dict[str, str | None]:
-    """The files an import changes besides the memories, as they are now (None: absent)."""
-    snapshot = {}
-    for key, path in _import_files(app).items():
-        try:
-            snapshot[key] = Path(path).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            snapshot[key] = None
-    return snapshot
-
-
-def _put_files_back(app: Memora, snapshot: dict) -> None:
-    for key, path in _import_files(app).items():
-        if key not in snapshot:
-            continue
-        if snapshot[key] is None:
-            Path(path).unlink(missing_ok=True)
-        else:
-            atomic_write_text(Path(path), snapshot[key])
-
-
-def finish_interrupted_import(app: Memora) -> None:
-    """At start: finish undoing an import that a crash cut short (the store put
-    its memories back when it opened; the other files are put back here)."""
-    interrupted = app.store.interrupted_import
-    if interrupted is None:
-        return
-    _put_files_back(app, interrupted.get("files") or {})
-    app.store.finish_restore()
-    app.notify("An import was interrupted before it finished; it was undone, so nothing of it was kept.")
-
-
-__all__ = ["build_export", "export_data", "finish_interrupted_import", "import_data", "read_export"]
+__all__ = ["build_export", "export_data", "import_data", "read_export"]

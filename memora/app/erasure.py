@@ -24,15 +24,25 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
+from memora.app.terminal import YES
+from memora.engine.config import Settings
 from memora.engine.storage import atomic_write_text
 from memora.engine.text_utils import counted
 
-if TYPE_CHECKING:
-    from memora.app.assistant import Memora
+
+class Session(Protocol):
+    """What erasure needs of a running session (``assistant.Memora`` is one): named
+    here, so that the session can erase a text without this module importing it."""
+
+    settings: Settings
+    paths: Any
+
+    def rewrite_session_texts(self, rewrite: Callable[[str], str]) -> bool: ...
+
 
 FORGOTTEN = "[forgotten]"
 # An export starts with its format key (data_transfer writes it first), so a
@@ -105,7 +115,7 @@ def scrub_text(text: str, finder: TextFinder) -> str:
     return text
 
 
-def scrub_session(app: Memora, finder: TextFinder) -> bool:
+def scrub_session(app: Session, finder: TextFinder) -> bool:
     """Replace forgotten texts in the conversation and pending jobs; True if any was found."""
     return app.rewrite_session_texts(lambda text: scrub_text(text, finder))
 
@@ -153,7 +163,7 @@ def scrub_input_history(path: Path, finder: TextFinder, console=None) -> int:
     return removed
 
 
-def learner_exports(app: Memora, name: str) -> list[Path]:
+def learner_exports(app: Session, name: str) -> list[Path]:
     """The learner's exports in their data folder (by name, or by content for a renamed one)."""
     paths = app.settings.paths_for(name)
     folder = paths.folder
@@ -191,8 +201,6 @@ def exports_holding(paths: Iterable[Path], texts: Iterable[str]) -> list[Path]:
 
 def ask_about_exports(console, exports: list[Path]) -> list[Path]:
     """Ask whether to delete the learner's exports too; the ones to delete."""
-    from memora.app.commands import YES
-
     if not exports:
         return []
     names = ", ".join(p.name for p in exports[:3]) + (" ..." if len(exports) > 3 else "")
@@ -222,7 +230,7 @@ def erase_notice(console, store) -> None:
         )
 
 
-def forget_everywhere(app: Memora, texts: Iterable[str], console=None) -> None:
+def forget_everywhere(app: Session, texts: Iterable[str], console=None) -> None:
     """Remove forgotten texts from the session and the line history."""
     finder = TextFinder(texts)
     if not finder:

@@ -42,14 +42,13 @@ in the profile is not added twice, a retracted memory is no longer current.
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import math
 import queue
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Literal
@@ -57,7 +56,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from context_builder import retrieved_text
-from long_term_memory import LongTermMemoryStore, is_near_duplicate
+from long_term_memory import is_near_duplicate
 from memora.app.proposals import ProfileProposal, ProposalStore
 from memora.engine import lexical, spaced
 from memora.engine.cues import looks_like_correction, may_change_profile, skips_extraction
@@ -70,6 +69,7 @@ from memora.engine.errors import (
     MemoryFullError,
     ModelCallError,
 )
+from memora.engine.index import MemoryIndex
 from memora.engine.ledger import (
     LedgerStore,
     Mistake,
@@ -92,7 +92,7 @@ from memora.engine.records import CATEGORIES, MAX_MEMORY_CHARS, STATUS_SUPERSEDE
 from memora.engine.retrieval import Ranked, rank
 from memora.engine.slots import slot_cues, slots_of
 from memora.engine.text_utils import clean_text, normalized_key, quoted, shorten
-from memora.engine.timeutil import now_anchor, resolve_event_date, said_day, to_aware
+from memora.engine.timeutil import now_anchor, resolve_event_date, to_aware
 from memora.engine.tokens import TokenCounter
 from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
 
@@ -398,17 +398,6 @@ class ExtractionJob:
         return min(m.generation for m in self.messages)
 
 
-def batches_by_day(jobs: Sequence[ExtractionJob]) -> list[ExtractionJob]:
-    """Held messages (oldest first) as the readings that take them: one for each run
-    of messages said on one local day, each message's day counted where it was said
-    (``said_day``), so a batch never spans two days and a fact is dated with its own."""
-    batches = []
-    for _, run in itertools.groupby(jobs, key=lambda job: said_day(job.said_at)):
-        *earlier, last = run
-        batches.append(replace(last, earlier=tuple(earlier)))
-    return batches
-
-
 @dataclass(frozen=True)
 class Skipped:
     """One item of an extraction result that could not be applied (shown in ``status``)."""
@@ -429,7 +418,8 @@ class ExtractionOutcome:
     mistakes: list[str] = field(default_factory=list)  # ledger ids, new or counted again
     reviews: list[tuple[str, datetime]] = field(default_factory=list)  # (ledger id, said at): undoable reviews
     notices: list[str] = field(default_factory=list)
-    full: bool = False
+    full: bool = False  # the memory cap was reached
+    full_notice: str | None = None  # the notice saying so (one of ``notices``)
     skipped: list[Skipped] = field(default_factory=list)
     dropped: int = 0  # items a deletion since their message was said covers (not shown: they are forgotten)
     # Items whose own model or embedding call failed: run them again later.
@@ -484,20 +474,6 @@ class Candidate:
     shown: str
 
 
-# Batching. The fixed part of an extraction call (instructions and schema, ~900
-# tokens) costs the same for "Same here!" as for a paragraph, so a short message
-# is held and read in one call with the messages after it. Holding loses nothing:
-# the held message is still in the recent turns the tutor sees verbatim, it is in
-# the session file's pending list (a crash reads it at the next start), and it is
-# read at once when the batch is full, when a longer message comes, when it
-# leaves the recent turns, and whenever Memora must be up to date (exit, a new
-# session, undo, waiting for extraction). A message that may change the profile
-# or correct a memory is read at once, held messages with it, so the learner's
-# "I'm B2 now" is answered after that reply, not a few turns later.
-BATCH_SHORT_TOKENS = 80  # a message this short (tiktoken; under a tenth of the call) may wait for the next one
-BATCH_MAX_TOKENS = 300  # one call reads at most this much held text (and Settings.extraction_batch messages)
-
-
 def _day(moment: datetime | None):
     return to_aware(moment).astimezone().date() if moment is not None else None
 
@@ -546,10 +522,11 @@ class Extractor:
         self,
         *,
         model,  # llm.ModelClient (or anything with .parse)
-        store: LongTermMemoryStore,
+        store: MemoryIndex,
         profiles: UserProfileStore,
         proposals: ProposalStore,
         on_tokens: Callable[[int], None] = lambda n: None,
+        on_embedding_tokens: Callable[[int], None] = lambda n: None,
         counter: TokenCounter | None = None,
         ledger: LedgerStore | None = None,
         watched: Callable[[str], list[Mistake]] = lambda text: [],
@@ -563,7 +540,8 @@ class Extractor:
         self.watched = watched
         self.profiles = profiles
         self.proposals = proposals
-        self.on_tokens = on_tokens
+        self.on_tokens = on_tokens  # the model's tokens, counted as "extraction"
+        self.on_embedding_tokens = on_embedding_tokens  # counted as "embeddings", on this thread
         self.counter = counter or TokenCounter()
         self.cancelled = False  # set when the learner is deleted: write nothing more
 
@@ -571,6 +549,11 @@ class Extractor:
         parsed, tokens = self.model.parse(instructions=instructions, input_text=payload, text_format=schema, what=what)
         self.on_tokens(tokens)
         return parsed
+
+    def _embed(self, text: str) -> list[float]:
+        embedded = self.store.embed([text])
+        self.on_embedding_tokens(embedded.tokens)
+        return embedded.vectors[0]
 
     def read(self, job: ExtractionJob) -> ExtractionResult:
         """One structured-output call: what the learner's message says (no writes)."""
@@ -769,7 +752,7 @@ class Extractor:
             again.append(item)
             outcome.retry_reason = str(error)
         except MemoryFullError as error:
-            outcome.full = True
+            outcome.full, outcome.full_notice = True, str(error)
             outcome.notices.append(str(error))
             outcome.skipped.append(Skipped(kind, shorten(label, 60), "memory is full"))
         except Exception as error:  # one bad item must never cost the others
@@ -942,17 +925,17 @@ class Extractor:
         # Checked before anything is embedded or asked: raises for an empty or over-long text.
         text, memory_type, category = store.validate(fact.text, fact.memory_type, fact.category)
         event_date = self._event_date(fact, job.said_at_of(fact.event_phrase))
-        existing = store.catalog.find_exact(text)
+        existing = store.find_exact(text)
         if existing is not None:
             self._refresh(existing.id, outcome)
             return []
         said = job.message_of_fact(fact)
-        replaced = store.catalog.find_exact(text, status=STATUS_SUPERSEDED)
+        replaced = store.find_exact(text, status=STATUS_SUPERSEDED)
         if replaced is not None and replaced.valid_until is not None and _before(said.said_at, replaced.valid_until):
             # Old news: this very text was changed (an edit, a later fact) after it was said.
             outcome.skipped.append(Skipped("fact", shorten(text, 60), f"said before {replaced.id[:6]} was changed"))
             return []
-        vector = vectors.get(text) or store.embed([text])[0]  # once, for the candidates and for storing
+        vector = vectors.get(text) or self._embed(text)  # once, for the candidates and for storing
         vectors[text] = vector
         candidates = self.candidates(text, vector, category)
         repeat = self._repeat_of(text, candidates)
@@ -1175,18 +1158,18 @@ class Extractor:
         dense = [(i, d) for i, d in store.dense_candidates(vector, DECISION_DENSE) if d <= store.related_distance]
         same_category, remembered, same_slot = self._pools(text, category)
         words = [t for t in lexical.query_terms(text) if t not in _SUBJECT_TERMS]
-        scored, vectors = store.catalog.candidates(
+        scored, vectors = store.decision_candidates(
             words, DECISION_LEXICAL, [i for i, _ in dense] + same_category + remembered + same_slot
         )
         if not scored:
             return []
         dense_ids = {i for i, _ in dense}
         missing = [i for i in scored if i not in dense_ids and i not in vectors]
-        vectors.update(store.catalog.vectors(missing))
+        vectors.update(store.stored_vectors(missing))
         now = store.clock()
         ranked = rank(vector, [(i, d) for i, d in dense if i in scored], scored, vectors, now=now)
         sources = _by_source(ranked, dense_ids, scored, [same_slot, same_category, remembered])
-        records = store.catalog.get_many(r.id for r in ranked)
+        records = store.get_many(r.id for r in ranked)
         return self._in_turns(sources, records, now)
 
     def _pools(self, text: str, category: str | None) -> tuple[list[str], list[str], list[str]]:
@@ -1194,18 +1177,18 @@ class Extractor:
         category, the ``remember``ed ones, and the same slot."""
         store = self.store
         same_category = (
-            [r.id for r in store.catalog.list(category=category, limit=DECISION_SAME_CATEGORY)]
+            [r.id for r in store.listed(category=category, limit=DECISION_SAME_CATEGORY)]
             if category and category != "other"  # "other" is a catch-all, not a shared subject
             else []
         )
-        remembered = [r.id for r in store.catalog.list(source="command", limit=DECISION_SAME_CATEGORY)]
+        remembered = [r.id for r in store.listed(source="command", limit=DECISION_SAME_CATEGORY)]
         # Memories of the same slot (a job, a home), whatever their words, distance or category:
         # "works at Google" is what "a new job at a bakery" replaces (slots.py).
         slots = slots_of(text)
         same_slot = (
             [
                 r.id
-                for r in store.catalog.list(limit=DECISION_SAME_CATEGORY)
+                for r in store.listed(limit=DECISION_SAME_CATEGORY)
                 if any(slot_cues(slot).search(r.content) for slot in slots)
             ]
             if slots
@@ -1307,7 +1290,7 @@ class Extractor:
         statement = clean_text(correction.statement)
         if not statement:
             raise LimitError("A correction needs the wrong statement.")
-        candidates = self.candidates(statement, self.store.embed([statement])[0])
+        candidates = self.candidates(statement, self._embed(statement))
         if not candidates:
             return []
         payload = f"Wrong fact: {statement}\n{self._listing(candidates)}"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,8 +82,16 @@ def split_note(path: Path, text: str) -> list[NoteChunk]:
 class KnowledgeBase:
     """The tutor's notes, embedded with the same model as memories."""
 
-    def __init__(self, folder: Path, connection: ChromaConnection, embedder: Embedder):
+    def __init__(
+        self,
+        folder: Path,
+        connection: ChromaConnection,
+        embedder: Embedder,
+        *,
+        on_tokens: Callable[[int], None] = lambda n: None,  # the embedding tokens of a sync
+    ):
         self.folder = Path(folder)
+        self.on_tokens = on_tokens
         self.connection = connection
         self.embedder = embedder
         self.synced = False
@@ -152,7 +161,9 @@ class KnowledgeBase:
             for chunk in chunks
         ]
         if todo:
-            vectors = self.embedder.embed([f"{c.title}. {c.text}" for c in todo]).vectors
+            embedded = self.embedder.embed([f"{c.title}. {c.text}" for c in todo])
+            self.on_tokens(embedded.tokens)
+            vectors = embedded.vectors
             collection.upsert(
                 ids=[c.id for c in todo],
                 embeddings=vectors,

@@ -13,7 +13,8 @@ dependency already; a pty and pyte drive it as the learner sees it, which is
 what the tests need anyway (Textual's pilot would not test the real terminal).
 
 Every action runs the line command it stands for, through a ``CommandRouter``
-writing to a ``_Captured`` console: the same checks, the same undo record,
+writing to a ``_Captured`` console (``commands.line_runner``, handed in by the
+``page`` command, so this module never imports the commands): the same checks, the same undo record,
 the same history and the same erasure as typing it. What the command says is
 shown on the page's message line (``history`` in a pane of its own).
 
@@ -49,6 +50,8 @@ NOT_INTERACTIVE = (
 )
 VIEWS = ("memories", "timeline", "mistakes", "conflicts", "profile")
 VIEW_KEYS = {"m": "memories", "t": "timeline", "x": "mistakes", "c": "conflicts", "p": "profile"}
+# What runs one typed line as a command, printing to the given console (commands.line_runner).
+LineRunner = Callable[["Memora", Console], Callable[[str], object]]
 ORIGINS = {"command": "remembered", "extracted": "from chat", "import": "import"}
 HELP = {
     "memories": "e edit  d forget  a add  h history  u undo  w your words  / filter  q back",
@@ -187,13 +190,20 @@ class MemoryPage:
     """The page over one app; ``run`` shows it until Esc or q. ``build_rows``,
     ``visible`` and ``press`` are separate so the benchmark can time them."""
 
-    def __init__(self, app: Memora, *, no_color: bool = False, input=None, output=None, background: bool = True):
-        from memora.app.commands import CommandRouter
-
+    def __init__(
+        self,
+        app: Memora,
+        commands: LineRunner,
+        *,
+        no_color: bool = False,
+        input=None,
+        output=None,
+        background: bool = True,
+    ):
         self.app = app
         self.no_color = no_color
         self.captured = _Captured()
-        self.router = CommandRouter(app, self.captured)
+        self.run_line = commands(app, self.captured)
         self.state = PageState()
         self.filter_text = ""
         self._input, self._output = input, output
@@ -341,7 +351,7 @@ class MemoryPage:
     def _rows_mistakes(self) -> list[Row]:
         rows = []
         for m in self.mistakes:
-            due = m.due.astimezone().strftime("%a %d %b")
+            due = m.due.strftime("%a %d %b")  # the learner's day the card is due (ledger.today)
             kind = m.kind if m.is_mistake else "word"
             line = f" {m.id:7} {m.status:9} next review {due:10} {kind:10} {_one_line(m.rule)}"
             rows.append(Row(line, "", "mistake", m.id, f"{m.rule} {m.status} {kind} {m.id}".lower()))
@@ -482,10 +492,8 @@ class MemoryPage:
 
     def command(self, line: str) -> list[str]:
         """Run one line command as typed (``/`` makes it a command whatever it says)."""
-        from memora.app.commands import run_command
-
         self.captured.lines = []
-        run_command(self.router, "/" + line)
+        self.run_line("/" + line)
         lines = self.captured.lines
         self.state.message = _one_line(" ".join(lines))
         self.refresh()
@@ -784,12 +792,12 @@ def can_open(console: Console) -> bool:
     return isinstance(console, RichConsole) and console._reader is None and sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def open_page(app: Memora, console: Console) -> None:
+def open_page(app: Memora, console: Console, commands: LineRunner) -> None:
     """The ``page`` command: the page until Esc or q, or one line saying why not."""
     if not can_open(console):
         console.say(NOT_INTERACTIVE)
         return
-    page = MemoryPage(app, no_color=app.settings.no_color)
+    page = MemoryPage(app, commands, no_color=app.settings.no_color)
     page.run()
     for line in page_summary(page):
         console.say(line)

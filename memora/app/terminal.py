@@ -32,6 +32,10 @@ from memora.engine.text_utils import CJK_RANGES, TerminalFilter, for_terminal, s
 PROMPT = "You: "
 REPLY_LABEL = "Memora: "
 
+# A bare answer to a yes/no question (a profile change, a rebuild, deleting exports).
+YES = {"yes", "y", "yeah", "yep", "sure", "ok", "okay", "是", "好", "對", "对"}
+NO = {"no", "n", "nope", "不", "不要", "否"}
+
 
 class Console:
     """The output and input surface shared by the REPL and the commands."""

@@ -84,7 +84,7 @@ DEFAULT_PROACTIVE_DAYS = 3
 DEFAULT_MAX_PROFILE_ITEMS = 100
 # Messages one extraction call may read: short messages wait for the next ones,
 # so the call's fixed instructions and schema are paid once for several (see
-# extraction.BATCH_SHORT_TOKENS). 1 reads every message right after its reply.
+# reading_queue.BATCH_SHORT_TOKENS). 1 reads every message right after its reply.
 DEFAULT_EXTRACTION_BATCH = 8
 # Review (spaced.py, ledger.py): the hour a learner's day starts, as in Anki, so a
 # late-night session still counts as the evening's day (MEMORA_DAY_START); new

@@ -42,10 +42,11 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
 
 from memora.engine import lexical
+from memora.engine.index import MemoryIndex
 from memora.engine.records import MemorySearchResult
 from memora.engine.timeutil import MONTH_WORD as _MONTH_WORD
 from memora.engine.timeutil import month_number as _month_number
-from memora.engine.timeutil import system_clock, to_aware
+from memora.engine.timeutil import to_aware
 from memora.engine.timeutil import zh_number as _zh_number
 
 # Minimum calibrated final score for a memory to enter the
@@ -360,7 +361,7 @@ def _dense_worker() -> ThreadPoolExecutor:
 
 
 def retrieve_relevant_memories(
-    store,
+    store: MemoryIndex,
     query: str,
     *,
     n_results: int = 5,
@@ -380,15 +381,15 @@ def retrieve_relevant_memories(
     """
     threshold = RETRIEVAL_MIN_SCORE if min_score is None else min_score
     if params is None:
-        half_life = getattr(store, "recency_half_life_days", None)
+        half_life = store.recency_half_life_days
         params = DEFAULT_PARAMS if not half_life else replace(DEFAULT_PARAMS, half_life_days=half_life)
     if not query or not query.strip():
         return [], 0
     tokens = 0
     if vector is None:
-        vector = store.embed([query])[0]
-        tokens = store.last_embedding_tokens
-    now = now or getattr(store, "clock", system_clock)()
+        embedded = store.embed([query])
+        vector, tokens = embedded.vectors[0], embedded.tokens
+    now = now or store.clock()
     # Chroma answers the dense query in Rust without the GIL, so the lexical
     # search (terms, dates, FTS5) runs meanwhile; only the scoring needs both. No
     # explicit yield is needed for the worker to get there: the lexical search's
@@ -396,18 +397,18 @@ def retrieve_relevant_memories(
     pending = _dense_worker().submit(store.dense_candidates, vector, params.dense_candidates)
     try:
         windows = window_bounds(date_windows(query, now), now) if params.date_boost > 0 else []
-        found = store.catalog.search(
+        found = store.lexical_candidates(
             lexical.query_terms(query), params.lexical_candidates, windows=windows, window_limit=params.date_candidates
         )
     finally:
         dense = pending.result()
     rows: dict = {}
-    candidates, vectors = store.catalog.score(found, [i for i, _ in dense], records=rows)
+    candidates, vectors = store.score_candidates(found, [i for i, _ in dense], records=rows)
     ranked = rank(vector, dense, candidates, vectors, now=now, params=params)
     if not include_below_threshold:
         ranked = [r for r in ranked if r.score >= threshold]
     ranked = ranked[:n_results]
-    records = {r.id: store.catalog.record(rows[r.id]) for r in ranked}
+    records = {r.id: store.record_of(rows[r.id]) for r in ranked}
     results = [
         MemorySearchResult.from_record(
             records[r.id],

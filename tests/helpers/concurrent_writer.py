@@ -51,7 +51,8 @@ def main() -> None:
     if mode == "probe":
         store = open_store(data_dir)
         found = {
-            query: [r.content for r, _ in store.nearest_by_vector(store.embed([query])[0], 1)] for query in sys.argv[3:]
+            query: [r.content for r, _ in store.nearest_by_vector(store.embed([query]).vectors[0], 1)]
+            for query in sys.argv[3:]
         }
         from stores import chroma_collection  # beside this script
 

@@ -1,0 +1,137 @@
+"""The extraction worker's side of a session, run on its thread: which messages of a
+reading this session may read, and what becomes of a reading that landed or failed.
+Every change of shared state is made under the session's lock (turn.py)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from memora.app.change_log import change_line
+from memora.app.conversation import Conversation
+from memora.app.extraction import ExtractionJob, ExtractionOutcome, ExtractionWorker, Extractor
+from memora.app.reading_queue import MAX_EXTRACTION_ATTEMPTS
+from memora.app.telling import Telling
+from memora.engine.deletions import DeletionLog
+from memora.engine.text_utils import quoted
+
+log = logging.getLogger("memora")
+
+
+class Reader:
+    def __init__(self, *, conversation: Conversation, telling: Telling, store, deletions: DeletionLog, user: str):
+        self.conversation, self.telling, self.store, self.deletions, self.user = (
+            conversation,
+            telling,
+            store,
+            deletions,
+            user,
+        )
+        self.queue, self.changes, self.turn, self.lock = (
+            conversation.queue,
+            conversation.changes,
+            telling.turn,
+            telling.lock,
+        )
+
+    def start(self, extractor: Extractor) -> ExtractionWorker:
+        """The worker thread that reads with ``extractor`` and calls back here."""
+        self.worker = ExtractionWorker(extractor, on_outcome=self.landed, on_failure=self.failed, claim=self.claim)
+        return self.worker
+
+    def unsaved(self) -> int:
+        """How many messages still wait to have their memories read (what ``exit`` waits for)."""
+        with self.lock:
+            return len(self.queue.pending) if self.worker.pending else len(self.queue.held)
+
+    def retry(self, timeout: float | None) -> int:
+        """Queue again every message whose reading failed (``reindex`` calls this once
+        the store matches the model again); returns how many."""
+        self.worker.wait_idle(timeout)  # whatever is still pending now is not queued
+        jobs = self.queue.requeue()  # a job read before keeps only its remaining items
+        for job in jobs:
+            self.worker.submit(job)
+        return len(jobs)
+
+    def claim(self, job: ExtractionJob) -> ExtractionJob | None:
+        """The messages of ``job`` this session reads: not those said before a 'forget
+        all', nor those another running Memora has claimed or already read; each one
+        claimed atomically in the session file."""
+        newest = self.deletions.newest(self.user)
+        unforgotten = [m for m in job.messages if m.generation >= newest]
+        sessions = self.conversation.sessions
+        granted = sessions.claim([m.job_id for m in unforgotten if m.job_id], self.conversation.owner)
+        keep = [m for m in unforgotten if not m.job_id or m.job_id in granted]
+        lost = set(job.job_ids) - {m.job_id for m in keep}
+        if lost:  # forgotten, or read by another process: not this session's to read or keep
+            log.info("not reading %d message(s): forgotten or claimed elsewhere", len(lost))
+            self.queue.drop(lost)
+            if not keep:
+                self.conversation.save()  # else saved once the reading lands
+        if not keep:
+            return None
+        self.queue.claimed({m.job_id for m in keep})
+        if len(keep) == len(job.messages):
+            return job
+        last = keep[-1]
+        return replace(last, earlier=tuple(keep[:-1]), prepared=job.prepared if last is job else None)
+
+    def retract(self, extractor, early, *, at, job_id: str) -> list[str]:
+        """(the turn's thread) Apply a correction read before the reply, once the reply is
+        out: recorded with the turn's changes; the notices to show with the reply."""
+        outcome = ExtractionOutcome()
+        extractor.retract(early.retractions, outcome)
+        self.note_skipped(outcome)
+        self.changes.record("turn", [(old, None) for old in outcome.retracted], at=at, job_id=job_id)
+        return outcome.notices
+
+    def note_skipped(self, outcome: ExtractionOutcome) -> None:
+        for item in outcome.skipped:
+            log.warning("extraction skipped a %s (%s): %s", item.kind, item.text, item.reason)
+        with self.lock:
+            self.turn.extraction_skipped = (*self.turn.extraction_skipped, *outcome.skipped)
+
+    def landed(self, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
+        """A reading landed: its changes recorded, the session saved once, then told."""
+        self.note_skipped(outcome)
+        steps = (
+            [(None, new) for new in outcome.added]
+            + list(outcome.updated)
+            + list(outcome.superseded)
+            + [(old, None) for old in outcome.retracted]
+        )
+        self.changes.record("turn", steps, at=self.conversation.clock(), job_id=job.job_id, reviews=outcome.reviews)
+        if outcome.retry is not None:  # some items' own calls failed: keep just those
+            reason = outcome.retry_reason or "a model call failed"
+            self.failed(job, reason, remaining=outcome.retry.model_dump(mode="json"))
+        else:
+            self.queue.finished(job)
+            self.conversation.save()
+        self.telling.reading_landed(outcome, change_line(self.store, steps, undo_hint=not self.turn.closing))
+
+    def failed(self, job: ExtractionJob, reason: str, remaining: dict | None = None) -> None:
+        """Keep the reading's messages (or only its ``remaining`` items) for the next
+        start, unless it has failed too often; say so at the next prompt."""
+        with self.lock:
+            self.turn.extraction_failures += 1
+            self.turn.extraction_error = f"{self.conversation.clock().strftime('%H:%M')} {reason}"
+            gave_up = self.queue.failed(job, remaining)
+        self.conversation.save()
+        reason = reason.strip().rstrip(".")  # it sits inside brackets: no "failure.)."
+        said = quoted(job.text, 60, end="")
+        if job.earlier:  # a batch: every message of it is kept, not only the last
+            said = f"{len(job.messages)} messages ending with {said}"
+        if gave_up:
+            note = (
+                f"Gave up reading memories from {said} after {MAX_EXTRACTION_ATTEMPTS} "
+                f"failures ({reason}). Use 'remember <text>' to keep something by hand."
+            )
+        else:
+            note = (
+                f"Could not save memories from {said} yet ({reason}). "
+                "Memora will try again after 'reindex' or at the next start."
+            )
+        self.telling.note_unsaved(note)
+
+
+__all__ = ["Reader"]

@@ -1,0 +1,179 @@
+"""The parts of a turn before the request: opening the stores it reads, and what it recalls.
+
+``Memora.chat`` calls these in order: ``recall`` (memories and knowledge notes
+for the message, with the embedding tokens it spent) and ``compose`` (the
+background the reply is built with). ``open_store`` and ``conversation_memory``
+build what a session reads from, once, at its start.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+from context_builder import DIGEST_SECTIONS, MistakeNote, build_background_messages, build_user_digest
+from long_term_memory import LongTermMemoryStore
+from memora.app.extraction import PreparedExtraction
+from memora.app.knowledge import KnowledgeBase
+from memora.app.proactive import pick_follow_up
+from memora.engine.config import Settings
+from memora.engine.embeddings import Embedder, embedder_for_store
+from memora.engine.errors import ConfigError
+from memora.engine.ledger import LedgerStore, Mistake, correction_excerpt, relevant
+from memora.engine.prompts import SYSTEM_PROMPT
+from memora.engine.records import MemorySearchResult
+from memora.engine.retrieval import retrieve_relevant_memories
+from memory import ContextBudget, ConversationMemory
+from user_profile import UserProfileStore
+
+MEMORIES_PER_TURN = 5
+# A few mistakes in the background: enough to watch for the ones this message
+# may repeat, few enough that the section stays short. Two, not three: each
+# line quotes the learner's sentence twice (about 60 tokens), and the third cost
+# 0.45% of the full-history baseline on bench/tokens_per_turn.py for a mistake
+# that is, by construction, the least relevant to the message.
+MISTAKES_PER_TURN = 2
+# What makes a remembered plan an exam the review prepares for (ledger.EXAM_DAYS).
+_EXAM = re.compile(r"\b(exams?|tests?|ielts|toefl|toeic|gept|cambridge|interview)\b|考試|測驗|面試", re.IGNORECASE)
+
+
+@dataclass
+class Recalled:
+    """What one message recalls, and the embedding tokens recalling it cost."""
+
+    memories: list[MemorySearchResult] = field(default_factory=list)
+    knowledge: list = field(default_factory=list)
+    tokens: int = 0
+
+
+def recall(store: LongTermMemoryStore, knowledge: KnowledgeBase, text: str, now: datetime) -> Recalled:
+    """Memories and knowledge notes for ``text`` (one embedding serves both); raises
+    the store's embedding errors, which the turn answers without memories."""
+    embedded = store.embed([text])
+    vector = embedded.vectors[0]
+    memories, _ = retrieve_relevant_memories(store, text, n_results=MEMORIES_PER_TURN, vector=vector, now=now)
+    return Recalled(memories, knowledge.search(vector), embedded.tokens)
+
+
+def compose(
+    recalled: Recalled,
+    *,
+    text: str,
+    now: datetime,
+    early: PreparedExtraction | None,
+    store: LongTermMemoryStore,
+    profiles: UserProfileStore,
+    ledger: LedgerStore,
+    counter,
+    settings: Settings,
+    role: str,
+):
+    """This turn's background: what a correction read early retracts is left out of it."""
+    wrong = {r.record.id for r in early.retractions} if early else set()
+    records = store.digest_candidates([key for key, _ in DIGEST_SECTIONS])
+    digest = tuple(item for item in build_user_digest(records, counter=counter, now=now) if item.memory_id not in wrong)
+    in_digest = {item.text for item in digest}
+    memories = [m for m in recalled.memories if m.content not in in_digest and m.id not in wrong]  # said once is enough
+    mistakes = []
+    for entry in watched(ledger, text):
+        original, corrected = correction_excerpt(entry.latest.original, entry.latest.corrected)
+        mistakes.append(MistakeNote(original, corrected, entry.rule, entry.count))
+    return build_background_messages(
+        profiles.get(),
+        memories,
+        digest=digest,
+        hint=pick_follow_up(store.follow_up_candidates(now, settings.proactive_days), now, settings.proactive_days),
+        knowledge=recalled.knowledge,
+        now=now,
+        changes=[r.record.content for r in early.retractions] if early else (),
+        mistakes=mistakes,
+        role=role,
+    )
+
+
+def watched(ledger: LedgerStore, text: str) -> list[Mistake]:
+    """The tracked mistakes the background shows for ``text`` (and the reading asks about)."""
+    return relevant(ledger.all(), text, MISTAKES_PER_TURN)
+
+
+def next_exam(store: LongTermMemoryStore | None, today: date) -> tuple[date, str] | None:
+    """The learner's nearest remembered exam from today on: (its day, the memory's text).
+    A plan with a date whose words name an exam or a test. None before the store is open."""
+    if store is None:
+        return None
+    exams = [
+        (record.event_date, record.content)
+        for record in store.list(category="schedule")
+        if record.event_date is not None and record.event_date >= today and _EXAM.search(record.content)
+    ]
+    return min(exams, default=None)
+
+
+def practice_facts(store: LongTermMemoryStore) -> list[str]:
+    """What a fresh practice sentence may be about: the learner's current facts
+    about who they are, what they do and plan, newest first."""
+    facts = []
+    for category in ("identity", "schedule", "hobby", "habit", "preference"):
+        facts.extend(r.content for r in store.list(category=category, limit=3))
+    return facts
+
+
+def conversation_memory(settings: Settings, counter, summarize) -> ConversationMemory:
+    try:
+        return ConversationMemory(
+            counter=counter,
+            instructions=SYSTEM_PROMPT,
+            budget=ContextBudget(
+                total=settings.token_budget,
+                recent=settings.recent_tokens,
+                summary=settings.summary_tokens,
+                background=settings.background_tokens,
+            ),
+            summarizer=summarize,
+        )
+    except ValueError as error:  # checked up front, before any work
+        raise ConfigError(
+            f"Token budget settings do not fit together: {error} (see README, 'Configuration')."
+        ) from None
+
+
+def settle_embedding_model(
+    store: LongTermMemoryStore, configured: Embedder, client_factory, counter, notify: Callable[[str], None]
+) -> Embedder | None:
+    """The store was built with another embedding model than the configured one.
+    Its own model is kept when it can run here, so search goes on working, and
+    'reindex' switches to the configured one; otherwise search is off and one
+    line says what the store's model needs. Never a silent switch. Returns the
+    store's own model when kept."""
+    built_with = store.mismatch
+    kept, needs = embedder_for_store(built_with, client_factory=client_factory, counter=counter)
+    if kept is None:
+        notify(
+            f"Your memories were embedded with {built_with}, which {needs}; memory search is off until then, "
+            f"or until you type 'reindex' to re-embed them with {configured.name}."
+        )
+        return None
+    store.use_embedder(kept)
+    keep_for_good = built_with.partition(":")[2]
+    notify(
+        f"Your memories were embedded with {built_with}; Memora is set to {configured.name} now, and keeps "
+        f"using {built_with} so memory search works: type 'reindex' to re-embed them with "
+        f"{configured.name}, or set MEMORA_EMBEDDING_MODEL={keep_for_good} to keep it for good."
+    )
+    return kept
+
+
+__all__ = [
+    "MEMORIES_PER_TURN",
+    "MISTAKES_PER_TURN",
+    "Recalled",
+    "compose",
+    "conversation_memory",
+    "next_exam",
+    "practice_facts",
+    "recall",
+    "settle_embedding_model",
+    "watched",
+]

@@ -1,0 +1,94 @@
+"""The store seam: every embedding token is counted, on the thread that spent it, and
+the app reaches the store only through its own methods (MemoryIndex)."""
+
+from __future__ import annotations
+
+import ast
+
+from conftest import ROOT
+from helpers.scripts import extraction, fact
+
+from memora.engine.index import MemoryIndex
+
+
+def _tokens_sent(server) -> int:
+    """What the stand-in billed for every embeddings request (its usage: words of the input)."""
+    total = 0
+    for request in server.of_kind("embeddings"):
+        inputs = request.body["input"]
+        total += sum(len(str(text).split()) for text in ([inputs] if isinstance(inputs, str) else inputs))
+    return total
+
+
+def test_every_embedding_token_is_counted_whichever_thread_spent_it(make_settings, server, clock):
+    from helpers.openai_route import openai_http_client
+
+    from memora.app.assistant import Memora
+
+    http = openai_http_client(server.base_url)
+    app = Memora.from_settings(make_settings(base_url=None), clock=clock, notify=lambda m: None, http_client=http)
+    try:
+        app.store.add("The learner collects stamps.")  # the store's own embedding ('remember')
+        server.script("extraction", extraction(fact("The learner plays the cello in an orchestra.", "hobby")))
+        # the turn's query and the knowledge notes on this thread; the new fact on the worker's
+        app.chat("I play the cello in an orchestra, and I collect stamps.", on_delta=lambda _: None)
+        assert app.wait_for_extraction(10)
+        inputs = [r.body["input"] for r in server.of_kind("embeddings")]
+        assert ["The learner plays the cello in an orchestra."] in inputs  # extraction embedded its fact
+        assert _tokens_sent(server) > 0
+        assert app.memory.usage.embeddings == _tokens_sent(server)
+        assert f'"embeddings": {_tokens_sent(server)}' in app.paths.session.read_text()  # and kept
+    finally:
+        app.close()
+        http.close()
+
+
+def test_the_store_is_a_memory_index(make_app):
+    """Everything retrieval and extraction call is declared by the protocol, and the store has it."""
+    store = make_app().store
+    declared = {n for n in vars(MemoryIndex) if not n.startswith("_")} | set(MemoryIndex.__annotations__)
+    assert {"embed", "lexical_candidates", "score_candidates", "record_of", "find_exact"} <= declared
+    assert [name for name in sorted(declared) if not hasattr(store, name)] == []
+    for path in (ROOT / "memora" / "engine" / "retrieval.py", ROOT / "memora" / "app" / "extraction.py"):
+        used = {
+            chain.split("store.", 1)[1].split(".")[0]
+            for chain, _ in _attribute_chains(path)
+            if chain.startswith(("store.", "self.store."))
+        }
+        assert used <= declared, (path.name, used - declared)
+
+
+def _attribute_chains(path) -> list[tuple[str, int]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute):
+            found.append((ast.unparse(node), node.lineno))
+    return found
+
+
+def test_the_app_reaches_the_store_only_through_its_methods():
+    app_files = [*sorted((ROOT / "memora" / "app").glob("*.py")), ROOT / "chatbot.py"]
+    reaching = [
+        f"{path.name}:{line} {chain}"
+        for path in app_files
+        for chain, line in _attribute_chains(path)
+        if chain.endswith(".catalog") and "store" in chain
+    ]
+    assert reaching == []
+    retrieval = (ROOT / "memora" / "engine" / "retrieval.py").read_text(encoding="utf-8")
+    assert "getattr(store" not in retrieval and "store.catalog" not in retrieval
+
+
+def test_the_conversation_is_changed_only_by_its_own_methods():
+    """No module writes ConversationMemory's fields from outside (memory.py)."""
+    fields = {"messages", "summary", "last_request", "usage"}
+    writes = []
+    for path in [*sorted((ROOT / "memora").rglob("*.py")), ROOT / "chatbot.py"]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            for target in targets:
+                while isinstance(target, ast.Subscript):
+                    target = target.value
+                if isinstance(target, ast.Attribute) and target.attr in fields and "memory" in ast.unparse(target):
+                    writes.append(f"{path.name}:{node.lineno} {ast.unparse(target)}")
+    assert writes == []
