@@ -263,6 +263,11 @@ def _yes_or_no(line: str) -> bool | None:
     return True if word in YES else False if word in NO else None
 
 
+def _listed(parts: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
 CONFIRM_WORD = "DELETE"
 _MISTAKE_ID = re.compile(r"m[0-9a-f]{1,5}")
 STATUS_ORDER = {"active": 0, "improving": 1, "mastered": 2}
@@ -561,108 +566,126 @@ class CommandRouter:
         raise self.usage("memory")
 
     def cmd_forget(self, args: str) -> None:
-        from memora.app.erasure import (
-            ask_about_exports,
-            erase_notice,
-            exports_holding,
-            forget_everywhere,
-            learner_exports,
-        )
-
         if not args:
             raise self.usage("forget")
-        store = self.app.store
         if args.lower() == "all":
-            count = store.count(include_superseded=True)
-            mistakes = self.app.ledger.count()
-            unread = self.app.unread_messages()  # said, not read yet (here or in another terminal)
-            turns = len(self.app.memory.messages) // 2
-            if count == 0 and mistakes == 0 and unread == 0 and turns == 0:
-                self.console.say("There are no memories to delete.")
-                return
-            parts = [f"all {counted(count, 'memory', 'memories')}" if count != 1 else "the 1 memory"]
-            if mistakes:
-                parts.append(counted(mistakes, "mistake"))
-            if unread:
-                parts.append(f"{counted(unread, 'message')} not read for memories yet")
-            if turns:
-                parts.append("this conversation")
-            listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-            if self._confirm(
-                f"This deletes {listed} of {self.app.settings.user}. Type {CONFIRM_WORD} to confirm: ",
-                CONFIRM_WORD,
-            ):
-                self.app.drop_unread_messages()  # and the conversation; no wait for a reading under way
-                texts = [r.content for r in store.all_records()]
-                exports = ask_about_exports(self.console, learner_exports(self.app, self.app.settings.user))
-                deleted = store.delete_all()
-                forgotten = self.app.ledger.clear()
-                self.app.activity.clear()
-                self.app.drop_changes()
-                forget_everywhere(self.app, texts, self.console)
-                for path in exports:
-                    path.unlink(missing_ok=True)
-                parts = [counted(deleted, "memory", "memories")] + (
-                    [counted(forgotten, "mistake")] if forgotten else []
-                )
-                if unread:
-                    parts.append(counted(unread, "unread message"))
-                if turns:
-                    parts.append("the conversation")
-                if exports:
-                    parts.append(counted(len(exports), "export file"))
-                listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-                self.console.say(f"Deleted {listed}.")
-                erase_notice(self.console, store)
+            self._forget_all()
             return
         words = args.split()
         if words[0].lower() == "user":
             if len(words) != 2:
                 raise self.usage("forget")
-            from memora.app.users import delete_user
-            from memora.engine.config import validate_user_name
-
-            name = validate_user_name(words[1])
-            from memora.app.users import has_data
-
-            if not has_data(self.app, name):
-                raise CommandError(f"There is no learner named '{name}' here (see 'users'); nothing was deleted.")
-            if self._confirm(
-                f"This deletes the profile, session, memories, mistakes and activity log of '{name}'. "
-                "Type the name to confirm: ",
-                name,
-            ):
-                exports = learner_exports(self.app, name)
-                remove = ask_about_exports(self.console, exports)
-                if name == self.app.settings.user:
-                    self.app.drop_changes()
-                summary = delete_user(self.app, name, remove_exports=bool(remove) or not exports)
-                self.console.say(summary)
-                if name == self.app.settings.user:
-                    erase_notice(self.console, store)
-                    raise ExitRequested
+            self._forget_user(words[1])
             return
         if len(words) != 1:
             raise self.usage("forget")
-        self._require_id_shape("forget", words[0])
+        self._forget_memory(words[0])
+
+    def _forget_all(self) -> None:
+        """``forget all``: says what there is to delete, asks, then deletes it."""
+        count = self.app.store.count(include_superseded=True)
+        mistakes = self.app.ledger.count()
+        unread = self.app.unread_messages()  # said, not read yet (here or in another terminal)
+        turns = len(self.app.memory.messages) // 2
+        if count == 0 and mistakes == 0 and unread == 0 and turns == 0:
+            self.console.say("There are no memories to delete.")
+            return
+        parts = [f"all {counted(count, 'memory', 'memories')}" if count != 1 else "the 1 memory"]
+        if mistakes:
+            parts.append(counted(mistakes, "mistake"))
+        if unread:
+            parts.append(f"{counted(unread, 'message')} not read for memories yet")
+        if turns:
+            parts.append("this conversation")
+        if self._confirm(
+            f"This deletes {_listed(parts)} of {self.app.settings.user}. Type {CONFIRM_WORD} to confirm: ",
+            CONFIRM_WORD,
+        ):
+            self._erase_all(unread, turns)
+
+    def _erase_all(self, unread: int, turns: int) -> None:
+        """The deletion ``forget all`` confirmed, and what was deleted."""
+        from memora.app.erasure import ask_about_exports, erase_notice, forget_everywhere, learner_exports
+
+        store = self.app.store
+        self.app.drop_unread_messages()  # and the conversation; no wait for a reading under way
+        texts = [r.content for r in store.all_records()]
+        exports = ask_about_exports(self.console, learner_exports(self.app, self.app.settings.user))
+        deleted = store.delete_all()
+        forgotten = self.app.ledger.clear()
+        self.app.activity.clear()
+        self.app.drop_changes()
+        forget_everywhere(self.app, texts, self.console)
+        for export in exports:
+            export.unlink(missing_ok=True)
+        parts = [counted(deleted, "memory", "memories")] + ([counted(forgotten, "mistake")] if forgotten else [])
+        if unread:
+            parts.append(counted(unread, "unread message"))
+        if turns:
+            parts.append("the conversation")
+        if exports:
+            parts.append(counted(len(exports), "export file"))
+        self.console.say(f"Deleted {_listed(parts)}.")
+        erase_notice(self.console, store)
+
+    def _forget_user(self, word: str) -> None:
+        """``forget user <name>``: every file of one learner; forgetting the
+        current learner ends the session."""
+        from memora.app.erasure import ask_about_exports, erase_notice, learner_exports
+        from memora.app.users import delete_user, has_data
+        from memora.engine.config import validate_user_name
+
+        name = validate_user_name(word)
+        if not has_data(self.app, name):
+            raise CommandError(f"There is no learner named '{name}' here (see 'users'); nothing was deleted.")
+        if not self._confirm(
+            f"This deletes the profile, session, memories, mistakes and activity log of '{name}'. "
+            "Type the name to confirm: ",
+            name,
+        ):
+            return
+        exports = learner_exports(self.app, name)
+        remove = ask_about_exports(self.console, exports)
+        if name == self.app.settings.user:
+            self.app.drop_changes()
+        summary = delete_user(self.app, name, remove_exports=bool(remove) or not exports)
+        self.console.say(summary)
+        if name == self.app.settings.user:
+            erase_notice(self.console, self.app.store)
+            raise ExitRequested
+
+    def _forget_memory(self, memory_id: str) -> None:
+        """``forget <id>``: the memory and its earlier versions."""
+        from memora.app.erasure import erase_notice, forget_everywhere
+
+        self._require_id_shape("forget", memory_id)
+        store = self.app.store
         # No wait for readings under way or held messages: a reading of a message said
         # before now cannot bring the forgotten text back (the store's deletion record).
-        chain = store.history(words[0])
-        deleted = store.delete(words[0])
+        chain = store.history(memory_id)
+        deleted = store.delete(memory_id)
         self.app.drop_changes(deleted)
         texts = [r.content for r in chain if r.id in deleted]
         forget_everywhere(self.app, texts, self.console)
         extra = f" (and {counted(len(deleted) - 1, 'earlier version')})" if len(deleted) > 1 else ""
-        self.console.say(f"Forgot {deleted[-1] if len(deleted) == 1 else words[0]}{extra}.")
+        self.console.say(f"Forgot {deleted[-1] if len(deleted) == 1 else memory_id}{extra}.")
         erase_notice(self.console, store)
+        self._point_at_exports_holding(texts)
+
+    def _point_at_exports_holding(self, texts: list[str]) -> None:
+        """A forgotten text may still sit in an export file: name the files (the
+        learner decides whether to delete them)."""
+        from memora.app.erasure import exports_holding, learner_exports
+
         holding = exports_holding(learner_exports(self.app, self.app.settings.user), texts)
-        if holding:
-            names = ", ".join(p.name for p in holding[:3]) + (" ..." if len(holding) > 3 else "")
-            self.console.notice(
-                f"{counted(len(holding), 'export file')} in your data folder "
-                f"still hold{'s' if len(holding) == 1 else ''} it "
-                f"({names}); delete {'them' if len(holding) != 1 else 'it'} if you want it gone everywhere."
-            )
+        if not holding:
+            return
+        names = ", ".join(p.name for p in holding[:3]) + (" ..." if len(holding) > 3 else "")
+        self.console.notice(
+            f"{counted(len(holding), 'export file')} in your data folder "
+            f"still hold{'s' if len(holding) == 1 else ''} it "
+            f"({names}); delete {'them' if len(holding) != 1 else 'it'} if you want it gone everywhere."
+        )
 
     def _require_id_shape(self, name: str, word: str) -> None:
         if not MEMORY_ID.fullmatch(word):

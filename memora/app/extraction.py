@@ -89,7 +89,7 @@ from memora.engine.prompts import (
     RECONCILE_PROMPT,
 )
 from memora.engine.records import CATEGORIES, MAX_MEMORY_CHARS, STATUS_SUPERSEDED, MemoryRecord
-from memora.engine.retrieval import rank
+from memora.engine.retrieval import Ranked, rank
 from memora.engine.slots import slot_cues, slots_of
 from memora.engine.text_utils import clean_text, normalized_key, quoted, shorten
 from memora.engine.timeutil import now_anchor, resolve_event_date, to_aware
@@ -487,6 +487,25 @@ def _when(moment: datetime | None, days: set) -> str:
     return f" ({label})"
 
 
+def _merged_text(plan: PlannedFact, decision: MemoryDecision) -> str:
+    """An UPDATE's merged text, or the learner's fact as said when the merged text is unusable."""
+    merged = clean_text(decision.text or "")
+    return plan.text if not merged or len(merged) > MAX_MEMORY_CHARS else merged
+
+
+def _by_source(
+    ranked: list[Ranked], dense_ids: set[str], scored: dict[str, tuple], pools: list[list[str]]
+) -> list[list[Ranked]]:
+    """The ranked candidates of each source, best first: the dense search, the
+    lexical one (those with a word in common), then each pool in turn."""
+    pool_sets = [set(pool) for pool in pools]
+    return [
+        [r for r in ranked if r.id in dense_ids],
+        [r for r in ranked if scored[r.id][1] > 0],
+        *[[r for r in ranked if r.id in pool] for pool in pool_sets],
+    ]
+
+
 def _newer(record: MemoryRecord, said_at: datetime) -> bool:
     """Whether the memory was said (or edited) after ``said_at``."""
     return _before(said_at, record.created_at)
@@ -760,10 +779,28 @@ class Extractor:
         the facts before it are stored and decided on its own, as one at a time.
         Returns True when the learner was deleted meanwhile."""
         vectors: dict[str, list[float]] = {}  # a fact planned again is not embedded again
+        plans = self._plan_facts(facts, job, outcome, again, vectors)
+        if plans is None:
+            return True
+        # In the order they were said: of two facts about one thing, the later one is applied last and holds.
+        plans.sort(key=lambda p: to_aware(p.said_at))
+        after_related, deciding = self._relations(plans)
+        plans, decisions = self._decide_shared(plans, deciding, outcome, again)
+        return self._apply_plans(plans, decisions, after_related, job, outcome, vectors, again)
+
+    def _plan_facts(
+        self,
+        facts: list[ExtractedFact],
+        job: ExtractionJob,
+        outcome: ExtractionOutcome,
+        again: list,
+        vectors: dict[str, list[float]],
+    ) -> list[PlannedFact] | None:
+        """Each fact planned on its own (``_plan_fact``); None when the learner was deleted meanwhile."""
         plans: list[PlannedFact] = []
         for fact in facts:
             if self.cancelled:
-                return True
+                return None
             if outcome.full:  # nothing more can be added; the learner was told
                 outcome.skipped.append(Skipped("fact", shorten(fact.text, 60), "memory is full"))
                 continue
@@ -775,24 +812,47 @@ class Extractor:
                 again=again,
                 item=fact,
             )
-        # In the order they were said: of two facts about one thing, the later one is applied last and holds.
-        plans.sort(key=lambda p: to_aware(p.said_at))
+        return plans
+
+    def _relations(self, plans: list[PlannedFact]) -> tuple[dict[int, bool], list[PlannedFact]]:
+        """Which plans (by id) come after a related fact of the reading, and the plans
+        that need a decision: those with related memories or a related new fact."""
         pairs = {(a, b) for b in range(len(plans)) for a in range(b) if self._related(plans[a], plans[b])}
-        before = {id(p): any((a, n) in pairs for a in range(n)) for n, p in enumerate(plans)}
+        after_related = {id(p): any((a, n) in pairs for a in range(n)) for n, p in enumerate(plans)}
         related = {n for pair in pairs for n in pair}
         deciding = [p for n, p in enumerate(plans) if p.candidates or n in related]
-        decisions: dict[int, SharedDecision] = {}
-        if len(deciding) > 1 and not self.cancelled:
-            try:
-                decisions = self._decide_many(deciding)
-            except RETRYABLE_ERRORS as error:  # their own (shared) call failed: all kept to run again
-                log.warning("%d facts kept to retry: %s", len(deciding), error)
-                again.extend(p.fact for p in deciding)
-                outcome.retry_reason = str(error)
-                kept = {id(p) for p in deciding}
-                plans = [p for p in plans if id(p) not in kept]
-            except Exception:  # a bug: each fact gets its own call instead
-                log.exception("the shared decision failed; deciding each fact on its own")
+        return after_related, deciding
+
+    def _decide_shared(
+        self, plans: list[PlannedFact], deciding: list[PlannedFact], outcome: ExtractionOutcome, again: list
+    ) -> tuple[list[PlannedFact], dict[int, SharedDecision]]:
+        """One call for the facts that need a decision (when there are two or more):
+        the plans still to apply and the shared decisions by plan id."""
+        if len(deciding) <= 1 or self.cancelled:
+            return plans, {}
+        try:
+            return plans, self._decide_many(deciding)
+        except RETRYABLE_ERRORS as error:  # their own (shared) call failed: all kept to run again
+            log.warning("%d facts kept to retry: %s", len(deciding), error)
+            again.extend(p.fact for p in deciding)
+            outcome.retry_reason = str(error)
+            kept = {id(p) for p in deciding}
+            return [p for p in plans if id(p) not in kept], {}
+        except Exception:  # a bug: each fact gets its own call instead
+            log.exception("the shared decision failed; deciding each fact on its own")
+            return plans, {}
+
+    def _apply_plans(
+        self,
+        plans: list[PlannedFact],
+        decisions: dict[int, SharedDecision],
+        after_related: dict[int, bool],
+        job: ExtractionJob,
+        outcome: ExtractionOutcome,
+        vectors: dict[str, list[float]],
+        again: list,
+    ) -> bool:
+        """Each plan applied in order, each on its own; True when the learner was deleted meanwhile."""
         stored: dict[int, str] = {}  # plan -> the memory it left (added, changed or seen again)
         for plan in plans:
             if self.cancelled:
@@ -807,7 +867,7 @@ class Extractor:
                 outcome,
                 "fact",
                 plan.text,
-                lambda p=plan, d=shared: self._apply_one(p, d, job, outcome, vectors, stored, before[id(p)]),
+                lambda p=plan, d=shared: self._apply_one(p, d, job, outcome, vectors, stored, after_related[id(p)]),
                 again=again,
                 item=plan.fact,
                 fence=Fence(self.store.user_id, plan.generation, plan.message),
@@ -914,68 +974,82 @@ class Extractor:
         """Apply one planned fact: its decision from a shared call, else its own call.
         A shared decision naming a memory that changed since it was listed is not
         acted on: the fact is decided again, on its own, against the store as it is."""
-        store = self.store
-        text, candidates = plan.text, plan.candidates
         if shared is not None:
-            decision, named = shared.decision, shared.memory
-            self._not_forgotten(decision, named)
-            target = store.get(named) if named else None
-            if (named or shared.earlier is not None) and (target is None or not target.is_current):
-                plan = replace(plan, candidates=self.candidates(text, plan.vector, plan.category))
-                text, candidates, shared = plan.text, plan.candidates, None
-                repeat = self._repeat_of(text, candidates)
+            self._not_forgotten(shared.decision, shared.memory)
+            target = self.store.get(shared.memory) if shared.memory else None
+            if (shared.memory or shared.earlier is not None) and (target is None or not target.is_current):
+                plan = replace(plan, candidates=self.candidates(plan.text, plan.vector, plan.category))
+                shared = None
+                repeat = self._repeat_of(plan.text, plan.candidates)
                 if repeat is not None:  # the fact that changed it said this very thing
                     self._refresh(repeat.record.id, outcome)
                     return repeat.record.id
         if shared is None:
-            decision, target = self._decide(text, candidates, plan.said_at)
-            if decision.memory is not None and 1 <= decision.memory <= len(candidates):
-                self._not_forgotten(decision, candidates[decision.memory - 1].record.id)
+            decision, target = self._own_decision(plan)
+        else:
+            decision = shared.decision
+        return self._carry_out(plan, decision, target, outcome)
+
+    def _own_decision(self, plan: PlannedFact) -> tuple[MemoryDecision, MemoryRecord | None]:
+        """The fact's own decision call, and the listed memory it names."""
+        decision, target = self._decide(plan.text, plan.candidates, plan.said_at)
+        if decision.memory is not None and 1 <= decision.memory <= len(plan.candidates):
+            self._not_forgotten(decision, plan.candidates[decision.memory - 1].record.id)
+        return decision, target
+
+    def _carry_out(
+        self, plan: PlannedFact, decision: MemoryDecision, target: MemoryRecord | None, outcome: ExtractionOutcome
+    ) -> str | None:
+        """Act on a decision: the memory the fact leaves (added, changed or seen
+        again), or None when it is old news."""
         if decision.action in ("UPDATE", "SUPERSEDE") and target is not None and _newer(target, plan.said_at):
             # Newer wins, by when it was said: a fact said before the memory it would
             # change (a held message read after an edit, an older message read later)
             # is old news, and never overturns it.
             outcome.skipped.append(
-                Skipped("fact", shorten(text, 60), f"said before memory {target.id[:6]}, which is newer")
+                Skipped("fact", shorten(plan.text, 60), f"said before memory {target.id[:6]}, which is newer")
             )
             return None
         if decision.action == "NOOP":
-            current = [c for c in candidates if (r := store.get(c.record.id)) is not None and r.is_current]
-            known = target or (min(current, key=lambda c: c.distance).record if current else None)
+            known = self._still_saying(plan, target)
             if known is not None:  # "already stored": only ever a memory that still says it
                 self._refresh(known.id, outcome)
                 return known.id
         if decision.action == "UPDATE" and target is not None:
-            merged = clean_text(decision.text or "")
-            if not merged or len(merged) > MAX_MEMORY_CHARS:
-                merged = text  # an unusable merged text: keep the learner's fact as said
-            new = store.supersede(
-                target.id,
-                merged,
-                reason="update",
-                memory_type=plan.memory_type,
-                category=plan.category,
-                event_date=plan.event_date,
-                said_at=plan.said_at,
-            )
+            new = self._supersede(plan, target, _merged_text(plan, decision), "update")
             outcome.updated.append((target.id, new.id))
             return new.id
         if decision.action == "SUPERSEDE" and target is not None:
-            new = store.supersede(
-                target.id,
-                text,
-                reason="contradiction",
-                memory_type=plan.memory_type,
-                category=plan.category,
-                event_date=plan.event_date,
-                vector=plan.vector,
-                said_at=plan.said_at,
-            )
+            # The new fact contradicts the memory: stored as said, with the vector it was planned with.
+            new = self._supersede(plan, target, plan.text, "contradiction", vector=plan.vector)
             outcome.superseded.append((target.id, new.id))
             return new.id
         # ADD, or an UPDATE/SUPERSEDE naming no current listed memory: adding never hides a true fact.
-        added = store.add(
+        return self._add(plan, outcome)
+
+    def _still_saying(self, plan: PlannedFact, target: MemoryRecord | None) -> MemoryRecord | None:
+        """The memory a NOOP means: the one it names, else the nearest listed memory still current."""
+        current = [c for c in plan.candidates if (r := self.store.get(c.record.id)) is not None and r.is_current]
+        return target or (min(current, key=lambda c: c.distance).record if current else None)
+
+    def _supersede(
+        self, plan: PlannedFact, target: MemoryRecord, text: str, reason: str, vector: list[float] | None = None
+    ) -> MemoryRecord | None:
+        """``target`` replaced by ``text``, with the fact's type, category, date and time said."""
+        return self.store.supersede(
+            target.id,
             text,
+            reason=reason,
+            memory_type=plan.memory_type,
+            category=plan.category,
+            event_date=plan.event_date,
+            vector=vector,
+            said_at=plan.said_at,
+        )
+
+    def _add(self, plan: PlannedFact, outcome: ExtractionOutcome) -> str:
+        added = self.store.add(
+            plan.text,
             memory_type=plan.memory_type,
             category=plan.category,
             created_at=plan.said_at,
@@ -1082,6 +1156,26 @@ class Extractor:
         """The current memories a decision about ``text`` must see (see DECISION_CANDIDATE_TOKENS)."""
         store = self.store
         dense = [(i, d) for i, d in store.dense_candidates(vector, DECISION_DENSE) if d <= store.related_distance]
+        same_category, remembered, same_slot = self._pools(text, category)
+        words = [t for t in lexical.query_terms(text) if t not in _SUBJECT_TERMS]
+        scored, vectors = store.decision_candidates(
+            words, DECISION_LEXICAL, [i for i, _ in dense] + same_category + remembered + same_slot
+        )
+        if not scored:
+            return []
+        dense_ids = {i for i, _ in dense}
+        missing = [i for i in scored if i not in dense_ids and i not in vectors]
+        vectors.update(store.stored_vectors(missing))
+        now = store.clock()
+        ranked = rank(vector, [(i, d) for i, d in dense if i in scored], scored, vectors, now=now)
+        sources = _by_source(ranked, dense_ids, scored, [same_slot, same_category, remembered])
+        records = store.get_many(r.id for r in ranked)
+        return self._in_turns(sources, records, now)
+
+    def _pools(self, text: str, category: str | None) -> tuple[list[str], list[str], list[str]]:
+        """Ids of the memories a decision sees whatever their distance: the same
+        category, the ``remember``ed ones, and the same slot."""
+        store = self.store
         same_category = (
             [r.id for r in store.listed(category=category, limit=DECISION_SAME_CATEGORY)]
             if category and category != "other"  # "other" is a catch-all, not a shared subject
@@ -1100,30 +1194,18 @@ class Extractor:
             if slots
             else []
         )
-        words = [t for t in lexical.query_terms(text) if t not in _SUBJECT_TERMS]
-        scored, vectors = store.decision_candidates(
-            words, DECISION_LEXICAL, [i for i, _ in dense] + same_category + remembered + same_slot
-        )
-        if not scored:
-            return []
-        dense_ids = {i for i, _ in dense}
-        missing = [i for i in scored if i not in dense_ids and i not in vectors]
-        vectors.update(store.stored_vectors(missing))
-        now = store.clock()
-        ranked = rank(vector, [(i, d) for i, d in dense if i in scored], scored, vectors, now=now)
-        pools = [set(same_slot), set(same_category), set(remembered)]
-        sources = [
-            [r for r in ranked if r.id in dense_ids],
-            [r for r in ranked if scored[r.id][1] > 0],
-            *[[r for r in ranked if r.id in pool] for pool in pools],
-        ]
-        records = store.get_many(r.id for r in ranked)
+        return same_category, remembered, same_slot
+
+    def _in_turns(
+        self, sources: list[list[Ranked]], records: dict[str, MemoryRecord], now: datetime
+    ) -> list[Candidate]:
+        """The listed candidates, within DECISION_CANDIDATE_TOKENS. Each source's turn
+        brings its best memory not yet listed: a pool whose best memories another
+        source already listed must not lose its turns, or a small pool (one
+        remembered fact) is crowded out by a large one."""
         chosen: list[Candidate] = []
         seen: set[str] = set()
         budget = DECISION_CANDIDATE_TOKENS
-        # Each source's turn brings its best memory not yet listed: a pool whose
-        # best memories another source already listed must not lose its turns,
-        # or a small pool (one remembered fact) is crowded out by a large one.
         queues = [iter(source) for source in sources]
         while queues and budget > 0:
             for pool in list(queues):

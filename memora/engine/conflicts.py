@@ -391,47 +391,85 @@ def _replaced(wa: Words, wb: Words, one_slot: bool = False) -> str | None:
     """A word or two replaced in a shared sentence ("Taipei" / "Tainan"), a word in
     another form ("a cat" / "cats", "can speak" / "speaks"), or a be-form, auxiliary
     or modal on one side only ("is bullied" / "bullied")."""
-    ua, ub = wa.units, wb.units
-    matcher = SequenceMatcher(None, ua, ub, autojunk=False)
-    shared = _shared(_heavy(ua), _heavy(ub))
-    possessive = False
-    # One value replaced: facts that differ in two places ("fishing on weekends" / "guitar
-    # on holiday") are two facts, not one fact changed.
-    changes = [
-        (op, i1, i2, j1, j2)
-        for op, i1, i2, j1, j2 in matcher.get_opcodes()
-        if op != "equal" and not set(ua[i1:i2] + ub[j1:j2]) <= _LIGHT | _FUNCTION
-    ]
-    single = len(changes) <= 1
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op != "replace" or i2 - i1 > MAX_REPLACED or j2 - j1 > MAX_REPLACED:
+    opcodes = SequenceMatcher(None, wa.units, wb.units, autojunk=False).get_opcodes()
+    shared = _shared(_heavy(wa.units), _heavy(wb.units))
+    replaced = _word_replaced(wa, wb, opcodes, shared, one_slot)
+    if replaced is not None:
+        return replaced
+    if shared < SHARED_FOR_SIGNAL:
+        return None
+    return _function_word_on_one_side(wa, wb, opcodes)
+
+
+_Opcode = tuple[str, int, int, int, int]
+
+
+def _short_replacements(wa: Words, wb: Words, opcodes: list[_Opcode]):
+    """The blocks of at most ``MAX_REPLACED`` units replaced by others: (opcode, the
+    units on the left, the units on the right)."""
+    for opcode in opcodes:
+        op, i1, i2, j1, j2 = opcode
+        if op == "replace" and i2 - i1 <= MAX_REPLACED and j2 - j1 <= MAX_REPLACED:
+            yield opcode, set(wa.units[i1:i2]), set(wb.units[j1:j2])
+
+
+def _possessive(left: set[str], right: set[str]) -> bool:
+    """ "has an exam" / "the learner's exam" (and the "is" that comes with it)."""
+    return (left <= _LIGHT and right <= _LIGHT | _POSSESSION) or (right <= _LIGHT and left <= _LIGHT | _POSSESSION)
+
+
+def _word_replaced(wa: Words, wb: Words, opcodes: list[_Opcode], shared: float, one_slot: bool) -> str | None:
+    """The first short replaced block that changes what the fact says, quoted."""
+    single = _changed_in_one_place(wa, wb, opcodes)
+    for opcode, left, right in _short_replacements(wa, wb, opcodes):
+        if _possessive(left, right) or _two_people(left, right):
             continue
-        left, right = set(ua[i1:i2]), set(ub[j1:j2])
-        if (left <= _LIGHT and right <= _LIGHT | _POSSESSION) or (right <= _LIGHT and left <= _LIGHT | _POSSESSION):
-            possessive = True  # "has an exam" / "the learner's exam" (and the "is" that comes with it)
-            continue
-        if {_stem(u) for u in left} & _KIN and {_stem(u) for u in right} & _KIN:
-            continue  # "mother" / "father is a teacher": two people, both may be true
+        _, i1, i2, j1, j2 = opcode
         reworded = any(_same_word(x, y) for x in left for y in right)
         modal = left <= _FUNCTION and right <= _FUNCTION and shared >= SHARED_FOR_SIGNAL
-        # Another value where a fact holds one ("lives in Taipei" / "Tainan", "exam in March" /
-        # "May", "prefers British" / "American"), not another of many ("enjoys tennis" / "chess").
-        one_value = (
-            one_slot
-            or _value(wa, i1, i2)
-            or _value(wb, j1, j2)
-            or bool(ONE_VALUE & {_stem(u) for u in ua} & {_stem(u) for u in ub})
-        )
         if (
-            (shared >= SHARED_FOR_REPLACE and one_value and single)
+            (shared >= SHARED_FOR_REPLACE and single and _one_value(wa, wb, opcode, one_slot))
             or modal
             or (reworded and shared >= SHARED_FOR_SIGNAL - 0.2)
         ):
             return f"{_quote(wa.shown[i1:i2])} vs {_quote(wb.shown[j1:j2])}"
-    if shared < SHARED_FOR_SIGNAL:
-        return None
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        changed = ua[i1:i2] + ub[j1:j2]
+    return None
+
+
+def _changed_in_one_place(wa: Words, wb: Words, opcodes: list[_Opcode]) -> bool:
+    """One value replaced: facts that differ in two places ("fishing on weekends" /
+    "guitar on holiday") are two facts, not one fact changed."""
+    changes = [
+        (op, i1, i2, j1, j2)
+        for op, i1, i2, j1, j2 in opcodes
+        if op != "equal" and not set(wa.units[i1:i2] + wb.units[j1:j2]) <= _LIGHT | _FUNCTION
+    ]
+    return len(changes) <= 1
+
+
+def _two_people(left: set[str], right: set[str]) -> bool:
+    """ "mother" / "father is a teacher": two people, both may be true."""
+    return bool({_stem(u) for u in left} & _KIN and {_stem(u) for u in right} & _KIN)
+
+
+def _one_value(wa: Words, wb: Words, opcode: _Opcode, one_slot: bool) -> bool:
+    """Another value where a fact holds one ("lives in Taipei" / "Tainan", "exam in March" /
+    "May", "prefers British" / "American"), not another of many ("enjoys tennis" / "chess")."""
+    _, i1, i2, j1, j2 = opcode
+    return (
+        one_slot
+        or _value(wa, i1, i2)
+        or _value(wb, j1, j2)
+        or bool(ONE_VALUE & {_stem(u) for u in wa.units} & {_stem(u) for u in wb.units})
+    )
+
+
+def _function_word_on_one_side(wa: Words, wb: Words, opcodes: list[_Opcode]) -> str | None:
+    """A be-form, auxiliary or modal added or dropped ("is bullied" / "bullied"); the
+    possession words of a possessive rewording do not count."""
+    possessive = any(_possessive(left, right) for _, left, right in _short_replacements(wa, wb, opcodes))
+    for op, i1, i2, j1, j2 in opcodes:
+        changed = wa.units[i1:i2] + wb.units[j1:j2]
         if possessive and set(changed) <= _POSSESSION:
             continue
         if op in ("insert", "delete") and changed and all(u in _FUNCTION for u in changed):

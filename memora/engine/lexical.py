@@ -143,48 +143,68 @@ _STEP4 = (
 )
 
 
-@lru_cache(maxsize=50_000)
-def porter_stem(word: str) -> str:
-    if len(word) <= 2 or not word.isascii() or not word.isalpha():
-        return word
-    # Step 1a: plurals
+def _step1a(word: str) -> str:
+    """Plurals: -sses and -ies lose -es, a lone -s goes (but not -ss)."""
     if word.endswith("sses") or word.endswith("ies"):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith("ss"):
-        word = word[:-1]
-    # Step 1b: -eed, -ed, -ing
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def _step1b(word: str) -> str:
+    """-eed becomes -ee when m > 0; -ed and -ing go when the stem has a vowel,
+    and the stem is then tidied (``_after_ed_ing``)."""
     if word.endswith("eed"):
-        if _measure(word[:-3]) > 0:
-            word = word[:-1]
-    else:
-        for suffix in ("ed", "ing"):
-            if word.endswith(suffix) and _has_vowel(word[: -len(suffix)]):
-                word = word[: -len(suffix)]
-                if word.endswith(("at", "bl", "iz")):
-                    word += "e"
-                elif _double_consonant(word) and word[-1] not in "lsz":
-                    word = word[:-1]
-                elif _measure(word) == 1 and _cvc(word):
-                    word += "e"
-                break
-    # Step 1c: y -> i
+        return word[:-1] if _measure(word[:-3]) > 0 else word
+    for suffix in ("ed", "ing"):
+        if word.endswith(suffix) and _has_vowel(word[: -len(suffix)]):
+            return _after_ed_ing(word[: -len(suffix)])
+    return word
+
+
+def _after_ed_ing(stem: str) -> str:
+    """Step 1b's clean-up: conflat(ed) -> conflate, hopp(ing) -> hop, fil(ing) -> file."""
+    if stem.endswith(("at", "bl", "iz")):
+        return stem + "e"
+    if _double_consonant(stem) and stem[-1] not in "lsz":
+        return stem[:-1]
+    if _measure(stem) == 1 and _cvc(stem):
+        return stem + "e"
+    return stem
+
+
+def _step1c(word: str) -> str:
+    """y -> i when the stem has a vowel (happy -> happi, sky stays)."""
     if word.endswith("y") and _has_vowel(word[:-1]):
-        word = word[:-1] + "i"
-    # Steps 2 and 3: double and single suffixes
-    for table in (_STEP2, _STEP3):
-        for suffix, replacement in table:
-            replaced = _replace(word, suffix, replacement, 0)
-            if replaced is not None:
-                word = replaced
-                break
-    # Step 4: drop a suffix when m > 1
+        return word[:-1] + "i"
+    return word
+
+
+def _first_suffix_swap(word: str, table: tuple[tuple[str, str], ...]) -> str:
+    """Steps 2 and 3: the first suffix of ``table`` the word ends with is swapped
+    for its replacement when m > 0; later rows are not tried."""
+    for suffix, replacement in table:
+        replaced = _replace(word, suffix, replacement, 0)
+        if replaced is not None:
+            return replaced
+    return word
+
+
+def _step4(word: str) -> str:
+    """Drop the first ``_STEP4`` suffix the word ends with when m > 1 (-ion only
+    after s or t)."""
     for suffix in _STEP4:
         if word.endswith(suffix):
             stem = word[: -len(suffix)]
             if _measure(stem) > 1 and (suffix != "ion" or stem.endswith(("s", "t"))):
-                word = stem
-            break
-    # Step 5: final -e and -ll
+                return stem
+            return word
+    return word
+
+
+def _step5(word: str) -> str:
+    """Final -e goes when m > 1 (or m == 1 and not cvc); -ll becomes -l when m > 1."""
     if word.endswith("e"):
         stem = word[:-1]
         if _measure(stem) > 1 or (_measure(stem) == 1 and not _cvc(stem)):
@@ -192,6 +212,15 @@ def porter_stem(word: str) -> str:
     if _measure(word) > 1 and _double_consonant(word) and word.endswith("l"):
         word = word[:-1]
     return word
+
+
+@lru_cache(maxsize=50_000)
+def porter_stem(word: str) -> str:
+    if len(word) <= 2 or not word.isascii() or not word.isalpha():
+        return word
+    word = _step1c(_step1b(_step1a(word)))
+    word = _first_suffix_swap(_first_suffix_swap(word, _STEP2), _STEP3)
+    return _step5(_step4(word))
 
 
 # -- terms ---------------------------------------------------------------------------------

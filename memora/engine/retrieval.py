@@ -159,7 +159,83 @@ def _near_years(today: date, make) -> list[tuple[date, date]]:
     return past[-1:] + future[:1]
 
 
-def date_windows(query: str, now: datetime) -> list[tuple[date, date]]:
+_Span = tuple[date, date]
+
+
+def _one_day(year: int, month: int, day: int) -> _Span:
+    return (date(year, month, day),) * 2
+
+
+# Readers of one matched date: the spans it names (a date said without a year
+# names its last and its next occurrence). ``today`` places those; an
+# impossible date raises ValueError and names nothing.
+def _iso_date(m: re.Match, today: date) -> list[_Span]:
+    return [_one_day(int(m[1]), int(m[2]), int(m[3]))]
+
+
+def _day_month_year(m: re.Match, today: date) -> list[_Span]:
+    return [_one_day(int(m[3]), _month_number(m[2]), int(m[1]))]
+
+
+def _month_day_year(m: re.Match, today: date) -> list[_Span]:
+    return [_one_day(int(m[3]), _month_number(m[1]), int(m[2]))]
+
+
+def _month_year(m: re.Match, today: date) -> list[_Span]:
+    return [_month_span(int(m[2]), _month_number(m[1]))]
+
+
+def _day_month(m: re.Match, today: date) -> list[_Span]:
+    month, day = _month_number(m[2]), int(m[1])
+    return _near_years(today, lambda year: _one_day(year, month, day))
+
+
+def _month_day(m: re.Match, today: date) -> list[_Span]:
+    month, day = _month_number(m[1]), int(m[2])
+    return _near_years(today, lambda year: _one_day(year, month, day))
+
+
+def _month_alone(m: re.Match, today: date) -> list[_Span]:
+    month = _month_number(m[1])
+    return _near_years(today, lambda year: _month_span(year, month))
+
+
+def _zh_full(m: re.Match, today: date) -> list[_Span]:
+    """2023年10月13日, or 2023年10月 for the whole month."""
+    month, day = _zh_number(m[2]), _zh_number(m[3]) if m[3] else None
+    if not month or not 1 <= month <= 12:
+        return []
+    return [_one_day(int(m[1]), month, day) if day else _month_span(int(m[1]), month)]
+
+
+def _zh_month_day(m: re.Match, today: date) -> list[_Span]:
+    month, day = _zh_number(m[1]), _zh_number(m[2])
+    if not month or not day:
+        return []
+    return _near_years(today, lambda year: _one_day(year, month, day))
+
+
+# (pattern, matched against the query as typed rather than lower-cased, reader).
+# Most specific first: text a rule has matched is taken, so "13 October 2023" is
+# one day and not also "13 October" of last and next year, or "October 2023".
+_DATE_RULES = (
+    (_ISO, False, _iso_date),
+    (_DAY_MONTH_YEAR, False, _day_month_year),
+    (_MONTH_DAY_YEAR, False, _month_day_year),
+    (_MONTH_YEAR, False, _month_year),
+    (_DAY_MONTH, False, _day_month),
+    (_MONTH_DAY, False, _month_day),
+    (_MONTH_ALONE, False, _month_alone),
+    (_ZH_FULL, True, _zh_full),
+    (_ZH_MONTH_DAY, True, _zh_month_day),
+)
+
+
+def _overlaps_taken(match: re.Match, taken: list[tuple[int, int]]) -> bool:
+    return any(match.start() < end and start < match.end() for start, end in taken)
+
+
+def date_windows(query: str, now: datetime) -> list[_Span]:
     """The periods a query names, as inclusive (first day, last day) pairs.
 
     Calendar dates in English and Chinese, with or without a year ("13 October
@@ -168,50 +244,17 @@ def date_windows(query: str, now: datetime) -> list[tuple[date, date]]:
     """
     text = query.lower()
     today = to_aware(now).date()
-    spans: list[tuple[date, date]] = []
+    spans: list[_Span] = []
     taken: list[tuple[int, int]] = []
-
-    def claim(match: re.Match) -> bool:
-        if any(match.start() < end and start < match.end() for start, end in taken):
-            return False
-        taken.append(match.span())
-        return True
-
-    def add(make) -> None:
-        try:
-            spans.append(make())
-        except ValueError:
-            pass
-
-    for m in _ISO.finditer(text):
-        if claim(m):
-            add(lambda: (date(int(m[1]), int(m[2]), int(m[3])),) * 2)
-    for pattern, day_group, month_group in ((_DAY_MONTH_YEAR, 1, 2), (_MONTH_DAY_YEAR, 2, 1)):
-        for m in pattern.finditer(text):
-            if claim(m):
-                add(lambda: (date(int(m[3]), _month_number(m[month_group]), int(m[day_group])),) * 2)
-    for m in _MONTH_YEAR.finditer(text):
-        if claim(m):
-            add(lambda: _month_span(int(m[2]), _month_number(m[1])))
-    for pattern, day_group, month_group in ((_DAY_MONTH, 1, 2), (_MONTH_DAY, 2, 1)):
-        for m in pattern.finditer(text):
-            if claim(m):
-                month, day = _month_number(m[month_group]), int(m[day_group])
-                spans += _near_years(today, lambda year: (date(year, month, day),) * 2)
-    for m in _MONTH_ALONE.finditer(text):
-        if claim(m):
-            month = _month_number(m[1])
-            spans += _near_years(today, lambda year: _month_span(year, month))
-    for m in _ZH_FULL.finditer(query):
-        if claim(m):
-            month, day = _zh_number(m[2]), _zh_number(m[3]) if m[3] else None
-            if month and 1 <= month <= 12:
-                add(lambda: (date(int(m[1]), month, day),) * 2 if day else _month_span(int(m[1]), month))
-    for m in _ZH_MONTH_DAY.finditer(query):
-        if claim(m):
-            month, day = _zh_number(m[1]), _zh_number(m[2])
-            if month and day:
-                spans += _near_years(today, lambda year: (date(year, month, day),) * 2)
+    for pattern, as_typed, read in _DATE_RULES:
+        for m in pattern.finditer(query if as_typed else text):
+            if _overlaps_taken(m, taken):
+                continue
+            taken.append(m.span())
+            try:
+                spans += read(m, today)
+            except ValueError:
+                pass
     if re.search(r"\byesterday\b", text) or "昨天" in query:
         spans.append((today - timedelta(days=1),) * 2)
     # Years far outside a life's records are not dates anyone means (and would overflow timestamps).
