@@ -4,4 +4,4 @@ design card's five modules (``chatbot``, ``memory``, ``long_term_memory``,
 ``user_profile``, ``context_builder``) stay at the repository root and sit
 between the two: they use the engine, and the app uses them."""
 
-__version__ = "0.13.0"
+__version__ = "0.14.0"
