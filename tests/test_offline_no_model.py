@@ -28,13 +28,13 @@ def _closed_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture
-def offline_without_model(monkeypatch, tmp_path):
-    """An empty home (no model files) and no network: each download is refused at once."""
-    # Chroma's model class fixes where it downloads to from HOME when it is first
-    # imported: import it under the real home, and point it at the empty one only
-    # while this test runs (monkeypatch puts it back), so a later test in the same
-    # process still finds the model.
+def _empty_home(monkeypatch, tmp_path) -> None:
+    """HOME is an empty folder (no model files) for this test only.
+
+    Chroma's model class fixes where it downloads to from HOME when it is first
+    imported: import it under the real home, and point it at the empty one only
+    while the test runs (monkeypatch puts it back), so a later test in the same
+    process still finds the model."""
     from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
 
     home = tmp_path / "empty-home"
@@ -43,6 +43,12 @@ def offline_without_model(monkeypatch, tmp_path):
     monkeypatch.setattr(
         ONNXMiniLM_L6_V2, "DOWNLOAD_PATH", home / ".cache" / "chroma" / "onnx_models" / "all-MiniLM-L6-v2"
     )
+
+
+@pytest.fixture
+def offline_without_model(monkeypatch, tmp_path):
+    """An empty home (no model files) and no network: each download is refused at once."""
+    _empty_home(monkeypatch, tmp_path)
     proxy = f"http://127.0.0.1:{_closed_port()}"
     for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"):
         monkeypatch.setenv(name, proxy)
@@ -103,18 +109,7 @@ def test_every_memory_command_works_offline_without_a_key(
 
 def test_the_next_start_with_the_model_makes_them_searchable(make_app, run_repl, monkeypatch, tmp_path):
     local_model_or_skip()
-    # Chroma's model class fixes where it downloads to from HOME when it is first
-    # imported: import it under the real home, and point it at the empty one only
-    # while this test runs (monkeypatch puts it back), so a later test in the same
-    # process still finds the model.
-    from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
-
-    home = tmp_path / "empty-home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setattr(
-        ONNXMiniLM_L6_V2, "DOWNLOAD_PATH", home / ".cache" / "chroma" / "onnx_models" / "all-MiniLM-L6-v2"
-    )
+    _empty_home(monkeypatch, tmp_path)
     monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{_closed_port()}")
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
@@ -133,18 +128,7 @@ def test_the_next_start_with_the_model_makes_them_searchable(make_app, run_repl,
 
 def test_reindex_gives_them_their_vectors_once_the_model_is_here(make_app, run_repl, monkeypatch, tmp_path):
     local_model_or_skip()
-    # Chroma's model class fixes where it downloads to from HOME when it is first
-    # imported: import it under the real home, and point it at the empty one only
-    # while this test runs (monkeypatch puts it back), so a later test in the same
-    # process still finds the model.
-    from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
-
-    home = tmp_path / "empty-home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setattr(
-        ONNXMiniLM_L6_V2, "DOWNLOAD_PATH", home / ".cache" / "chroma" / "onnx_models" / "all-MiniLM-L6-v2"
-    )
+    _empty_home(monkeypatch, tmp_path)
     monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{_closed_port()}")
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
