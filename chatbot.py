@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memora import __version__
-from memora.app.terminal import Console, PlainConsole
-from memora.engine.config import Settings
-from memora.engine.errors import (
+from memora.cli.terminal import Console, PlainConsole
+from memora.core.config import Settings
+from memora.core.errors import (
     DISK_FULL,
     DISK_READ_ONLY,
     ConfigError,
@@ -38,7 +38,7 @@ from memora.engine.errors import (
     disk_problem,
     error_line,
 )
-from memora.engine.text_utils import counted
+from memora.core.text_utils import counted
 
 if TYPE_CHECKING:
     from memora.app.assistant import Memora
@@ -144,7 +144,7 @@ def _loop(
     app: Memora, console: Console, notices: _Notices, *, raise_unexpected: bool, startup_notes: Sequence[str]
 ) -> None:
     from memora.app.assistant import TurnCancelled
-    from memora.app.commands import CommandRouter, ExitRequested, run_command
+    from memora.cli.commands import CommandRouter, ExitRequested, run_command
 
     router = CommandRouter(app, console)
     try:
@@ -377,7 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     configure_logging(settings.debug)
     if interactive:
-        from memora.app.terminal import RichConsole
+        from memora.cli.terminal import RichConsole
 
         console: Console = RichConsole(history_path=settings.paths.input_history, no_color=settings.no_color)
     else:

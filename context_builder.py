@@ -2,7 +2,7 @@
 
 One message, in the role the server reads (``developer`` for OpenAI, which
 weighs it below the instructions and above the conversation; ``system`` for
-servers whose chat templates know no developer role: ``memora/engine/servers.py``),
+servers whose chat templates know no developer role: ``memora/model/servers.py``),
 replaced every turn, holds,
 in this order and each only when it has content:
 
@@ -38,9 +38,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 
-from memora.engine.lookalikes import ANGLE_LOOKALIKES
-from memora.engine.records import CATEGORIES, MemoryRecord, MemorySearchResult
-from memora.engine.timeutil import (
+from memora.core.lookalikes import ANGLE_LOOKALIKES
+from memora.core.records import CATEGORIES, MemoryRecord, MemorySearchResult
+from memora.core.timeutil import (
     local_date,
     now_anchor,
     on_day,
@@ -405,7 +405,7 @@ class Background:
 
     def _now(self) -> datetime:
         if self.now is None:
-            from memora.engine.timeutil import system_clock
+            from memora.core.timeutil import system_clock
 
             return system_clock()
         return to_aware(self.now)

@@ -41,11 +41,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 
-from memora.engine.catalog import MemoryCatalog
-from memora.engine.chroma_backend import ChromaConnection
-from memora.engine.deletions import DeletionLog
-from memora.engine.embeddings import Embedder, EmbeddingResult, as_embedder
-from memora.engine.errors import (
+from memora.core.errors import (
     CommandError,
     DamagedStoreError,
     EmbeddingModelMismatch,
@@ -56,8 +52,7 @@ from memora.engine.errors import (
     VectorsMissing,
     error_line,
 )
-from memora.engine.lexical import MINUS_SIGN, MINUS_SIGNS, say_the_same
-from memora.engine.records import (
+from memora.core.records import (
     CATEGORIES,
     MEMORY_TYPES,
     SOURCES,
@@ -69,11 +64,16 @@ from memora.engine.records import (
     from_chroma,
     to_chroma_metadata,
 )
-from memora.engine.retrieval import RETRIEVAL_MIN_SCORE as RETRIEVAL_MIN_SCORE  # the threshold, with the store
-from memora.engine.retrieval import retrieve_relevant_memories
-from memora.engine.storage import atomic_write_text, ensure_private_dir, file_lock, quarantine
-from memora.engine.text_utils import counted
-from memora.engine.timeutil import Clock, system_clock, to_aware
+from memora.core.storage import atomic_write_text, ensure_private_dir, file_lock, quarantine
+from memora.core.text_utils import counted
+from memora.core.timeutil import Clock, system_clock, to_aware
+from memora.model.embeddings import Embedder, EmbeddingResult, as_embedder
+from memora.store.catalog import MemoryCatalog
+from memora.store.chroma_backend import ChromaConnection
+from memora.store.deletions import DeletionLog
+from memora.store.lexical import MINUS_SIGN, MINUS_SIGNS, say_the_same
+from memora.store.retrieval import RETRIEVAL_MIN_SCORE as RETRIEVAL_MIN_SCORE  # the threshold, with the store
+from memora.store.retrieval import retrieve_relevant_memories
 
 # The duplicate rule (``is_near_duplicate``). A false "duplicate" loses a fact
 # forever and keeps a stale one current ("finds grammar easy" merged into by
@@ -358,7 +358,7 @@ class LongTermMemoryStore:
         self.default_memory_cap = memory_cap
         self.recency_half_life_days = recency_half_life_days
         if self.connection.url is None:
-            from memora.engine.chroma_backend import check_local_store
+            from memora.store.chroma_backend import check_local_store
 
             try:
                 check_local_store(self.path)
@@ -1197,7 +1197,7 @@ class LongTermMemoryStore:
         self._sync_with_other_processes()
         return self.catalog.list(**filters)
 
-    # -- what retrieval and extraction read (the MemoryIndex seam, memora.engine.index) --
+    # -- what retrieval and extraction read (the MemoryIndex seam, memora.store.index) --
     # Straight from the catalog, without the sync ``list`` makes: they run within a
     # turn or a reading that has already synced.
     def lexical_candidates(self, terms: list[str], limit: int, *, windows=(), window_limit: int = 50):

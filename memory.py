@@ -21,14 +21,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from context_builder import Background
-from memora.engine.config import (
+from memora.core.config import (
     DEFAULT_BACKGROUND_TOKENS,
     DEFAULT_RECENT_TOKENS,
     DEFAULT_SUMMARY_TOKENS,
     DEFAULT_TOKEN_BUDGET,
 )
-from memora.engine.errors import ContextBudgetError, MemoraError
-from memora.engine.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, TokenCounter, approximate_tokens
+from memora.core.errors import ContextBudgetError, MemoraError
+from memora.model.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, TokenCounter, approximate_tokens
 
 # (previous summary, messages to fold, max summary tokens) -> (new summary, tokens spent)
 Summarizer = Callable[[str, list[dict], int], "tuple[str, int]"]

@@ -19,11 +19,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memora.engine.config import DEFAULT_MAX_PROFILE_ITEMS
-from memora.engine.errors import InvalidLevelError, LimitError
-from memora.engine.storage import JsonStore
-from memora.engine.text_utils import clean_text, clean_within, normalized_key
-from memora.engine.timeutil import system_clock
+from memora.core.config import DEFAULT_MAX_PROFILE_ITEMS
+from memora.core.errors import InvalidLevelError, LimitError
+from memora.core.storage import JsonStore
+from memora.core.text_utils import clean_text, clean_within, normalized_key
+from memora.core.timeutil import system_clock
 
 CEFR_LEVELS = ("A1", "A2", "B1", "B2", "C1", "C2")
 MAX_PROFILE_VALUE_CHARS = 200

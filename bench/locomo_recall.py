@@ -40,8 +40,8 @@ from dataclasses import replace  # noqa: E402
 
 from long_term_memory import RETRIEVAL_MIN_SCORE, LongTermMemoryStore  # noqa: E402
 from memora.engine import lexical  # noqa: E402
-from memora.engine.embeddings import LocalEmbedder, local_model_available  # noqa: E402
-from memora.engine.retrieval import DEFAULT_PARAMS, retrieve_relevant_memories  # noqa: E402
+from memora.model.embeddings import LocalEmbedder, local_model_available  # noqa: E402
+from memora.store.retrieval import DEFAULT_PARAMS, retrieve_relevant_memories  # noqa: E402
 
 KS = (5, 10, 20)
 GRID = [(boost, feedback) for boost in (0.0, 0.1, 0.25, 0.5, 1.0) for feedback in (0.0, 0.1, 0.25, 0.5)]

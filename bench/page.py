@@ -57,8 +57,8 @@ PEOPLE = [f"{first} {last}" for first in "Anna Ben Chen Dina Emil Fatima Goro Ha
 
 def build_store(folder: Path, size: int):
     from memora.app.assistant import Memora
-    from memora.engine.config import Settings
-    from memora.engine.embeddings import HashEmbedder
+    from memora.core.config import Settings
+    from memora.model.embeddings import HashEmbedder
 
     settings = Settings(data_dir=folder, memory_cap=size * 2).validated()
     app = Memora.from_settings(settings, embedder=HashEmbedder(), notify=lambda _m: None)
@@ -98,8 +98,8 @@ def measure(app, keys: list[bytes]) -> tuple[float, list[float]]:
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output.vt100 import Vt100_Output
 
-    from memora.app.commands import line_runner
-    from memora.app.page import MemoryPage
+    from memora.cli.commands import line_runner
+    from memora.cli.page import MemoryPage
 
     with create_pipe_input() as pipe:
         started = time.perf_counter()
@@ -148,7 +148,7 @@ def keypresses() -> list[bytes]:
 
 
 def open_conflicts(app):
-    from memora.app.page import open_conflicts as found
+    from memora.cli.page import open_conflicts as found
 
     return found(app)
 

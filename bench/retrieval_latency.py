@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from synthetic import Vocabulary, memories, queries  # noqa: E402
 
 from long_term_memory import LongTermMemoryStore  # noqa: E402
-from memora.engine.embeddings import HashEmbedder  # noqa: E402
-from memora.engine.retrieval import retrieve_relevant_memories  # noqa: E402
+from memora.model.embeddings import HashEmbedder  # noqa: E402
+from memora.store.retrieval import retrieve_relevant_memories  # noqa: E402
 
 TARGET_SIZES = (10000, 50000)
 TARGET_RATIO = 1.5

@@ -200,10 +200,10 @@ def main() -> int:
     from helpers.scripts import ADD, decisions_input
 
     from memora.app.assistant import Memora
-    from memora.engine.config import Settings
-    from memora.engine.embeddings import LocalEmbedder, local_model_available
-    from memora.engine.prompts import SYSTEM_PROMPT
-    from memora.engine.tokens import TokenCounter
+    from memora.core.config import Settings
+    from memora.model.embeddings import LocalEmbedder, local_model_available
+    from memora.model.prompts import SYSTEM_PROMPT
+    from memora.model.tokens import TokenCounter
 
     if not local_model_available():
         print("the local all-MiniLM-L6-v2 model is missing: source ../shared/tools/offline-caches.sh", file=sys.stderr)

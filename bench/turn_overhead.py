@@ -31,7 +31,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from synthetic import Vocabulary, memories, queries  # noqa: E402
 
-from memora.engine.records import CATEGORIES  # noqa: E402
+from memora.core.records import CATEGORIES  # noqa: E402
 
 
 class InstantModel:
@@ -43,7 +43,7 @@ class InstantModel:
         self.settings = settings
 
     def stream_reply(self, *, instructions, messages, on_delta):
-        from memora.engine.llm import ReplyResult
+        from memora.model.llm import ReplyResult
 
         on_delta("OK.")
         return ReplyResult(text="Sure, let's practise that together.", total_tokens=100)
@@ -52,7 +52,7 @@ class InstantModel:
         return (previous + " " + " ".join(m["content"][:40] for m in messages))[-max_tokens:], 0
 
     def parse(self, *, instructions, input_text, text_format, what):
-        from memora.app.extraction import ExtractionResult
+        from memora.reading.extraction import ExtractionResult
 
         return ExtractionResult(facts=[], profile_changes=[], corrections=[]), 0
 
@@ -64,8 +64,8 @@ def percentile(values: list[float], q: float) -> float:
 
 def measure(size: int, turns: int) -> dict:
     from memora.app.assistant import Memora
-    from memora.engine.config import Settings
-    from memora.engine.embeddings import HashEmbedder
+    from memora.core.config import Settings
+    from memora.model.embeddings import HashEmbedder
 
     rng = random.Random(size)
     vocabulary = Vocabulary()

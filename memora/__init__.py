@@ -1,7 +1,11 @@
-"""Memora's package: ``engine`` (files, settings, records, time, tokens, text, the
-stores' parts, retrieval, the model client) and ``app`` (the tutor itself). The
-design card's five modules (``chatbot``, ``memory``, ``long_term_memory``,
-``user_profile``, ``context_builder``) stay at the repository root and sit
-between the two: they use the engine, and the app uses them."""
+"""Memora's package, in layers; each imports only the ones below it (import-linter checks it):
+
+``cli`` the terminal · ``data`` export, import, learners · ``app`` the session and the turn ·
+``reading`` reading memories from the conversation · ``teaching`` the mistake ledger and review ·
+``store`` the memory store's parts · ``model`` the model client · ``core`` settings, records, files, time, text.
+
+The design card's five modules (``chatbot``, ``memory``, ``long_term_memory``,
+``user_profile``, ``context_builder``) stay at the repository root and sit between
+``store`` and ``teaching``: they use the layers below, and the ones above use them."""
 
 __version__ = "0.14.0"

@@ -71,8 +71,8 @@ def model_files(tmp_path_factory):
     ``local_model_or_skip``), or fail under ``MEMORA_REQUIRE_LOCAL_MODELS=1``."""
     import fcntl
 
-    from memora.engine.embeddings import LocalEmbedder, local_model_available, local_model_dir
-    from memora.engine.tokens import load_encoding
+    from memora.model.embeddings import LocalEmbedder, local_model_available, local_model_dir
+    from memora.model.tokens import load_encoding
 
     for name in TOKEN_ENCODINGS:
         model = {"o200k_base": "gpt-4o", "cl100k_base": "gpt-3.5-turbo"}[name]
@@ -192,7 +192,7 @@ def data_dir(isolated_env):
 
 @pytest.fixture
 def make_settings(data_dir, server):
-    from memora.engine.config import Settings
+    from memora.core.config import Settings
 
     def build(**overrides):
         no_notes = data_dir.parent / "no-knowledge"
@@ -229,7 +229,7 @@ def make_app(make_settings, clock, tls_context, server):
     from helpers.openai_route import openai_http_client
 
     from memora.app.assistant import Memora
-    from memora.engine.embeddings import HashEmbedder
+    from memora.model.embeddings import HashEmbedder
 
     apps, clients = [], []
 
@@ -305,7 +305,7 @@ class Transcript:
 @pytest.fixture
 def run_repl():
     import chatbot
-    from memora.app.terminal import PlainConsole
+    from memora.cli.terminal import PlainConsole
 
     def run(app, lines, *, settle=True):
         transcript = Transcript(lines, app if settle else None)
@@ -319,7 +319,7 @@ def run_repl():
 
 
 def local_model_or_skip():
-    from memora.engine.embeddings import local_model_available, local_model_dir
+    from memora.model.embeddings import local_model_available, local_model_dir
 
     if local_model_available():
         return
@@ -334,7 +334,7 @@ def local_embedder():
     local_model_or_skip()
     from helpers.embedding import RememberingEmbedder
 
-    from memora.engine.embeddings import LocalEmbedder
+    from memora.model.embeddings import LocalEmbedder
 
     return RememberingEmbedder(LocalEmbedder(threads=1))  # one xdist worker per core: see LocalEmbedder
 
@@ -393,7 +393,7 @@ def chroma_server(tmp_path_factory):
 @pytest.fixture(params=["embedded", "server"])
 def connection(request, tmp_path):
     """A Chroma connection of each kind: the embedded store and a real server."""
-    from memora.engine.chroma_backend import ChromaConnection
+    from memora.store.chroma_backend import ChromaConnection
 
     if request.param == "server":
         return ChromaConnection(url=request.getfixturevalue("chroma_server"))

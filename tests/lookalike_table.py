@@ -31,7 +31,7 @@ from importlib import resources
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULE = ROOT / "memora" / "engine" / "lookalikes.py"
+MODULE = ROOT / "memora" / "core" / "lookalikes.py"
 BRACKETS = "<>"
 
 

@@ -19,7 +19,7 @@ import zipfile
 
 import pytest
 
-from memora.engine.ledger import LedgerStore, NewMistake
+from memora.teaching.ledger import LedgerStore, NewMistake
 
 HOSTILE = {
     "a sound reference": "[sound:evil.mp3]",
@@ -85,7 +85,7 @@ def _shown(field: str) -> str:
 
 @pytest.mark.parametrize("case", list(HOSTILE), ids=lambda c: c.replace(" ", "-"))
 def test_no_anki_field_carries_a_live_media_reference_or_markup(tmp_path, clock, case):
-    from memora.app.anki import write_deck
+    from memora.teaching.anki import write_deck
 
     hostile = HOSTILE[case]
     ledger = LedgerStore(tmp_path / "memora_mistakes.json", clock=clock)

@@ -9,8 +9,8 @@ from conftest import exact_tokens_or_skip
 from helpers.fake_openai import Error
 
 from context_builder import build_background_messages
-from memora.engine.errors import ContextBudgetError
-from memora.engine.tokens import TokenCounter
+from memora.core.errors import ContextBudgetError
+from memora.model.tokens import TokenCounter
 from memory import ContextBudget, ConversationMemory
 from user_profile import UserProfile
 
@@ -69,7 +69,7 @@ def test_background_drops_memories_first_lowest_score_first_and_profile_last():
     counter = TokenCounter("gpt-4.1-mini")
     from datetime import datetime
 
-    from memora.engine.records import MemorySearchResult
+    from memora.core.records import MemorySearchResult
 
     now = datetime(2026, 11, 29, 10).astimezone()
     memories = [

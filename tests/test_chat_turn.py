@@ -8,9 +8,9 @@ import pytest
 from helpers.fake_openai import Disconnect, Error
 
 from context_builder import GUARD_TEXT
-from memora.engine.errors import ModelCallError, ModelNotConfigured
-from memora.engine.prompts import SYSTEM_PROMPT
-from memora.engine.retrieval import RETRIEVAL_MIN_SCORE
+from memora.core.errors import ModelCallError, ModelNotConfigured
+from memora.model.prompts import SYSTEM_PROMPT
+from memora.store.retrieval import RETRIEVAL_MIN_SCORE
 
 
 def chat(app, text):
@@ -145,8 +145,8 @@ def test_5xx_is_retried_by_the_client(make_app, server):
 
 def test_chat_without_a_model_is_one_clear_error_and_changes_nothing(data_dir, clock):
     from memora.app.assistant import Memora
-    from memora.engine.config import Settings
-    from memora.engine.embeddings import HashEmbedder
+    from memora.core.config import Settings
+    from memora.model.embeddings import HashEmbedder
 
     app = Memora.from_settings(
         Settings(data_dir=data_dir).validated(), clock=clock, embedder=HashEmbedder(), notify=lambda m: None
@@ -229,7 +229,7 @@ def test_extraction_failure_keeps_the_turn_and_shows_in_status(make_app, server)
     assert [m["content"] for m in app.memory.messages] == ["I have a dog called Biscuit.", "Reply 1."]
     assert app.extraction_failures == 1
     assert "HTTP 500" in app.extraction_error
-    from memora.app.reports import status_rows
+    from memora.cli.reports import status_rows
 
     extraction_table = dict((t[0], t[2]) for t in status_rows(app))["Memory extraction"]
     assert ["failures this session", "1"] in extraction_table

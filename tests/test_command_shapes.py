@@ -1,5 +1,5 @@
 """Which lines are commands, which are chat, which get a usage line, and which
-are typos of a command: the rows of the rules in memora/app/routing.py.
+are typos of a command: the rows of the rules in memora/cli/routing.py.
 
 ``chat``: the line reaches the (fake) model as the learner's message.
 ``command``: it runs, nothing is sent to the model, no usage error.
@@ -239,7 +239,7 @@ def test_malformed_commands_work_without_a_model(make_app, server, run_repl):
 
 @pytest.mark.parametrize("name", ["forget", "memory", "profile", "export", "help", "search"])
 def test_help_for_one_command_shows_its_usage_and_an_example_literally(make_app, run_repl, name):
-    from memora.app.commands import CommandRouter
+    from memora.cli.commands import CommandRouter
 
     app = make_app()
     t = run_repl(app, [f"help {name}"])
@@ -253,7 +253,7 @@ def test_help_for_one_command_shows_its_usage_and_an_example_literally(make_app,
 
 
 def test_every_command_is_declared_once_with_a_handler_and_examples_that_route_to_it(make_app):
-    from memora.app.commands import COMMANDS, CommandRouter
+    from memora.cli.commands import COMMANDS, CommandRouter
 
     router = CommandRouter(make_app(), None)
     names = [command.name for command in COMMANDS]
@@ -267,7 +267,7 @@ def test_every_command_is_declared_once_with_a_handler_and_examples_that_route_t
 
 def test_help_lists_every_command_in_its_declared_place(make_app, run_repl):
     """The order of COMMANDS is the order of help: a new command shows where it is declared."""
-    from memora.app.commands import COMMANDS
+    from memora.cli.commands import COMMANDS
 
     t = run_repl(make_app(), ["help"])
     listing = " ".join(t.text.split("You: ", 2)[1].split())  # lines wrap at spaces only
@@ -432,6 +432,6 @@ def test_remember_stores_the_statement_and_recall_requests_go_to_the_tutor(make_
     ],
 )
 def test_edit_distance_counts_a_swap_as_one_edit(typed, name, distance):
-    from memora.app.routing import edit_distance
+    from memora.cli.routing import edit_distance
 
     assert edit_distance(typed, name) == distance

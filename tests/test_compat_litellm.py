@@ -25,8 +25,8 @@ from helpers.chat_backend import ChatBackend, Cut, checked, classify, completion
 from helpers.litellm_proxy import BACKEND_KEY
 from helpers.scripts import decisions_input, extraction, fact, number_of, retracting
 
-from memora.engine.model_facts import REASONING_ROOM
-from memora.engine.prompts import SUMMARY_PROMPT, SYSTEM_PROMPT
+from memora.model.model_facts import REASONING_ROOM
+from memora.model.prompts import SUMMARY_PROMPT, SYSTEM_PROMPT
 
 # -- the backend on its own: it speaks chat completions as the SDK reads them --------------
 
@@ -109,7 +109,7 @@ def _repl(app, lines):
     queued finishes (so its notices print before the next prompt), but held short
     messages stay held: they are what the batch is about."""
     import chatbot
-    from memora.app.terminal import PlainConsole
+    from memora.cli.terminal import PlainConsole
 
     out: list[str] = []
     pending = list(lines)
@@ -362,7 +362,7 @@ def test_a_reply_whose_stream_breaks_off_is_not_kept_through_litellm(make_app, l
     """The backend's stream ends after some text with no finish reason and no [DONE]:
     the reply is a fragment, and Memora keeps only what the server ends as complete or
     as stopped by the token limit (against the Responses fake: test_exits)."""
-    from memora.engine.errors import ModelCallError
+    from memora.core.errors import ModelCallError
 
     litellm.backend.script("chat", Cut("Half of an answer that", end="close"))
     app = _through(make_app, litellm)
@@ -378,7 +378,7 @@ def test_a_reply_whose_stream_breaks_off_is_not_kept_through_litellm(make_app, l
 def test_a_failing_backend_fails_the_turn_with_the_status_through_litellm(make_app, litellm):
     from helpers.fake_openai import Error
 
-    from memora.engine.errors import ModelCallError
+    from memora.core.errors import ModelCallError
 
     litellm.backend.script("chat", Error(500, "the backend is down"))
     app = _through(make_app, litellm)
@@ -413,7 +413,7 @@ def test_an_embedding_model_the_proxy_was_not_configured_with_is_one_line_naming
 def test_by_default_embeddings_stay_local_behind_a_keyed_proxy(make_settings, litellm, clock):
     """A key for the proxy is not a key for OpenAI's embedding model: memory stays on."""
     from memora.app.assistant import Memora
-    from memora.engine.embeddings import LocalEmbedder
+    from memora.model.embeddings import LocalEmbedder
 
     settings = make_settings(base_url=litellm.base_url, api_key=litellm.api_key, model=litellm.model)
     app = Memora.from_settings(settings, clock=clock, notify=lambda m: None)

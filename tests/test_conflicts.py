@@ -1,4 +1,4 @@
-"""The conflict detector (``memora/engine/conflicts.py``): a table of pairs it
+"""The conflict detector (``memora/reading/conflicts.py``): a table of pairs it
 must flag and pairs it must leave alone, run through ``find_conflicts`` with
 the categories the memories would have, so relatedness is tested too.
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from memora.engine.conflicts import KeptPairs, conflict_reason, find_conflicts
-from memora.engine.records import MemoryRecord
+from memora.core.records import MemoryRecord
+from memora.reading.conflicts import KeptPairs, conflict_reason, find_conflicts
 
 DEDUP = json.loads((Path(__file__).parent / "fixtures" / "dedup_pairs.json").read_text(encoding="utf-8"))["pairs"]
 # Two facts about different people, or one of several likes or habits: both may be true.

@@ -1,4 +1,4 @@
-"""Every row of the wording cues in memora/engine/cues.py is a test.
+"""Every row of the wording cues in memora/reading/cues.py is a test.
 
 A cue catches each of its own examples (so no cue goes unrun), and no cue of a
 table catches that table's counter-examples; the public questions
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from memora.engine import cues
+from memora.reading import cues
 
 TABLES = {cues.CORRECTION.name: cues.looks_like_correction, cues.PROFILE.name: cues.may_change_profile}
 

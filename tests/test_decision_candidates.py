@@ -11,8 +11,8 @@ import json
 import pytest
 from helpers.scripts import decision_input, naming, retracting
 
-from memora.app.extraction import DECISION_CANDIDATE_TOKENS, DECISION_MEMORY_CHARGE
-from memora.engine.tokens import TokenCounter
+from memora.model.tokens import TokenCounter
+from memora.reading.extraction import DECISION_CANDIDATE_TOKENS, DECISION_MEMORY_CHARGE
 
 TAIPEI = "The learner lives in Taipei."
 CROWD = [
@@ -210,7 +210,7 @@ def test_a_contradiction_near_an_old_fact_is_decided_not_merged_across_sessions(
 
 
 def test_same_category_memories_reach_the_decision_when_dense_neighbours_crowd_them_out(make_app, server, monkeypatch):
-    from memora.app import extraction
+    from memora.reading import extraction
 
     app = make_app()  # the hash embedding: every Tokyo memory is closer to the new fact than Taipei
     for i in range(40):

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from long_term_memory import LongTermMemoryStore, is_near_duplicate
-from memora.engine.embeddings import HashEmbedder
+from memora.model.embeddings import HashEmbedder
 
 FIXTURE = Path(__file__).parent / "fixtures" / "dedup_pairs.json"
 PAIRS = json.loads(FIXTURE.read_text(encoding="utf-8"))["pairs"]

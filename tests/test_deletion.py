@@ -182,7 +182,7 @@ def test_forget_on_a_chroma_server_says_what_it_cannot_promise(make_app, run_rep
 def test_a_forget_that_another_process_blocks_is_finished_at_the_next_start(make_app, run_repl, data_dir, monkeypatch):
     import sqlite3
 
-    from memora.engine import catalog
+    from memora.store import catalog
 
     # The reader below holds its snapshot until the test commits it, so the checkpoint
     # is blocked however long it waits; waiting the real 2 s would only make this slow.

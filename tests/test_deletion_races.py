@@ -16,7 +16,7 @@ import pytest
 from helpers.scripts import decision_input, decisions_input, extraction, fact, naming, said_when, say
 from helpers.stores import files_holding, new_pieces
 
-from memora.app.commands import ExitRequested
+from memora.cli.commands import ExitRequested
 
 BEES = "The learner keeps bees on the roof."
 SAID = "I keep bees on the roof of my building, and yesterday I goed to the roof to check them and sell the honey."
@@ -52,8 +52,8 @@ def command(app, *lines: str) -> str:
     """Type one command (and its confirmations) at the REPL's router, without leaving the REPL."""
     from conftest import Transcript
 
-    from memora.app.commands import CommandRouter, run_command
-    from memora.app.terminal import PlainConsole
+    from memora.cli.commands import CommandRouter, run_command
+    from memora.cli.terminal import PlainConsole
 
     transcript = Transcript(lines[1:])
     console = PlainConsole(transcript.read, transcript.write)

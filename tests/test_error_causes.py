@@ -15,7 +15,7 @@ import time
 import pytest
 
 import chatbot
-from memora.app.terminal import PlainConsole
+from memora.cli.terminal import PlainConsole
 
 
 def _run(app, lines):
@@ -123,7 +123,7 @@ def test_search_needs_no_call_that_can_fail_to_hand_over_to_its_query_thread(mak
     def no_sleep(seconds):
         raise OSError(errno.EINVAL, "Invalid argument")
 
-    from memora.engine import retrieval
+    from memora.store import retrieval
 
     monkeypatch.setattr(time, "sleep", no_sleep)
     monkeypatch.setattr(retrieval, "sleep", no_sleep, raising=False)  # as it would be imported there

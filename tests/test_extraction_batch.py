@@ -7,9 +7,9 @@ import pytest
 from helpers.fake_openai import Error
 from helpers.scripts import extraction, fact
 
-from memora.app.reading_queue import BATCH_SHORT_TOKENS
-from memora.engine.config import DEFAULT_EXTRACTION_BATCH, Settings
-from memora.engine.errors import ConfigError
+from memora.core.config import DEFAULT_EXTRACTION_BATCH, Settings
+from memora.core.errors import ConfigError
+from memora.reading.reading_queue import BATCH_SHORT_TOKENS
 
 
 def _chat(app, text):
@@ -107,7 +107,7 @@ def test_a_correction_read_after_the_reply_is_not_held(make_app, server):
 
 def test_exit_reads_the_held_messages(make_app, server):
     import chatbot
-    from memora.app.terminal import PlainConsole
+    from memora.cli.terminal import PlainConsole
 
     server.script("extraction", extraction(fact("The learner has a cat.", "identity")))
     app = make_app()
@@ -200,8 +200,8 @@ def test_forget_one_memory_first_reads_what_is_held(make_app, server, run_repl):
 
 
 def test_reindex_reads_only_what_a_partly_failed_batch_left(make_app, server):
-    from memora.engine.embeddings import HashEmbedder
-    from memora.engine.errors import EmbeddingError
+    from memora.core.errors import EmbeddingError
+    from memora.model.embeddings import HashEmbedder
 
     class Flaky(HashEmbedder):
         failing = False

@@ -12,7 +12,7 @@ import json
 from helpers.fake_openai import Error
 from helpers.scripts import decision_input, extraction, fact, naming, retracting, say
 
-from memora.app.reports import status_rows
+from memora.cli.reports import status_rows
 
 
 def goal(value, action="add", field="learning_goal"):
@@ -180,7 +180,7 @@ def test_a_failed_reading_is_still_retried_whole(make_app, server):
 
 
 def test_running_a_job_again_changes_nothing(make_app, server):
-    from memora.app.extraction import ExtractionJob, ExtractionResult, PreparedExtraction
+    from memora.reading.extraction import ExtractionJob, ExtractionResult, PreparedExtraction
 
     app = make_app()
     wrong = app.store.add("The learner wants to work abroad.", category="learning")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from conftest import run_chatbot
 
-from memora.engine.config import Settings, validate_user_name
-from memora.engine.errors import ConfigError
+from memora.core.config import Settings, validate_user_name
+from memora.core.errors import ConfigError
 
 
 def _word_and_mistake(app):
-    from memora.engine.ledger import NewMistake
+    from memora.teaching.ledger import NewMistake
 
     app.ledger.record(NewMistake(original="I goed", corrected="I went", rule="go: went", kind="grammar"))
     app.ledger.add_word("ubiquitous", "found everywhere")
@@ -29,7 +29,7 @@ def test_a_word_card_is_counted_and_listed_as_a_word_not_a_mistake(make_app, run
 
 @pytest.mark.parametrize("only", ["words", "mistakes"])
 def test_the_due_line_names_only_what_is_due(make_app, clock, only):
-    from memora.engine.ledger import NewMistake
+    from memora.teaching.ledger import NewMistake
 
     app = make_app()
     if only == "words":
@@ -107,15 +107,15 @@ def test_import_accepts_what_export_wrote_at_the_configured_limits(
     export wrote under. The Chinese run is also a learner named 李明."""
     from datetime import timedelta
 
-    from memora.app import data_transfer
-    from memora.engine.ledger import MAX_EXAMPLES, MAX_MISTAKES, MAX_REVIEWS_KEPT, Example, Mistake, Review
-    from memora.engine.records import MAX_MEMORY_CHARS
-    from memora.engine.spaced import new_card
+    from memora.core.records import MAX_MEMORY_CHARS
+    from memora.data import data_transfer
+    from memora.teaching.ledger import MAX_EXAMPLES, MAX_MISTAKES, MAX_REVIEWS_KEPT, Example, Mistake, Review
+    from memora.teaching.spaced import new_card
     from user_profile import MAX_PROFILE_VALUE_CHARS
 
     monkeypatch.setattr(data_transfer, "MAX_IMPORT_MEMORIES", 100)
     monkeypatch.setattr(data_transfer, "MAX_IMPORT_BYTES", 1024 * 1024)
-    from memora.engine.config import DEFAULT_MAX_PROFILE_ITEMS
+    from memora.core.config import DEFAULT_MAX_PROFILE_ITEMS
 
     cap, items, changed = 60, 150, 20
     assert items > DEFAULT_MAX_PROFILE_ITEMS
@@ -220,8 +220,8 @@ def router_with_charts():
 
     from rich.console import Console as RichOutput
 
-    from memora.app.commands import CommandRouter
-    from memora.app.terminal import RichConsole
+    from memora.cli.commands import CommandRouter
+    from memora.cli.terminal import RichConsole
 
     def build(app):
         buffer = io.StringIO()
@@ -258,7 +258,7 @@ def test_one_is_said_in_the_singular(make_app, make_settings, run_repl, data_dir
 def test_review_export_prints_the_whole_path_and_an_empty_deck_holds_nothing_private(
     make_app, run_repl, tmp_path, monkeypatch
 ):
-    from memora.engine.ledger import NewMistake
+    from memora.teaching.ledger import NewMistake
 
     monkeypatch.chdir(tmp_path)
     app = make_app()

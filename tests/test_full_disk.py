@@ -16,8 +16,8 @@ import json
 import pytest
 from helpers.stores import DISKS, disk_that_takes_no_writes
 
-from memora.engine.errors import MemoraError
-from memora.engine.ledger import NewMistake
+from memora.core.errors import MemoraError
+from memora.teaching.ledger import NewMistake
 
 GOED = NewMistake(
     original="Yesterday I goed to the market.",
@@ -57,7 +57,7 @@ def learner(make_app, server, tmp_path, clock):
     other = make_app(data_dir=tmp_path / "other")  # an export with something to add
     other.store.add("The learner plays the cello.")
     other.profiles.add_learning_goal("Read a novel in English")
-    from memora.app.data_transfer import export_data
+    from memora.data.data_transfer import export_data
 
     export_data(other, backup)
     other.close()
@@ -152,7 +152,7 @@ def _sqlite_error(pragma: str, statement: str):
 
 def _chained(make):
     """``make()``'s error as the cause of a Memora error that names it only in passing."""
-    from memora.engine.errors import StoreError
+    from memora.core.errors import StoreError
 
     try:
         try:

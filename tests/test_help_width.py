@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from helpers.pty_terminal import start_memora
 
-from memora.app.commands import COMMANDS
+from memora.cli.commands import COMMANDS
 
 
 @pytest.mark.slow  # a child process on a pty

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from helpers.stores import chroma_collection, chroma_wrapped
 
-from memora.engine.errors import EmbeddingError
-from memora.engine.text_utils import clean_text
+from memora.core.errors import EmbeddingError
+from memora.core.text_utils import clean_text
 
 
 def memory(memory_id: str, content: str | None = None, **fields) -> dict:
@@ -259,7 +259,7 @@ def test_an_import_over_the_memory_cap_is_refused_whole(learner, run_repl, tmp_p
 
 
 def test_an_oversize_file_is_refused_before_it_is_read(learner, run_repl, tmp_path):
-    from memora.app import data_transfer
+    from memora.data import data_transfer
 
     path = tmp_path / "backup.json"
     most = data_transfer.import_limits(learner.store.memory_cap).bytes  # the limit follows the memory cap
@@ -380,9 +380,9 @@ CRASHING_IMPORT = """
 import os, signal, sys
 from pathlib import Path
 from memora.app.assistant import Memora
-from memora.engine.config import Settings
-from memora.app.data_transfer import import_data
-from memora.engine.embeddings import HashEmbedder
+from memora.core.config import Settings
+from memora.data.data_transfer import import_data
+from memora.model.embeddings import HashEmbedder
 
 data_dir, notes, backup, where = sys.argv[1:5]
 settings = Settings(data_dir=Path(data_dir), base_url="http://127.0.0.1:9", api_key="sk-test-not-real",
@@ -466,8 +466,8 @@ def test_restore_undoes_what_it_wrote_and_overwrote_on_either_backend(connection
     from chromadb.errors import InternalError
 
     from long_term_memory import LongTermMemoryStore
-    from memora.engine.embeddings import HashEmbedder
-    from memora.engine.records import MemoryRecord
+    from memora.core.records import MemoryRecord
+    from memora.model.embeddings import HashEmbedder
 
     store = LongTermMemoryStore(
         tmp_path / "memora_db",

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from lookalike_table import all_lookalikes, derive_table, render_module
 
 from context_builder import GUARD_TEXT, SECTION_TAGS, build_background_messages, neutralize
-from memora.engine.lookalikes import ANGLE_LOOKALIKES
+from memora.core.lookalikes import ANGLE_LOOKALIKES
 from user_profile import UserProfile
 
 PAYLOADS = {
@@ -149,7 +149,7 @@ def test_neutralize_escapes_every_bracket_form_and_keeps_text():
 
 def test_every_section_tag_is_closed_exactly_once(clock):
     from context_builder import DigestItem, FollowUpHint, KnowledgeItem, MistakeNote
-    from memora.engine.records import MemorySearchResult
+    from memora.core.records import MemorySearchResult
 
     now = clock()
     background = build_background_messages(
@@ -195,7 +195,7 @@ def test_the_lookalike_table_is_what_unicode_data_gives():
     assert ANGLE_LOOKALIKES == derive_table()
     from pathlib import Path
 
-    module = Path(__file__).resolve().parent.parent / "memora" / "engine" / "lookalikes.py"
+    module = Path(__file__).resolve().parent.parent / "memora" / "core" / "lookalikes.py"
     assert module.read_text(encoding="utf-8") == render_module(derive_table())
 
 

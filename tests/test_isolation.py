@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT, child_env
 from helpers.stores import chroma_collection
 
-from memora.engine.errors import ConfigError
+from memora.core.errors import ConfigError
 
 ALICE_SECRETS = ["Alice", "violin", "Kaohsiung", "IELTS 8", "tea ceremony"]
 

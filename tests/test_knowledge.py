@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from memora.app.knowledge import KNOWLEDGE_MIN_SIMILARITY, KnowledgeBase, split_note
-from memora.engine.config import KNOWLEDGE_DIR
+from memora.core.config import KNOWLEDGE_DIR
 
 ON_TOPIC = [
     ("How do I check in at the airport?", "travel-english.md", "Checking in at the airport"),
@@ -42,7 +42,7 @@ class ByMeaningOnly:
         self.query, self.similarity = query, similarity
 
     def embed(self, texts):
-        from memora.engine.embeddings import EmbeddingResult
+        from memora.model.embeddings import EmbeddingResult
 
         other = [self.similarity, (1 - self.similarity**2) ** 0.5, 0.0]
         return EmbeddingResult([[1.0, 0.0, 0.0] if t == self.query else other for t in texts])
@@ -54,8 +54,8 @@ class ByMeaningOnly:
 def test_knowledge_is_more_permissive_than_memories(tmp_path, clock, similarity, note_found, memory_found):
     """At the same similarity of meaning alone, a note enters the context where a memory does not."""
     from long_term_memory import LongTermMemoryStore
-    from memora.engine.chroma_backend import ChromaConnection
-    from memora.engine.retrieval import retrieve_relevant_memories
+    from memora.store.chroma_backend import ChromaConnection
+    from memora.store.retrieval import retrieve_relevant_memories
 
     query = "zzq"
     embedder = ByMeaningOnly(query, similarity)
@@ -78,7 +78,7 @@ def test_knowledge_is_more_permissive_than_memories(tmp_path, clock, similarity,
 
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory, local_embedder):
-    from memora.engine.chroma_backend import ChromaConnection
+    from memora.store.chroma_backend import ChromaConnection
 
     base = KnowledgeBase(KNOWLEDGE_DIR, ChromaConnection(tmp_path_factory.mktemp("kb")), local_embedder)
     base.sync()
@@ -99,7 +99,7 @@ def test_small_talk_finds_no_note(shipped, local_embedder, message):
 
 
 def test_notes_are_reindexed_when_files_change(tmp_path, local_embedder):
-    from memora.engine.chroma_backend import ChromaConnection
+    from memora.store.chroma_backend import ChromaConnection
 
     notes = tmp_path / "notes"
     shutil.copytree(KNOWLEDGE_DIR, notes)

@@ -401,7 +401,7 @@ def test_a_correction_in_a_failed_turn_changes_nothing(make_app, server):
     )
     server.script("correction", retracting(wrong.content))
     server.script("chat", Error(500))
-    from memora.engine.errors import ModelCallError
+    from memora.core.errors import ModelCallError
 
     with pytest.raises(ModelCallError):
         app.chat("No, I never said that", on_delta=lambda _: None)
@@ -411,7 +411,7 @@ def test_a_correction_in_a_failed_turn_changes_nothing(make_app, server):
 
 def test_pending_profile_changes_keep_the_newest_max_pending_across_a_restart(tmp_path):
     """More questions than MAX_PENDING waiting: the oldest go, the newest stay in order, on disk."""
-    from memora.app.proposals import MAX_PENDING, ProfileProposal, ProposalStore
+    from memora.reading.proposals import MAX_PENDING, ProfileProposal, ProposalStore
 
     path = tmp_path / "memora_proposals.json"
     store = ProposalStore(path)

@@ -137,7 +137,7 @@ def test_review_without_a_model_shows_the_answer_and_takes_a_self_rating(make_ap
 
 
 def _new(item):
-    from memora.engine.ledger import NewMistake
+    from memora.teaching.ledger import NewMistake
 
     return NewMistake(**item)
 
@@ -257,7 +257,7 @@ def test_corrections_off_still_records_but_tells_the_tutor_not_to_correct(make_a
 
 
 def test_the_default_style_is_important_and_not_spelled_out_each_turn(make_app, run_repl, server):
-    from memora.engine.prompts import SYSTEM_PROMPT
+    from memora.model.prompts import SYSTEM_PROMPT
 
     app = make_app()
     run_repl(app, ["Hello there"])
@@ -357,7 +357,7 @@ def test_an_export_with_a_broken_card_is_refused_whole(make_app, run_repl, tmp_p
 
 def test_the_mistakes_section_goes_after_the_memories_and_before_the_profile(clock):
     from context_builder import MistakeNote, build_background_messages
-    from memora.engine.records import MemorySearchResult
+    from memora.core.records import MemorySearchResult
     from user_profile import UserProfile
 
     now = clock()
@@ -401,10 +401,10 @@ def test_the_mistakes_section_goes_after_the_memories_and_before_the_profile(clo
 
 
 def test_progress_charts_and_plain_figures_agree(clock):
-    from memora.app.progress import ProgressData, report
-    from memora.engine import spaced
-    from memora.engine.activity import DayActivity
-    from memora.engine.ledger import Mistake
+    from memora.teaching import spaced
+    from memora.teaching.activity import DayActivity
+    from memora.teaching.ledger import Mistake
+    from memora.teaching.progress import ProgressData, report
 
     today = clock().date()
     activity = {today - timedelta(days=d): DayActivity(turns=d + 1, reviews=1, correct=d % 2) for d in (0, 1, 2, 9)}

@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memora.engine import spaced
-from memora.engine.activity import ActivityLog
-from memora.engine.ledger import LedgerStore, NewMistake, correction_edits, relevant, same_mistake
+from memora.teaching import spaced
+from memora.teaching.activity import ActivityLog
+from memora.teaching.ledger import LedgerStore, NewMistake, correction_edits, relevant, same_mistake
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
@@ -207,7 +207,7 @@ def test_a_different_mistake_gets_its_own_entry(ledger):
     ],
 )
 def test_an_unusable_mistake_is_refused_in_one_line(ledger, bad):
-    from memora.engine.errors import LimitError
+    from memora.core.errors import LimitError
 
     with pytest.raises(LimitError):
         ledger.record(bad)
@@ -315,7 +315,7 @@ def test_activity_counts_per_day_and_the_due_line_once_a_day(tmp_path, clock):
 
 
 def test_review_export_writes_an_anki_collection_with_one_note_per_card(ledger, tmp_path, clock):
-    from memora.app.anki import DECK_ID, write_deck
+    from memora.teaching.anki import DECK_ID, write_deck
 
     a, _ = ledger.record(GOED)
     b, _ = ledger.record(mistake("I like <b>cats</b> & dogs", "I like cats and dogs", "and, not &", "punctuation"))
@@ -350,8 +350,8 @@ def test_review_export_writes_an_anki_collection_with_one_note_per_card(ledger, 
 
 
 def test_review_export_refuses_a_name_that_is_not_apkg(ledger, tmp_path, clock):
-    from memora.app.anki import write_deck
-    from memora.engine.errors import CommandError
+    from memora.core.errors import CommandError
+    from memora.teaching.anki import write_deck
 
     ledger.record(GOED)
     with pytest.raises(CommandError, match=r"\.apkg"):
@@ -382,6 +382,6 @@ def test_review_export_refuses_a_name_that_is_not_apkg(ledger, tmp_path, clock):
     ],
 )
 def test_the_background_shows_the_words_a_correction_changes_with_two_either_side(original, corrected, shown):
-    from memora.engine.ledger import correction_excerpt
+    from memora.teaching.ledger import correction_excerpt
 
     assert correction_excerpt(original, corrected) == shown

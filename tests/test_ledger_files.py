@@ -22,8 +22,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from memora.engine import spaced
-from memora.engine.ledger import MAX_MISTAKES, Example, Mistake, NewMistake
+from memora.teaching import spaced
+from memora.teaching.ledger import MAX_MISTAKES, Example, Mistake, NewMistake
 
 WEST, EAST = "America/New_York", "Pacific/Kiritimati"
 GOED = NewMistake(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from long_term_memory import LongTermMemoryStore
-from memora.engine import lexical
+from memora.store import lexical
 
 PORTER_EXAMPLES = {  # from Porter's 1980 paper
     "caresses": "caress",
@@ -57,7 +57,7 @@ def test_chinese_becomes_character_bigrams_and_mixed_text_keeps_both():
 
 @pytest.fixture
 def store(tmp_path):
-    from memora.engine.embeddings import HashEmbedder
+    from memora.model.embeddings import HashEmbedder
 
     store = LongTermMemoryStore(tmp_path / "db", embedding_function=HashEmbedder())
     for text in [
@@ -86,7 +86,7 @@ def test_bm25_matches_stemmed_english_and_ignores_superseded(store):
 
 
 def test_same_meaning_keeps_every_word_that_can_change_a_fact():
-    from memora.engine.lexical import SAME_MEANING_FILLER, STOP_WORDS, say_the_same
+    from memora.store.lexical import SAME_MEANING_FILLER, STOP_WORDS, say_the_same
 
     assert SAME_MEANING_FILLER <= STOP_WORDS  # only a few of retrieval's stop words may be ignored
     same = [

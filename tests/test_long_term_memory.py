@@ -9,8 +9,8 @@ import pytest
 from helpers.stores import chroma_collection
 
 from long_term_memory import LongTermMemoryStore, catalog_path, collection_name
-from memora.engine.embeddings import HashEmbedder
-from memora.engine.errors import EmbeddingModelMismatch, MemoryFullError
+from memora.core.errors import EmbeddingModelMismatch, MemoryFullError
+from memora.model.embeddings import HashEmbedder
 
 
 @pytest.fixture
@@ -168,7 +168,7 @@ def test_chatbot_runs_against_a_chroma_server(chroma_server, tmp_path):
 @pytest.mark.slow  # a child process, a kill or hundreds of turns
 def test_two_machines_on_one_chroma_server_see_each_others_changes(chroma_server, tmp_path):
     """Each machine has its own local catalog; the revision stamp keeps them in step."""
-    from memora.engine.chroma_backend import ChromaConnection
+    from memora.store.chroma_backend import ChromaConnection
 
     user = f"shared{uuid.uuid4().hex[:6]}"
 
@@ -207,7 +207,7 @@ def test_a_catalog_from_an_older_memora_is_rebuilt_from_chroma(tmp_path, clock, 
     import sqlite3
 
     from long_term_memory import catalog_path
-    from memora.engine.catalog import SCHEMA_VERSION
+    from memora.store.catalog import SCHEMA_VERSION
 
     db = tmp_path / "memora_db"
     store = LongTermMemoryStore(db, embedding_function=HashEmbedder(), clock=clock)

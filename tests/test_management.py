@@ -215,7 +215,7 @@ def test_session_survives_a_restart_and_reset_starts_fresh(make_app, server, run
 
 def test_new_flag_starts_a_fresh_conversation(make_app, make_settings, server, clock):
     from memora.app.assistant import Memora
-    from memora.engine.embeddings import HashEmbedder
+    from memora.model.embeddings import HashEmbedder
 
     app = make_app()
     app.chat("first conversation", on_delta=lambda _: None)
@@ -282,7 +282,7 @@ def test_a_killed_process_loses_nothing_that_was_shown(tmp_path, server, moment)
     assert session["pending_extractions"] == []  # the interrupted extraction ran again at start
 
     from long_term_memory import LongTermMemoryStore
-    from memora.engine.embeddings import HashEmbedder
+    from memora.model.embeddings import HashEmbedder
 
     store = LongTermMemoryStore(home / "memora_db", embedding_function=HashEmbedder())
     assert [r.content for r in store.list()] == ["The learner's dog is called Biscuit."]

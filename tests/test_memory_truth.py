@@ -6,7 +6,7 @@ import pytest
 from helpers.scripts import decision_input, extraction, fact, naming, number_of, say
 
 from long_term_memory import LongTermMemoryStore
-from memora.engine.errors import CommandError, MemoryFullError
+from memora.core.errors import CommandError, MemoryFullError
 
 
 def test_coffee_then_quit_leaves_one_current_and_one_superseded(make_app, server):

@@ -8,9 +8,9 @@ import re
 import pytest
 from conftest import exact_tokens_or_skip
 
-from memora.engine.config import Settings
-from memora.engine.embeddings import HashEmbedder, LocalEmbedder, OpenAIEmbedder, make_embedder
-from memora.engine.tokens import TokenCounter, approximate_tokens
+from memora.core.config import Settings
+from memora.model.embeddings import HashEmbedder, LocalEmbedder, OpenAIEmbedder, make_embedder
+from memora.model.tokens import TokenCounter, approximate_tokens
 
 
 def test_with_an_openai_key_memories_are_embedded_by_openai(make_settings, server, clock):
@@ -137,7 +137,7 @@ def test_embedding_model_names(name, kind, expected):
 
 
 def test_an_api_embedding_model_without_a_client_is_one_clear_error():
-    from memora.engine.errors import EmbeddingError
+    from memora.core.errors import EmbeddingError
 
     with pytest.raises(EmbeddingError, match="needs OPENAI_API_KEY or OPENAI_BASE_URL"):
         make_embedder("text-embedding-3-small", client_factory=None)
@@ -199,7 +199,7 @@ def _keywords(node, naming=False):
 def test_structured_calls_send_their_schema_without_titles_and_still_parse(make_app, server):
     from pydantic import BaseModel
 
-    from memora.engine.llm import compact_schema
+    from memora.model.llm import compact_schema
 
     server.script(
         "extraction",
@@ -246,8 +246,8 @@ def test_structured_schemas_go_out_in_their_shortest_strict_form():
     a model that refers to itself keeps its definition and stays valid."""
     from pydantic import BaseModel
 
-    from memora.app.extraction import ExtractionResult, MemoryDecision
-    from memora.engine.llm import compact_schema
+    from memora.model.llm import compact_schema
+    from memora.reading.extraction import ExtractionResult, MemoryDecision
 
     schema = compact_schema(ExtractionResult)
     text = json.dumps(schema)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import local_model_or_skip
 
-from memora.engine.embeddings import LocalEmbedder, local_model_available
+from memora.model.embeddings import LocalEmbedder, local_model_available
 
 REAL_HOME = Path.home()
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import pytest
 
 import context_builder
-from memora.app.commands import remembered_text
-from memora.app.extraction import ExtractedFact
-from memora.engine.errors import error_line, failure_reason
-from memora.engine.records import CATEGORIES
-from memora.engine.text_utils import SENTENCE_END, counted, quoted
+from memora.cli.commands import remembered_text
+from memora.core.errors import error_line, failure_reason
+from memora.core.records import CATEGORIES
+from memora.core.text_utils import SENTENCE_END, counted, quoted
+from memora.reading.extraction import ExtractedFact
 
 
 def test_the_extraction_schema_and_the_digest_follow_the_stored_categories():

@@ -1,4 +1,4 @@
-"""The memory page (``memora/app/page.py``), driven on a pseudo-terminal and
+"""The memory page (``memora/cli/page.py``), driven on a pseudo-terminal and
 read back through pyte as the learner sees it. Each step waits for what the
 screen shows (an event), never for a time."""
 
@@ -11,10 +11,10 @@ from conftest import ROOT, child_env
 from helpers.pty_screen import ScreenTerminal
 from helpers.stores import files_holding, new_pieces
 
-from memora.app.commands import CommandRouter, line_runner
-from memora.app.page import NOT_INTERACTIVE, MemoryPage
-from memora.app.terminal import PlainConsole
-from memora.engine.ledger import NewMistake
+from memora.cli.commands import CommandRouter, line_runner
+from memora.cli.page import NOT_INTERACTIVE, MemoryPage
+from memora.cli.terminal import PlainConsole
+from memora.teaching.ledger import NewMistake
 
 pytestmark = pytest.mark.slow  # child processes on a pty
 
@@ -312,7 +312,7 @@ def test_ten_thousand_rows_draw_only_what_fits(make_app):
 
 
 def test_keep_one_is_recorded_in_history_and_undone_by_undo(make_app):
-    from memora.app.page import keep_one, open_conflicts
+    from memora.cli.page import keep_one, open_conflicts
 
     app = make_app()
     old = app.store.add("The learner loves coffee.", category="habit", source="extracted").id

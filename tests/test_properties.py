@@ -48,13 +48,13 @@ from context_builder import (
     neutralize,
     retrieved_text,
 )
-from memora.app.commands import CommandRouter, ExitRequested, run_command
-from memora.app.terminal import PlainConsole
-from memora.engine.errors import ContextBudgetError, MemoraError, ModelCallError
-from memora.engine.lookalikes import ANGLE_LOOKALIKES
-from memora.engine.prompts import SYSTEM_PROMPT
-from memora.engine.records import CATEGORIES, MEMORY_TYPES, MemorySearchResult
-from memora.engine.tokens import TokenCounter
+from memora.cli.commands import CommandRouter, ExitRequested, run_command
+from memora.cli.terminal import PlainConsole
+from memora.core.errors import ContextBudgetError, MemoraError, ModelCallError
+from memora.core.lookalikes import ANGLE_LOOKALIKES
+from memora.core.records import CATEGORIES, MEMORY_TYPES, MemorySearchResult
+from memora.model.prompts import SYSTEM_PROMPT
+from memora.model.tokens import TokenCounter
 from memory import ContextBudget, ConversationMemory, estimate_instruction_tokens
 from user_profile import CEFR_LEVELS, UserProfile, UserProfileStore
 
@@ -363,8 +363,8 @@ def _seed_learner(data_dir: Path, base_url: str) -> None:
 @contextmanager
 def command_app(data_dir: Path, base_url: str):
     from memora.app.assistant import Memora
-    from memora.engine.config import Settings
-    from memora.engine.embeddings import HashEmbedder
+    from memora.core.config import Settings
+    from memora.model.embeddings import HashEmbedder
 
     settings = Settings(
         data_dir=data_dir,
@@ -525,7 +525,7 @@ def test_profile_store_survives_any_sequence_and_round_trips(tmp_path_factory, o
     """Any sequence of profile changes: only MemoraErrors, valid JSON, exact round trip,
     invalid levels change nothing, and the store matches a model of what was asked."""
     EXAMPLES_RUN["test_profile_store_survives_any_sequence_and_round_trips"] += 1
-    from memora.engine.text_utils import clean_text, normalized_key
+    from memora.core.text_utils import clean_text, normalized_key
 
     folder = tmp_path_factory.mktemp("profile")
     path = folder / "user_profile.json"

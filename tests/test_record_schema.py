@@ -12,10 +12,7 @@ from datetime import date, datetime, timedelta, timezone
 import pytest
 
 from long_term_memory import LongTermMemoryStore, catalog_path
-from memora.app.data_transfer import ExportedMemory, export_model
-from memora.engine.catalog import MemoryCatalog
-from memora.engine.embeddings import HashEmbedder
-from memora.engine.records import (
+from memora.core.records import (
     MemoryRecord,
     catalog_columns,
     from_chroma,
@@ -24,6 +21,9 @@ from memora.engine.records import (
     stored_fields,
     to_chroma_metadata,
 )
+from memora.data.data_transfer import ExportedMemory, export_model
+from memora.model.embeddings import HashEmbedder
+from memora.store.catalog import MemoryCatalog
 
 TZ = timezone(timedelta(hours=8))
 WHEN = datetime(2026, 11, 20, 9, 30, tzinfo=TZ)

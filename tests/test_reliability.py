@@ -27,7 +27,7 @@ from conftest import ROOT, TESTS, child_env
 from helpers.crash_writer import payload
 from helpers.fake_openai import Error
 
-from memora.engine.errors import EmbeddingError, ModelCallError
+from memora.core.errors import EmbeddingError, ModelCallError
 
 HELPERS = TESTS / "helpers"
 
@@ -142,7 +142,7 @@ def error_lines(text: str) -> list[str]:
 def test_atomic_write_leaves_the_old_or_the_new_version_after_every_sigkill(disk_path):
     folder = disk_path / "data"
     target = folder / "state.json"
-    from memora.engine.storage import atomic_write_json
+    from memora.core.storage import atomic_write_json
 
     atomic_write_json(target, {"version": 0, "payload": payload(0, PAYLOAD_CHARS)})
     rng = random.Random(20261129)
@@ -308,7 +308,7 @@ def test_two_processes_adding_memories_lose_none(tmp_path):
     from helpers.concurrent_writer import memory_text
 
     from long_term_memory import LongTermMemoryStore
-    from memora.engine.embeddings import HashEmbedder
+    from memora.model.embeddings import HashEmbedder
 
     home = tmp_path / "home"
     run_two_writers("memories", home)
@@ -467,7 +467,7 @@ class QueryFailingEmbedder:
     """The hash embedding, until ``failing`` is set: then every embed() raises."""
 
     def __init__(self):
-        from memora.engine.embeddings import HashEmbedder
+        from memora.model.embeddings import HashEmbedder
 
         self._inner = HashEmbedder()
         self.name = self._inner.name
@@ -557,7 +557,7 @@ def test_a_profile_value_over_200_characters_is_refused_and_not_stored(make_app,
 
 
 def test_the_profile_list_limit_is_a_setting_read_from_the_environment(data_dir):
-    from memora.engine.config import ConfigError, Settings
+    from memora.core.config import ConfigError, Settings
 
     assert Settings.from_env({"MEMORA_HOME": str(data_dir), "MEMORA_MAX_PROFILE_ITEMS": "3"}).max_profile_items == 3
     with pytest.raises(ConfigError, match="MEMORA_MAX_PROFILE_ITEMS"):
@@ -594,7 +594,7 @@ def _with_some_data(app):
 
 
 def test_an_import_file_over_the_size_limit_is_refused_and_nothing_imported(make_app, run_repl, tmp_path):
-    from memora.app import data_transfer
+    from memora.data import data_transfer
 
     app = make_app()
     profile, memories = _with_some_data(app)
@@ -776,8 +776,8 @@ def test_files_memora_writes_are_owner_only_even_under_a_permissive_umask(make_a
         app.store.add("The learner's sister lives in Lisbon")
         chat(app, "Hello!")
         app.wait_for_extraction(10)
-        from memora.app.data_transfer import export_data
-        from memora.app.proposals import ProfileProposal
+        from memora.data.data_transfer import export_data
+        from memora.reading.proposals import ProfileProposal
 
         app.proposals.add(ProfileProposal.new("english_level", "set", "B2", "B1", "I passed B2"))
         written = export_data(app, tmp_path / "export.json")

@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT, child_env, run_chatbot
 from helpers.fake_openai import Error
 
-from memora.engine.config import DEFAULT_SUMMARY_TOKENS
+from memora.core.config import DEFAULT_SUMMARY_TOKENS
 
 
 def test_transcript_commands_chat_and_exit(make_app, server, run_repl):

@@ -8,7 +8,7 @@ from datetime import date, datetime, timedelta
 import pytest
 
 from long_term_memory import RETRIEVAL_MIN_SCORE, LongTermMemoryStore
-from memora.engine.retrieval import date_windows, retrieve_relevant_memories
+from memora.store.retrieval import date_windows, retrieve_relevant_memories
 
 MEMORIES = [
     "The learner's name is Ming.",
@@ -218,7 +218,7 @@ def test_a_named_date_reorders_but_never_lets_a_memory_past_the_threshold(dated_
 def test_feedback_reorders_towards_the_first_result_but_keeps_each_score():
     from array import array
 
-    from memora.engine.retrieval import DEFAULT_PARAMS, rank
+    from memora.store.retrieval import DEFAULT_PARAMS, rank
 
     def blob(*values):
         return array("f", values).tobytes()
@@ -236,8 +236,8 @@ def test_feedback_reorders_towards_the_first_result_but_keeps_each_score():
 
 
 def test_a_named_period_adds_its_memories_as_candidates_only_while_it_holds_few(tmp_path):
-    from memora.engine.embeddings import HashEmbedder
-    from memora.engine.retrieval import window_bounds
+    from memora.model.embeddings import HashEmbedder
+    from memora.store.retrieval import window_bounds
 
     now = NOW.astimezone()
     store = LongTermMemoryStore(tmp_path / "db", embedding_function=HashEmbedder(), clock=lambda: now)

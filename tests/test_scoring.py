@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memora.engine import lexical
-from memora.engine.catalog import bm25, bm25_weights
-from memora.engine.retrieval import DEFAULT_PARAMS, rank, recency_factor
+from memora.store import lexical
+from memora.store.catalog import bm25, bm25_weights
+from memora.store.retrieval import DEFAULT_PARAMS, rank, recency_factor
 
 # Three memories, as lexical terms: 7 terms, 7/3 on average.
 GREEN_TEA = ["green", "tea", "green", "leav"]  # "green tea with green leaves"
@@ -55,7 +55,7 @@ def test_bm25_favours_the_shorter_memory_for_the_same_count_but_only_a_little():
 
 def test_the_catalog_scores_its_memories_with_bm25(tmp_path):
     from long_term_memory import LongTermMemoryStore
-    from memora.engine.embeddings import HashEmbedder
+    from memora.model.embeddings import HashEmbedder
 
     store = LongTermMemoryStore(tmp_path / "db", embedding_function=HashEmbedder())
     ids = {store.add(text).id: text for text in ("green tea with green leaves", "coffee", "tea and cake")}

@@ -16,10 +16,10 @@ import pytest
 from helpers.fake_openai import Error, StreamThenFail
 from helpers.scripts import extraction, fact, say
 
-from memora.engine.config import Settings
-from memora.engine.errors import ConfigError, EmbeddingError, ModelCallError
-from memora.engine.model_facts import DEFAULT_MODEL, shutdown_dates
-from memora.engine.prompts import SYSTEM_PROMPT
+from memora.core.config import DEFAULT_MODEL, Settings
+from memora.core.errors import ConfigError, EmbeddingError, ModelCallError
+from memora.model.model_facts import shutdown_dates
+from memora.model.prompts import SYSTEM_PROMPT
 
 
 def sdk_deprecated_models() -> dict[str, str]:
@@ -323,7 +323,7 @@ def test_an_answer_still_invalid_after_the_repair_keeps_the_job_and_loses_nothin
 
 def test_a_key_for_a_local_server_never_switches_embeddings_to_openais_model(make_settings, clock):
     from memora.app.assistant import Memora
-    from memora.engine.embeddings import LocalEmbedder
+    from memora.model.embeddings import LocalEmbedder
 
     settings = make_settings()  # OPENAI_BASE_URL and OPENAI_API_KEY: a keyed gateway (LiteLLM, vLLM --api-key)
     assert settings.api_key and settings.base_url
@@ -336,7 +336,7 @@ def test_a_key_for_a_local_server_never_switches_embeddings_to_openais_model(mak
 
 
 def test_a_store_of_openais_model_without_a_key_says_what_it_needs_and_reindex_recovers(make_app, run_repl):
-    from memora.engine.embeddings import HashEmbedder
+    from memora.model.embeddings import HashEmbedder
 
     openai_built = HashEmbedder()
     openai_built.name = "openai:text-embedding-3-small"
@@ -471,7 +471,7 @@ def test_two_output_messages_are_two_paragraphs(make_app, server):
 def test_two_message_items_of_a_structured_answer_are_read_apart(make_app, server):
     from openai.types.responses import Response
 
-    from memora.engine.llm import response_text
+    from memora.model.llm import response_text
 
     body = wire.two_messages_body("First part.", "Second part.")
     assert response_text(Response.model_validate(body)) == ("First part.\n\nSecond part.", "")
@@ -568,7 +568,7 @@ def test_the_server_is_probed_once_per_session(make_app, server):
     server.script("extraction", extraction(), extraction())
     say(app, "I walked to the station in the rain this morning.")
     say(app, "I walked back home in the evening sunshine.")
-    from memora.engine.servers import PROBES
+    from memora.model.servers import PROBES
 
     assert sorted(p.path for p in server.probes) == sorted(path for _, path, _ in PROBES)  # each once, at once
 
@@ -586,7 +586,7 @@ def test_the_server_is_probed_once_per_session(make_app, server):
     ],
 )
 def test_with_no_probe_answering_the_base_url_decides(url, kind):
-    from memora.engine.servers import detect_server
+    from memora.model.servers import detect_server
 
     def unreachable(_url):
         raise ConnectionError("nothing listens")
@@ -620,7 +620,7 @@ def test_an_embedding_model_the_server_does_not_serve_gets_one_line_naming_the_s
 
 
 def test_with_the_background_in_the_instructions_the_request_is_never_above_its_budget(make_app, server):
-    from memora.engine.tokens import TokenCounter
+    from memora.model.tokens import TokenCounter
 
     app = make_app(token_budget=900, recent_tokens=300, summary_tokens=100, background_tokens=300)
     app.profiles.set_english_level("b1")
@@ -678,7 +678,7 @@ def test_a_reindex_that_fails_keeps_the_store_model_in_use(
 
 
 def test_another_terminals_reindex_turns_search_off_here_in_one_line_never_a_crash(make_app, server, run_repl):
-    from memora.engine.embeddings import HashEmbedder
+    from memora.model.embeddings import HashEmbedder
 
     here = make_app()
     here.store.add("The learner sings in a choir on Sundays")
@@ -700,8 +700,8 @@ def test_another_terminals_reindex_turns_search_off_here_in_one_line_never_a_cra
     ],
 )
 def test_the_object_taken_from_a_lenient_answer_is_the_answer(answer, expected):
-    from memora.app.extraction import CorrectionDecision
-    from memora.engine.structured import parse_answer
+    from memora.model.structured import parse_answer
+    from memora.reading.extraction import CorrectionDecision
 
     assert parse_answer(answer, CorrectionDecision).memories == expected
 
@@ -712,7 +712,7 @@ def test_a_raw_newline_inside_a_string_is_accepted_without_a_repair_request(make
     grade, _ = app.model.parse(
         instructions="grade",
         input_text="{}",
-        text_format=__import__("memora.app.drill").app.drill.ReviewGrade,
+        text_format=__import__("memora.teaching.drill").teaching.drill.ReviewGrade,
         what="Grading",
     )
     assert grade.verdict == "correct" and app.model.structured.repaired == 0

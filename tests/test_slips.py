@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import run_chatbot
 
-from memora.engine.embeddings import HashEmbedder
+from memora.model.embeddings import HashEmbedder
 
 FACT = {
     "facts": [
@@ -107,7 +107,7 @@ def test_exit_counts_the_messages_it_saves_not_the_queued_writes(make_app, batch
     import threading
 
     import chatbot
-    from memora.app.terminal import PlainConsole
+    from memora.cli.terminal import PlainConsole
 
     app = make_app(extraction_batch=batch)
     gate = threading.Event()
@@ -175,7 +175,7 @@ def test_quoted_memories_end_with_one_full_stop(make_app, run_repl):
 
 
 def test_quoted_helper_never_doubles_sentence_punctuation():
-    from memora.engine.text_utils import quoted
+    from memora.core.text_utils import quoted
 
     assert quoted("I like tea.", 80) == "\u201cI like tea.\u201d"
     assert quoted("Do I?", 80) == "\u201cDo I?\u201d"
@@ -185,7 +185,7 @@ def test_quoted_helper_never_doubles_sentence_punctuation():
 
 def test_exit_during_the_warm_up_says_what_it_waits_for_and_stops_it(make_app, run_repl, monkeypatch):
     import chatbot
-    from memora.app.terminal import PlainConsole
+    from memora.cli.terminal import PlainConsole
 
     asked: list[bool] = []
 
@@ -253,7 +253,7 @@ def test_undo_closes_the_quoted_memory_with_one_full_stop(make_app, server, run_
     "evidence", ["I don't like short answers any more.", "I don't like short answers any more", "Short answers? No!"]
 )
 def test_a_profile_question_quotes_the_learner_once_closed(evidence):
-    from memora.app.proposals import ProfileProposal
+    from memora.reading.proposals import ProfileProposal
 
     question = ProfileProposal.new("preference", "remove", "Short answers", "Short answers", evidence).question()
     closed = evidence.endswith((".", "!", "?"))

@@ -1,10 +1,10 @@
-"""Slots: each row's examples are its tests (memora/engine/slots.py)."""
+"""Slots: each row's examples are its tests (memora/reading/slots.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from memora.engine.slots import SLOTS, slots_of
+from memora.reading.slots import SLOTS, slots_of
 
 CASES = [(slot.name, text, True) for slot in SLOTS for text in slot.matches] + [
     (slot.name, text, False) for slot in SLOTS for text in slot.misses

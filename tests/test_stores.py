@@ -16,11 +16,11 @@ from datetime import datetime
 
 import pytest
 
-from memora.app.proposals import ProfileProposal, ProposalStore
 from memora.app.session import ChatMessage, SessionState, SessionStore
-from memora.engine.activity import ActivityLog
-from memora.engine.ledger import LedgerStore, NewMistake
-from memora.engine.storage import JsonStore
+from memora.core.storage import JsonStore
+from memora.reading.proposals import ProfileProposal, ProposalStore
+from memora.teaching.activity import ActivityLog
+from memora.teaching.ledger import LedgerStore, NewMistake
 from user_profile import UserProfileStore
 
 NOW = datetime(2026, 12, 2, 10, 0).astimezone()

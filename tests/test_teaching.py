@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from fsrs import Card, Rating, Scheduler, State
 
-from memora.engine import spaced
-from memora.engine.ledger import LedgerStore, NewMistake, correction_edits
+from memora.teaching import spaced
+from memora.teaching.ledger import LedgerStore, NewMistake, correction_edits
 
 TAIPEI = timezone(timedelta(hours=8))
 LONDON = timezone(timedelta(hours=0))
@@ -197,8 +197,8 @@ def test_a_time_zone_change_between_sessions_counts_the_learners_days(ledger, cl
 
 @pytest.mark.parametrize("value, error", [("24", "0 to 23"), ("-1", "0 to 23"), ("four", "MEMORA_DAY_START")])
 def test_a_bad_day_start_is_one_line(value, error):
-    from memora.engine.config import Settings
-    from memora.engine.errors import ConfigError
+    from memora.core.config import Settings
+    from memora.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=error):
         Settings.from_env({"MEMORA_DAY_START": value, "MEMORA_HOME": "/tmp/x"})
@@ -671,7 +671,7 @@ def _collection(path, tmp_path):
 def test_the_anki_deck_is_named_for_the_learner(ledger, tmp_path, clock, user, name):
     import json
 
-    from memora.app.anki import DECK_ID, write_deck
+    from memora.teaching.anki import DECK_ID, write_deck
 
     ledger.record(GOED)
     path = tmp_path / "deck.apkg"
@@ -681,7 +681,7 @@ def test_the_anki_deck_is_named_for_the_learner(ledger, tmp_path, clock, user, n
 
 
 def test_the_anki_deck_carries_the_review_history_a_typed_card_and_a_words_meaning_once(ledger, tmp_path, clock):
-    from memora.app.anki import write_deck
+    from memora.teaching.anki import write_deck
 
     entry, _ = ledger.record(GOED)
     answers = [(3, 0), (1, 2), (3, 3), (3, 5)]

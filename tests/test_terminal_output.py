@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console as RichOutput
 
 import chatbot
-from memora.app.terminal import PlainConsole, RichConsole, TerminalFilter, for_terminal
+from memora.cli.terminal import PlainConsole, RichConsole, TerminalFilter, for_terminal
 
 # (stored or model-written text, what the learner must see)
 HOSTILE = {
@@ -215,7 +215,7 @@ def test_markup_in_memories_is_listed_searched_and_shown_in_history(make_app, mo
 @pytest.mark.parametrize("mode", ["plain", "rich"])
 def test_control_sequences_in_stored_text_never_reach_the_screen(make_app, mode):
     """Text that entered the store without the REPL's cleaning (an import, an older store)."""
-    from memora.engine.records import MemoryRecord
+    from memora.core.records import MemoryRecord
 
     app = make_app()
     hostile = "coffee\x1b[2J\x1b]0;evil title\x07 every \x9b31mmorning [/red]"

@@ -11,7 +11,7 @@ import pytest
 from helpers.pty_terminal import start_memora
 from rich.cells import cell_len
 
-from memora.engine.ledger import NewMistake
+from memora.teaching.ledger import NewMistake
 
 MISTAKES = [
     ("Yesterday I goed to the supermarket.", "Yesterday I went to the supermarket.", "go → went: irregular past tense"),

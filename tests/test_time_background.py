@@ -9,8 +9,8 @@ import pytest
 from helpers.scripts import extraction, fact
 
 from context_builder import DigestItem, build_background_messages, memory_text
-from memora.engine.timeutil import relative_days, resolve_time_phrases
-from memora.engine.tokens import TokenCounter
+from memora.core.timeutil import relative_days, resolve_time_phrases
+from memora.model.tokens import TokenCounter
 from memory import ContextBudget, ConversationMemory
 
 SAID = datetime(2026, 11, 29, 10, 0).astimezone()  # a Sunday

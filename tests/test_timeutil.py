@@ -6,8 +6,8 @@ from datetime import date, datetime
 
 import pytest
 
-from memora.engine import timeutil
-from memora.engine.timeutil import resolve_event_date, resolve_relative_date
+from memora.core import timeutil
+from memora.core.timeutil import resolve_event_date, resolve_relative_date
 
 SUNDAY = datetime(2026, 11, 29, 10, 0).astimezone()  # the tests' default clock
 WEDNESDAY = datetime(2026, 12, 2, 18, 30).astimezone()

@@ -14,11 +14,11 @@ from helpers.scripts import extraction, fact, retracting
 from helpers.threads import Conductor
 
 import memora.app.session as session_module
-from memora.app import reading_queue as rq
-from memora.app.reading_queue import plan_reading
 from memora.app.session import PendingExtraction
-from memora.app.turn import UnguardedWrite
-from memora.engine.tokens import TokenCounter
+from memora.core.storage import UnguardedWrite
+from memora.model.tokens import TokenCounter
+from memora.reading import reading_queue as rq
+from memora.reading.reading_queue import plan_reading
 
 COUNT = TokenCounter().count  # the real tokenizer, as the policy counts
 NOON = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)

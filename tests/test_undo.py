@@ -192,7 +192,7 @@ def test_revert_is_exact_in_chroma_too_embedded_and_server(connection, tmp_path,
     from pathlib import Path
 
     from long_term_memory import LongTermMemoryStore, catalog_path
-    from memora.engine.embeddings import HashEmbedder
+    from memora.model.embeddings import HashEmbedder
 
     user = f"undo{uuid.uuid4().hex[:6]}"  # the server outlives one test
 

@@ -25,9 +25,9 @@ import pytest
 from helpers.stores import files_holding
 
 from long_term_memory import LongTermMemoryStore, collection_name
-from memora.app.proposals import ProfileProposal
-from memora.engine.chroma_backend import ChromaConnection
-from memora.engine.embeddings import HashEmbedder
+from memora.model.embeddings import HashEmbedder
+from memora.reading.proposals import ProfileProposal
+from memora.store.chroma_backend import ChromaConnection
 
 SISTER = "The learner's sister lives in Lisbon."
 BAKERY = "The learner works at a bakery."

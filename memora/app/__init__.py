@@ -1,1 +1,1 @@
-"""The application: the ``Memora`` session, extraction, commands, the terminal, reports, learners, export/import."""
+"""The session and the turn: ``Memora``, its state, recall, the undo log, the session file, erasure."""

@@ -31,32 +31,32 @@ from long_term_memory import LongTermMemoryStore
 from memora.app import recall
 from memora.app.conversation import Conversation
 from memora.app.erasure import forget_everywhere
-from memora.app.extraction import ExtractionJob, Extractor, PreparedExtraction
 from memora.app.import_undo import finish_interrupted_import
 from memora.app.knowledge import KnowledgeBase
-from memora.app.proposals import ProfileProposal, ProposalStore
 from memora.app.reader import Reader
 from memora.app.session import PendingExtraction, SessionStore, new_owner, release_owner
 from memora.app.telling import Telling
 from memora.app.turn import Notifier, TurnCancelled, TurnResult, TurnState, check_message, cut_off_note
-from memora.engine.activity import ActivityLog
-from memora.engine.chroma_backend import ChromaConnection
-from memora.engine.config import Settings
-from memora.engine.cues import looks_like_correction, skips_extraction
-from memora.engine.deletions import DeletionLog
-from memora.engine.embeddings import Embedder, make_embedder
-from memora.engine.errors import (
+from memora.core.config import Settings
+from memora.core.errors import (
     EmbeddingError,
     EmbeddingModelMismatch,
     MemoraError,
     VectorsMissing,
 )
-from memora.engine.ledger import LedgerStore
-from memora.engine.llm import ModelClient
-from memora.engine.model_facts import shutdown_note
-from memora.engine.storage import ensure_private_dir
-from memora.engine.timeutil import Clock, said_day, system_clock
-from memora.engine.tokens import TokenCounter
+from memora.core.storage import ensure_private_dir
+from memora.core.timeutil import Clock, said_day, system_clock
+from memora.model.embeddings import Embedder, make_embedder
+from memora.model.llm import ModelClient
+from memora.model.model_facts import shutdown_note
+from memora.model.tokens import TokenCounter
+from memora.reading.cues import looks_like_correction, skips_extraction
+from memora.reading.extraction import ExtractionJob, Extractor, PreparedExtraction
+from memora.reading.proposals import ProfileProposal, ProposalStore
+from memora.store.chroma_backend import ChromaConnection
+from memora.store.deletions import DeletionLog
+from memora.teaching.activity import ActivityLog
+from memora.teaching.ledger import LedgerStore
 from user_profile import UserProfileStore
 
 MAX_MESSAGE_CHARS = 8000

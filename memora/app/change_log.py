@@ -12,8 +12,8 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 
 from memora.app.session import ChangeSet, UndoneMemory
-from memora.app.turn import Guarded
-from memora.engine.text_utils import quoted, shorten
+from memora.core.storage import Guarded
+from memora.core.text_utils import quoted, shorten
 
 # 'undo' goes back this many change sets; older ones are dropped from the session
 # (a learner takes back what they just saw, not last month's turn).

@@ -8,13 +8,13 @@ import threading
 from collections.abc import Callable
 
 from memora.app.change_log import NOTHING_TO_UNDO, ChangeLog, undo_lines
-from memora.app.reading_queue import ReadingQueue
 from memora.app.session import PendingExtraction, SessionState, SessionStore
 from memora.app.turn import TurnState
-from memora.engine.deletions import DeletionLog
-from memora.engine.errors import failure_reason
-from memora.engine.text_utils import quoted
-from memora.engine.timeutil import Clock
+from memora.core.errors import failure_reason
+from memora.core.text_utils import quoted
+from memora.core.timeutil import Clock
+from memora.reading.reading_queue import ReadingQueue
+from memora.store.deletions import DeletionLog
 from memory import ConversationMemory
 
 

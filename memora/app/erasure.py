@@ -28,10 +28,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-from memora.app.terminal import YES
-from memora.engine.config import Settings
-from memora.engine.storage import atomic_write_text
-from memora.engine.text_utils import counted
+from memora.core.config import Settings
+from memora.core.storage import atomic_write_text
+from memora.core.text_utils import YES, counted
 
 
 class Session(Protocol):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from memora.engine.storage import atomic_write_text
+from memora.core.storage import atomic_write_text
 
 
 def import_files(paths) -> dict[str, Path]:

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from context_builder import KnowledgeItem
-from memora.engine.chroma_backend import ChromaConnection
-from memora.engine.embeddings import Embedder
+from memora.model.embeddings import Embedder
+from memora.store.chroma_backend import ChromaConnection
 
 COLLECTION = "memora-knowledge"
 MAX_CHUNK_CHARS = 1200

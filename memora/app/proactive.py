@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from context_builder import FollowUpHint
-from memora.engine.records import MemoryRecord
-from memora.engine.timeutil import to_aware
+from memora.core.records import MemoryRecord
+from memora.core.timeutil import to_aware
 
 MIN_AGE = timedelta(days=1)
 

@@ -9,11 +9,11 @@ from dataclasses import replace
 
 from memora.app.change_log import change_line
 from memora.app.conversation import Conversation
-from memora.app.extraction import ExtractionJob, ExtractionOutcome, ExtractionWorker, Extractor
-from memora.app.reading_queue import MAX_EXTRACTION_ATTEMPTS
 from memora.app.telling import Telling
-from memora.engine.deletions import DeletionLog
-from memora.engine.text_utils import quoted
+from memora.core.text_utils import quoted
+from memora.reading.extraction import ExtractionJob, ExtractionOutcome, ExtractionWorker, Extractor
+from memora.reading.reading_queue import MAX_EXTRACTION_ATTEMPTS
+from memora.store.deletions import DeletionLog
 
 log = logging.getLogger("memora")
 

@@ -15,16 +15,16 @@ from datetime import date, datetime
 
 from context_builder import DIGEST_SECTIONS, MistakeNote, build_background_messages, build_user_digest
 from long_term_memory import LongTermMemoryStore
-from memora.app.extraction import PreparedExtraction
 from memora.app.knowledge import KnowledgeBase
 from memora.app.proactive import pick_follow_up
-from memora.engine.config import Settings
-from memora.engine.embeddings import Embedder, embedder_for_store
-from memora.engine.errors import ConfigError
-from memora.engine.ledger import LedgerStore, Mistake, correction_excerpt, relevant
-from memora.engine.prompts import SYSTEM_PROMPT
-from memora.engine.records import MemorySearchResult
-from memora.engine.retrieval import retrieve_relevant_memories
+from memora.core.config import Settings
+from memora.core.errors import ConfigError
+from memora.core.records import MemorySearchResult
+from memora.model.embeddings import Embedder, embedder_for_store
+from memora.model.prompts import SYSTEM_PROMPT
+from memora.reading.extraction import PreparedExtraction
+from memora.store.retrieval import retrieve_relevant_memories
+from memora.teaching.ledger import LedgerStore, Mistake, correction_excerpt, relevant
 from memory import ContextBudget, ConversationMemory
 from user_profile import UserProfileStore
 

@@ -21,7 +21,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memora.engine.storage import JsonStore
+from memora.core.storage import JsonStore
+from memora.reading.reading_queue import PendingExtraction
 from memory import TokenUsage
 
 SESSION_VERSION = 2
@@ -32,20 +33,6 @@ class ChatMessage(BaseModel):
 
     role: Literal["user", "assistant"]
     content: str
-
-
-class PendingExtraction(BaseModel):
-    job_id: str
-    text: str
-    said_at: datetime
-    attempts: int = 0  # failed tries so far; given up after MAX_EXTRACTION_ATTEMPTS
-    # When the message was read but some items' own calls failed: those items only
-    # (an ExtractionResult as JSON), so the next run neither reads the message again
-    # nor re-applies what already landed.
-    remaining: dict | None = None
-    generation: int = 0  # the deletion generation when it was said (deletions.py); 0: before there was one
-    # The Memora process reading it ("<pid>:<token>"): each message is read by one process only.
-    claimed_by: str | None = None
 
 
 class ChangeSet(BaseModel):

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from memora.app.extraction import ExtractionOutcome
-from memora.app.proposals import ProfileProposal, ProposalStore
 from memora.app.turn import TurnState
-from memora.engine.errors import EmbeddingError, EmbeddingModelMismatch, LocalModelUnavailable
-from memora.engine.text_utils import counted, quoted
+from memora.core.errors import EmbeddingError, EmbeddingModelMismatch, LocalModelUnavailable
+from memora.core.text_utils import counted, quoted
+from memora.reading.extraction import ExtractionOutcome
+from memora.reading.proposals import ProfileProposal, ProposalStore
 
 
 class Telling:

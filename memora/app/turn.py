@@ -1,11 +1,6 @@
-"""What one running session knows beyond its stores, and the lock that guards it.
-
-``Guarded`` state is changed only under its lock: every assignment checks that
-the lock is held by the thread making it, and collections are kept as tuples, so
-that an assignment is the only way to change them. The reply streams on the
-REPL's thread while the extraction worker lands its results on its own; a write
-that skipped the lock would be a race, and it fails at once instead.
-"""
+"""What one running session knows beyond its stores, guarded by the session's
+lock (``storage.Guarded``): the reply streams on the REPL's thread while the
+extraction worker lands its results on its own."""
 
 from __future__ import annotations
 
@@ -14,30 +9,15 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from memora.app.extraction import Skipped
-from memora.app.proposals import ProfileProposal
-from memora.engine.errors import LimitError, MemoraError, ModelNotConfigured
-from memora.engine.llm import ReplyResult
-from memora.engine.records import MemorySearchResult
+from memora.core.errors import LimitError, MemoraError, ModelNotConfigured
+from memora.core.records import MemorySearchResult
+from memora.core.storage import Guarded
+from memora.model.llm import ReplyResult
+from memora.reading.extraction import Skipped
+from memora.reading.proposals import ProfileProposal
 from memory import PreparedContext
 
 log = logging.getLogger("memora")
-
-
-class UnguardedWrite(AssertionError):
-    """Guarded state was changed without holding its lock: a bug, never bad input."""
-
-
-class Guarded:
-    """State changed only under ``lock`` (an ``RLock``, shared by everything one session guards)."""
-
-    def __init__(self, lock: threading.RLock):
-        object.__setattr__(self, "lock", lock)
-
-    def __setattr__(self, name: str, value) -> None:
-        if not self.lock._is_owned():  # RLock's own check, what Condition uses
-            raise UnguardedWrite(f"{type(self).__name__}.{name} changed without holding its lock")
-        object.__setattr__(self, name, value)
 
 
 class TurnState(Guarded):
@@ -120,10 +100,8 @@ class Notifier:
 __all__ = [
     "check_message",
     "cut_off_note",
-    "Guarded",
     "Notifier",
     "TurnCancelled",
     "TurnResult",
     "TurnState",
-    "UnguardedWrite",
 ]

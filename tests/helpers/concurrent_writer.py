@@ -41,7 +41,7 @@ def wait_for(go_file: Path) -> None:
 
 def open_store(data_dir: Path):
     from long_term_memory import LongTermMemoryStore
-    from memora.engine.embeddings import HashEmbedder
+    from memora.model.embeddings import HashEmbedder
 
     return LongTermMemoryStore(data_dir / "memora_db", embedding_function=HashEmbedder(), user_id="default")
 
@@ -60,7 +60,7 @@ def main() -> None:
         return
     tag, count, go_file = sys.argv[3], int(sys.argv[4]), Path(sys.argv[5])
     if mode == "goals":
-        from memora.engine.config import Settings
+        from memora.core.config import Settings
         from user_profile import UserProfileStore
 
         store = UserProfileStore(data_dir / "user_profile.json", max_items=Settings.from_env().max_profile_items)

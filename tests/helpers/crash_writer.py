@@ -26,7 +26,7 @@ import os
 import sys
 from pathlib import Path
 
-from memora.engine import storage
+from memora.core import storage
 from user_profile import UserProfileStore
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memora.engine.embeddings import EmbeddingResult, LocalEmbedder
+from memora.model.embeddings import EmbeddingResult, LocalEmbedder
 
 
 class RememberingEmbedder:

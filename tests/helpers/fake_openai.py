@@ -304,7 +304,7 @@ class Recorded:
         return "instructions" if self._in_instructions() else None
 
     def _in_instructions(self) -> str:
-        from memora.engine.prompts import SYSTEM_PROMPT
+        from memora.model.prompts import SYSTEM_PROMPT
 
         instructions = str(self.body.get("instructions") or "")
         return (

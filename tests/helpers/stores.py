@@ -76,7 +76,7 @@ def pieces(text: str, *kept: str) -> list[str]:
     by chance (the whole text is still looked for as it is)."""
     import re
 
-    from memora.engine.text_utils import CJK_RANGES
+    from memora.core.text_utils import CJK_RANGES
 
     cjk = re.compile(f"[{CJK_RANGES}]")
     found: list[str] = []

@@ -1,0 +1,1 @@
+"""Settings, errors, memory records, files, the clock and text: what every other part stands on."""

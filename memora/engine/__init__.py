@@ -1,3 +1,0 @@
-"""Files, settings, records, time, tokens, text, the stores' parts, retrieval and the model client.
-
-Nothing here imports the root modules or ``memora.app``."""

@@ -1,0 +1,646 @@
+"""The language model: the real ``openai`` client and the Responses API.
+
+``ModelClient`` creates ``openai.OpenAI`` lazily (importing openai costs a
+second at start-up, and with no key the constructor would raise), maps every
+client error to one readable ``ModelCallError`` line, and never lets the API
+key appear in a message.
+
+* ``stream_reply``: the tutor's answer, streamed (``stream=True``);
+* ``parse``: structured output into a pydantic model (extraction, decisions);
+* ``summarize``: folds old turns into the running summary (``memory.py``).
+
+Every call goes through ``_create``, which adds what the model and the server
+need (``model_facts``, ``servers``): a reasoning effort for the call's kind,
+an output cap with room for the reasoning, and, once a server has refused the
+reasoning parameter, never that parameter again this session.
+
+Requests are sent with ``store=False``: the learner's data is not kept on the
+provider's side for later retrieval.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import TypeVar
+
+from memora.core.config import DEFAULT_MODEL, NO_REASONING, Settings
+from memora.core.errors import ModelCallError, ModelNotConfigured
+from memora.core.text_utils import counted, shorten
+from memora.core.timeutil import system_clock
+from memora.model.model_facts import (
+    chat_effort,
+    efforts_for,
+    known_model,
+    lowest_effort,
+    room_for,
+    shutdown_date,
+)
+from memora.model.prompts import REPAIR_PROMPT, SCHEMA_HINT, SUMMARY_PROMPT
+from memora.model.servers import PROBE_TIMEOUT_SECONDS, RoleChoice, ServerInfo, background_role, detect_server
+from memora.model.structured import MalformedAnswer, parse_answer
+
+log = logging.getLogger("memora")
+
+T = TypeVar("T")
+
+NOT_CONFIGURED = (
+    "No model is configured: set OPENAI_API_KEY (OpenAI), or OPENAI_BASE_URL for a local "
+    "OpenAI-compatible server such as Ollama, vLLM or LM Studio. Commands keep working meanwhile."
+)
+LOCAL_SERVER_PLACEHOLDER_KEY = "memora-local"
+# A reply that stops before the server's ``response.completed`` is a failed turn,
+# rolled back like any other failure; a reply the server itself ends early for the
+# output-token limit (``response.incomplete``, or a completed response that says so)
+# is kept, with a notice, when it has text.
+CUT_OFF_LEAD = "(reply cut off)"
+NOT_KEPT = "That message was not kept; send it again."
+CUT_OFF = f"{CUT_OFF_LEAD} The connection closed before the reply was complete. {NOT_KEPT}"
+OUTPUT_LIMIT = "max_output_tokens"
+# A response cut by its cap before any visible text (the reasoning used it all) is
+# asked again once with this many times the cap: the learner has seen nothing yet.
+EMPTY_RETRY_FACTOR = 4
+# Two output message items of one response are two paragraphs, not one run-on line.
+ITEM_SEPARATOR = "\n\n"
+
+# The kinds of call, for the reasoning effort each gets (model_facts).
+CHAT, STRUCTURED = "chat", "structured"
+
+
+@dataclass
+class _Received:
+    """What a reply stream has delivered so far."""
+
+    parts: list[str] = field(default_factory=list)
+    refusal: list[str] = field(default_factory=list)
+    usage: object = None
+    incomplete: str | None = None  # why the server stopped early (a token limit), if it did
+    finished: bool = False  # the server said the response is over
+    item: object = None  # the output item the last text came from
+    pending_space: str = ""  # whitespace not shown yet (shown with the text after it)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+@dataclass(frozen=True)
+class ReplyResult:
+    text: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    incomplete: str | None = None
+
+
+@dataclass
+class StructuredStats:
+    """How structured answers fared this session ('status')."""
+
+    answers: int = 0
+    repaired: int = 0  # needed a repair request (the first answer did not validate)
+    failed: int = 0  # still invalid after it
+
+
+class ModelClient:
+    """Lazily-built ``openai.OpenAI`` client plus Memora's three kinds of call."""
+
+    def __init__(self, settings: Settings, *, http_client=None, clock: Callable[[], datetime] = system_clock):
+        self.settings = settings
+        self.clock = clock
+        self._http_client = http_client
+        self._client = None
+        self._lock = threading.Lock()
+        self._server: ServerInfo | None = None
+        self._probing = threading.Lock()
+        self.reasoning_refused = False  # the server refused the reasoning parameter: never sent again
+        self.schema_in_instructions = False  # a strict server's answer needed repair: the schema goes along
+        self.structured = StructuredStats()
+
+    @property
+    def configured(self) -> bool:
+        return self.settings.chat_configured
+
+    def openai(self):
+        if not self.configured:
+            raise ModelNotConfigured(NOT_CONFIGURED)
+        with self._lock:
+            if self._client is None:
+                import openai
+
+                self._client = openai.OpenAI(
+                    api_key=self.settings.api_key or LOCAL_SERVER_PLACEHOLDER_KEY,
+                    base_url=self.settings.base_url,
+                    timeout=self.settings.timeout,
+                    max_retries=self.settings.max_retries,
+                    http_client=self._http_client,
+                )
+            return self._client
+
+    # -- the server and the model --------------------------------------------------------
+    @property
+    def server(self) -> ServerInfo:
+        """The kind of server at the base URL, probed once (see ``servers.py``)."""
+        with self._lock:
+            known = self._server
+        if known is not None:
+            return known
+        with self._probing:  # one probe at a time: a thread that asks meanwhile waits for its answer
+            with self._lock:
+                if self._server is not None:
+                    return self._server
+            get = self._probe_get if self.configured else None
+            found = detect_server(self.settings.base_url, get)
+            with self._lock:
+                self._server = found
+            log.info("server: %s", found.describe())
+            return found
+
+    def _probe_get(self, url: str) -> object:
+        return self.openai().get(url, cast_to=object, options={"max_retries": 0, "timeout": PROBE_TIMEOUT_SECONDS})
+
+    @property
+    def background_role(self) -> RoleChoice:
+        """The role the background message is sent in, and why ('why', 'status')."""
+        return background_role(self.server, self.settings.background_role)
+
+    def effort(self, kind: str) -> str | None:
+        """The reasoning effort sent with a call of ``kind``; None sends no parameter."""
+        configured = self.settings.reasoning_effort
+        if configured == NO_REASONING or self.reasoning_refused:
+            return None
+        if not self.server.kind.reasoning_known:
+            return configured  # another server: only what the learner asked for
+        model = self.settings.model
+        if kind == CHAT:
+            return configured or chat_effort(model)
+        return lowest_effort(model) if efforts_for(model) else None
+
+    def _room(self, effort: str | None) -> int:
+        """Output tokens to add to a visible cap for reasoning: a known model's own,
+        or a low effort's on another server, whose model may think by itself."""
+        model = self.settings.model
+        if self.server.kind.reasoning_known:
+            return room_for(effort, reasons=efforts_for(model) is not None or not known_model(model))
+        return room_for(effort or "low", reasons=True)
+
+    def shutdown(self) -> date | None:
+        """OpenAI's announced shutdown date of the configured model, if the SDK lists one."""
+        return shutdown_date(self.settings.model)
+
+    def reasoning_line(self) -> str:
+        """What 'status' says about reasoning."""
+        if self.settings.reasoning_effort == NO_REASONING:
+            return "not sent (MEMORA_REASONING_EFFORT=off)"
+        if self.reasoning_refused:
+            return "not sent: the server refused the parameter this session"
+        chat, structured = self.effort(CHAT), self.effort(STRUCTURED)
+        if chat is None and structured is None:
+            return "not sent (the model is not known to take it; MEMORA_REASONING_EFFORT sets one)"
+        return f"chat {chat or 'not sent'}, extraction and summaries {structured or 'not sent'}"
+
+    # -- error mapping ----------------------------------------------------------------
+    def redact(self, text: str) -> str:
+        key = self.settings.api_key
+        if key and len(key) >= 6:
+            text = text.replace(key, "[redacted]")
+        return text
+
+    def _error(self, error: BaseException, what: str) -> ModelCallError:
+        import openai
+
+        where = self.settings.base_url or "api.openai.com"
+        if isinstance(error, openai.AuthenticationError):
+            message = f"{what} failed: the API key was rejected (401). Check OPENAI_API_KEY."
+        elif isinstance(error, openai.PermissionDeniedError):
+            message = f"{what} failed: permission denied (403) for model {self.settings.model}."
+        elif _names_unknown_model(error):
+            message = f"{what} failed: {self._unknown_model(error)}"
+        elif isinstance(error, openai.NotFoundError):
+            message = (
+                f"{what} failed: not found (404) at {where}. Does it serve the Responses API? "
+                "OPENAI_BASE_URL usually ends in /v1."
+            )
+        elif isinstance(error, openai.RateLimitError):
+            message = f"{what} failed: {_rate_limited(error)}."
+        elif isinstance(error, openai.APITimeoutError):
+            message = f"{what} timed out after {self.settings.timeout:g}s (MEMORA_TIMEOUT)."
+        elif isinstance(error, openai.APIConnectionError):
+            message = f"{what} failed: cannot reach {where}."
+        elif isinstance(error, openai.APIStatusError):
+            detail = _error_detail(error)
+            message = f"{what} failed with HTTP {error.status_code}{': ' + detail if detail else ''}."
+        elif isinstance(error, openai.APIError):
+            message = f"{what} failed: {shorten(str(error), 160)}"
+        else:
+            message = f"{what} failed: {type(error).__name__}: {shorten(str(error), 160)}"
+        return ModelCallError(self.redact(message))
+
+    def _unknown_model(self, error) -> str:
+        """The server does not know the model: say which setting names it, and what to set."""
+        model = self.settings.model
+        status = getattr(error, "status_code", None)
+        head = f"{self.server.kind.label} at {self.server.where} does not know the model '{model}'"
+        head += f" ({status})" if status else ""
+        day = self.shutdown()
+        if day is not None and day <= self.clock().date():
+            head += f"; OpenAI shut it down on {day.isoformat()}"
+        if self.server.kind.key == "ollama":
+            fix = f"'ollama pull {model}' fetches it, 'ollama list' shows the ones it has"
+        elif self.server.kind.key == "openai":
+            fix = f"for example {DEFAULT_MODEL}"
+        else:
+            fix = "one the server lists at /v1/models"
+        return f"{head}. Set MEMORA_MODEL (or --model) to a model it serves: {fix}."
+
+    # -- one request ---------------------------------------------------------------------
+    def _create(self, kind: str, *, cap: int | None = None, **params):
+        """``responses.create`` with the model, ``store=False``, the call kind's reasoning
+        effort and ``cap`` (visible output tokens) plus room for that reasoning.
+
+        A 400 naming the reasoning parameter is answered once more without it, and
+        the parameter is never sent again this session: some models (gpt-4.1) and
+        servers refuse it, and a tutor that stops answering over it helps no one."""
+        client = self.openai()
+        effort = self.effort(kind)
+        body = {"model": self.settings.model, "store": False, **params}
+        if effort is not None:
+            body["reasoning"] = {"effort": effort}
+        if cap is not None:
+            body["max_output_tokens"] = cap + self._room(effort)
+        try:
+            return client.responses.create(**body), body.get("max_output_tokens")
+        except Exception as error:
+            if effort is None or not _names_reasoning(error):
+                raise
+        body.pop("reasoning")
+        if cap is not None:
+            body["max_output_tokens"] = cap + self._room(None)
+        answer = client.responses.create(**body)
+        log.info("the server refused the reasoning parameter; not sending it again this session")
+        self.reasoning_refused = True  # only once a request without it went through
+        return answer, body.get("max_output_tokens")
+
+    # -- calls ------------------------------------------------------------------------
+    def stream_reply(
+        self,
+        *,
+        instructions: str,
+        messages: Sequence[dict],
+        on_delta: Callable[[str], None],
+    ) -> ReplyResult:
+        """Stream the tutor's reply; ``on_delta`` receives each text fragment.
+
+        A reply cut by the output cap before any text (the reasoning used it all) is
+        asked for once more with a larger cap; the learner has seen nothing of it.
+        An empty reply is never returned: it raises, so it never enters the
+        conversation. KeyboardInterrupt propagates (after closing the stream) so
+        the caller can roll the turn back."""
+        self.openai()  # not configured: ModelNotConfigured, before anything else
+        cap = self.settings.max_output_tokens
+        received, sent_cap = self._stream_once(instructions, messages, on_delta, cap)
+        spent = _usage_counts(received.usage)  # a retried attempt is billed too
+        if received.incomplete in (OUTPUT_LIMIT, "incomplete") and not received.text.strip() and not received.refusal:
+            log.info("the reply used its whole cap (%s tokens) before any text; asking again", sent_cap)
+            received, sent_cap = self._stream_once(instructions, messages, on_delta, cap * EMPTY_RETRY_FACTOR)
+            spent = [
+                None if a is None and b is None else (a or 0) + (b or 0)
+                for a, b in zip(spent, _usage_counts(received.usage))
+            ]
+        text = received.text
+        if not text.strip():
+            if received.refusal:
+                refusal = shorten(" ".join("".join(received.refusal).split()), 200)
+                raise ModelCallError(self.redact(f"The model declined to answer: {refusal} {NOT_KEPT}"))
+            if received.incomplete in (OUTPUT_LIMIT, "incomplete"):
+                raise ModelCallError(
+                    f"The model used its whole output allowance ({sent_cap} tokens) before writing any reply. "
+                    f"{NOT_KEPT} Raise MEMORA_MAX_OUTPUT_TOKENS or lower MEMORA_REASONING_EFFORT."
+                )
+            if received.incomplete:  # content_filter and the like: more room would not help
+                raise ModelCallError(
+                    f"The server stopped the reply before any text ({received.incomplete}). {NOT_KEPT}"
+                )
+            raise ModelCallError(f"The model returned an empty reply. {NOT_KEPT}")
+        return ReplyResult(
+            text=text,
+            input_tokens=spent[0],
+            output_tokens=spent[1],
+            total_tokens=spent[2],
+            incomplete=received.incomplete,
+        )
+
+    def _on_the_wire(self, instructions: str, messages: Sequence[dict]) -> tuple[str, list[dict]]:
+        """A leading system background goes into the instructions on servers that make
+        the instructions their one system message (``servers.py``)."""
+        messages = list(messages)
+        if messages and messages[0].get("role") == "system" and self.server.kind.system_in_instructions:
+            return f"{instructions}\n\n{messages[0]['content']}", messages[1:]
+        return instructions, messages
+
+    def _stream_once(self, instructions, messages, on_delta, cap: int) -> tuple[_Received, int | None]:
+        received = _Received()
+        stream = None
+        sent_cap = None
+        instructions, messages = self._on_the_wire(instructions, messages)
+        try:
+            stream, sent_cap = self._create(CHAT, cap=cap, instructions=instructions, input=list(messages), stream=True)
+            for event in stream:
+                self._read_event(event, received, on_delta, sent_cap)
+        except (ModelCallError, KeyboardInterrupt):
+            raise
+        except Exception as error:
+            raise self._error(error, "The model request") from None
+        finally:
+            if stream is not None:
+                try:
+                    stream.close()
+                except Exception:
+                    pass
+        if not received.finished:
+            # The stream ended without the server saying the response was over (the
+            # connection closed, a proxy gave up): what arrived is a fragment, and
+            # keeping it would let the next turns build on half an answer.
+            raise ModelCallError(CUT_OFF)
+        return received, sent_cap
+
+    def _read_event(self, event, received: _Received, on_delta: Callable[[str], None], cap: int | None) -> None:
+        """One streamed event: text is shown and kept, the end is noted, a failure raises."""
+        kind = getattr(event, "type", "")
+        if kind == "response.output_text.delta":
+            item = (getattr(event, "output_index", None), getattr(event, "item_id", None))
+            if received.parts and received.item is not None and item != received.item and received.text.strip():
+                # a second message item: its own paragraph
+                received.parts.append(ITEM_SEPARATOR)
+                received.pending_space += ITEM_SEPARATOR
+            received.item = item
+            received.parts.append(event.delta)
+            if received.text.strip():  # leading whitespace waits for text: an empty attempt shows nothing
+                on_delta(received.pending_space + event.delta)
+                received.pending_space = ""
+            else:
+                received.pending_space += event.delta
+        elif kind == "response.refusal.delta":
+            received.refusal.append(getattr(event, "delta", "") or "")
+        elif kind in ("response.completed", "response.incomplete"):
+            response = getattr(event, "response", None)
+            received.finished = True
+            received.usage = getattr(response, "usage", None)
+            received.incomplete = _stopped_early(response, cap, kind == "response.incomplete")
+        elif kind == "response.failed":
+            error = getattr(getattr(event, "response", None), "error", None)
+            detail = getattr(error, "message", None) or "unknown error"
+            raise ModelCallError(self.redact(f"{CUT_OFF_LEAD} the model failed: {detail}. {NOT_KEPT}"))
+        elif kind == "error":
+            detail = getattr(event, "message", None) or "unknown"
+            raise ModelCallError(self.redact(f"{CUT_OFF_LEAD} the model reported an error: {detail}. {NOT_KEPT}"))
+
+    def parse(self, *, instructions: str, input_text: str, text_format: type[T], what: str) -> tuple[T, int]:
+        """Structured output into ``text_format``; returns (parsed, total tokens).
+
+        The schema goes out as ``text.format`` without its titles and descriptions
+        (``compact_schema``): the provider puts it in front of every such request
+        and bills it as input. A server that does not enforce it (LM Studio) also
+        gets it in the instructions, and its answer may come fenced or after a
+        line of text (``structured.parse_answer``). An answer that does not
+        validate gets one repair request quoting the error; if that fails too,
+        the call fails (the caller keeps the job, as for any failed call)."""
+        self.openai()
+        schema = compact_schema(text_format)
+        if not self.server.kind.strict_output or self.schema_in_instructions:
+            instructions = instructions + SCHEMA_HINT.format(schema=json.dumps(schema, separators=(",", ":")))
+        text_param = {"format": {"type": "json_schema", "name": text_format.__name__, "schema": schema, "strict": True}}
+        conversation: list[dict] = [{"role": "user", "content": input_text}]
+        tokens = 0
+        self.structured.answers += 1
+        for attempt in (1, 2):
+            try:
+                response, _ = self._create(STRUCTURED, instructions=instructions, input=conversation, text=text_param)
+            except Exception as error:
+                raise self._error(error, what) from None
+            tokens += _total_tokens(response)
+            answer, refusal = response_text(response)
+            try:
+                return parse_answer(answer, text_format), tokens
+            except MalformedAnswer as malformed:
+                problem = str(malformed)
+            if refusal and not answer.strip():
+                raise ModelCallError(self.redact(f"{what} failed: the model declined ({shorten(refusal, 120)})."))
+            log.warning("%s: malformed structured output (attempt %d): %s", what, attempt, problem)
+            if attempt == 1:
+                self.structured.repaired += 1
+                self.schema_in_instructions = True  # this server's answers need the schema spelled out
+                conversation = conversation + [
+                    {"role": "assistant", "content": answer.strip() or "(no answer)"},
+                    {"role": "user", "content": REPAIR_PROMPT.format(error=shorten(problem, 300))},
+                ]
+        self.structured.failed += 1
+        # pydantic's own text is for developers; the learner is told what happened
+        raise ModelCallError(
+            f"{what} failed: the model's answer was not in the expected format, even after a repair request "
+            f"({shorten(problem, 120)})."
+        )
+
+    def summarize(self, previous: str, messages: list[dict], max_tokens: int) -> tuple[str, int]:
+        """``memory.Summarizer``: previous summary + folded messages -> new summary."""
+        self.openai()
+        transcript = "\n".join(f"{m['role']}: {m['content']}" for m in messages if str(m.get("content", "")).strip())
+        body = f"Previous summary:\n{previous or '(none)'}\n\nNew messages:\n{transcript}"
+        params = {
+            "instructions": SUMMARY_PROMPT.format(max_words=max(30, int(max_tokens * 0.6))),
+            "input": [{"role": "user", "content": body}],
+        }
+        tokens = 0
+        for cap in (max_tokens, max_tokens * EMPTY_RETRY_FACTOR):
+            try:
+                response, sent_cap = self._create(STRUCTURED, cap=cap, **params)
+            except Exception as error:
+                raise self._error(error, "The summary request") from None
+            tokens += _total_tokens(response)
+            text, _ = response_text(response)
+            if text.strip() or _stopped_early(response, sent_cap, False) != OUTPUT_LIMIT:
+                break  # an answer, or an empty one that more room would not change
+        return text.strip(), tokens
+
+
+def response_text(response) -> tuple[str, str]:
+    """(visible text, refusal) of a non-streamed response: the text parts of each
+    output message, messages apart by a blank line; ("", "") for no response at
+    all (a 200 whose body is ``null``)."""
+    texts, refusals = [], []
+    for item in getattr(response, "output", None) or ():
+        if getattr(item, "type", None) != "message":
+            continue  # reasoning, tool calls: nothing the learner reads
+        parts = [c.text for c in item.content or () if getattr(c, "type", None) == "output_text" and c.text]
+        refusals += [c.refusal for c in item.content or () if getattr(c, "type", None) == "refusal" and c.refusal]
+        if "".join(parts).strip():
+            texts.append("".join(parts))
+    return ITEM_SEPARATOR.join(texts), " ".join(refusals)
+
+
+def _usage_counts(usage) -> list[int | None]:
+    """(input, output, total) tokens of a usage object; None where it says nothing."""
+    return [getattr(usage, name, None) for name in ("input_tokens", "output_tokens", "total_tokens")]
+
+
+def _total_tokens(response) -> int:
+    return int(getattr(getattr(response, "usage", None), "total_tokens", 0) or 0)
+
+
+def _stopped_early(response, cap: int | None, incomplete_event: bool) -> str | None:
+    """Why the response stopped before its end, however the server says it: a
+    ``response.incomplete`` event (OpenAI), or a completed response whose status,
+    ``incomplete_details`` or output count says the cap was hit (vLLM, Ollama)."""
+    details = getattr(getattr(response, "incomplete_details", None), "reason", None)
+    if details:
+        return str(details)
+    if incomplete_event or getattr(response, "status", None) == "incomplete":
+        return "incomplete"
+    output = getattr(getattr(response, "usage", None), "output_tokens", None)
+    if cap is not None and isinstance(output, int) and output >= cap:
+        return OUTPUT_LIMIT
+    return None
+
+
+def _names_reasoning(error: BaseException) -> bool:
+    """A 400 (or 422) about the reasoning parameter: its ``param`` names it (OpenAI), or
+    the error's own message does (Ollama's "does not support thinking", LiteLLM's
+    unsupported ``reasoning_effort``, vLLM's validation error). Only the message is
+    read, not the whole body, so a request echoed back cannot trip it."""
+    if getattr(error, "status_code", None) not in (400, 422):
+        return False
+    param = str(getattr(error, "param", None) or "").lower()
+    if param.startswith("reasoning"):
+        return True
+    said = _error_detail(error).lower()
+    return any(word in said for word in ("reasoning", "thinking", "effort"))
+
+
+def _names_unknown_model(error: BaseException) -> bool:
+    """The server does not know the model: OpenAI's ``model_not_found`` code, or a
+    404 whose message is about the model (Ollama, vLLM) rather than the path."""
+    if getattr(error, "code", None) == "model_not_found":
+        return True
+    status = getattr(error, "status_code", None)
+    said = (_error_detail(error) or str(getattr(error, "message", "") or "")).lower()
+    if status == 400:  # LiteLLM: "Invalid model name passed in model=x"
+        return "invalid model name" in said
+    if status != 404:
+        return False
+    return "model" in said and ("not found" in said or "does not exist" in said or "not exist" in said)
+
+
+def _rate_limited(error) -> str:
+    """The 429 in words: how many retries were really made (the SDK sends the count
+    with each attempt, and does not retry when the server says not to), and how long
+    the server asks to wait."""
+    request = getattr(getattr(error, "response", None), "request", None)
+    headers = getattr(getattr(error, "response", None), "headers", None) or {}
+    try:
+        retries = int((request.headers if request is not None else {}).get("x-stainless-retry-count", 0))
+    except (TypeError, ValueError):
+        retries = 0
+    quota = getattr(error, "code", None) == "insufficient_quota"
+    line = "out of quota (429): check the plan and billing of the API key" if quota else "rate limited (429)"
+    if retries:
+        line += f" after {counted(retries, 'retry', 'retries')}"
+    wait = headers.get("retry-after")
+    if wait and str(wait).strip().isdigit():
+        line += f"; the server asks to wait {int(wait)} s"
+    return line
+
+
+_SCHEMA_NOISE = ("title", "description")
+_SCHEMA_CACHE: dict[type, dict] = {}
+
+
+def compact_schema(model: type) -> dict:
+    """The strict JSON schema the SDK would send for ``model``, in fewer tokens.
+
+    The provider puts the schema in front of every structured request and bills
+    it as input, so it goes out in its shortest equivalent form: without titles
+    and descriptions (they change nothing the model may return), with each
+    definition used once written where it is used (a ``$ref`` and its ``$defs``
+    entry cost more than the object itself), and ``anyOf: [{type: X}, {type:
+    null}]`` as ``type: [X, "null"]``. Both forms are in strict mode's subset."""
+    if model not in _SCHEMA_CACHE:
+        from openai.lib._pydantic import to_strict_json_schema
+
+        schema = _without_noise(to_strict_json_schema(model))
+        _SCHEMA_CACHE[model] = _shortened(schema, schema.get("$defs", {}), _ref_counts(schema))
+    return _SCHEMA_CACHE[model]
+
+
+def _without_noise(node, *, naming: bool = False):
+    """``naming``: the keys of this mapping are names (of properties or definitions),
+    so a field called "title" stays."""
+    if isinstance(node, list):
+        return [_without_noise(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {
+        key: _without_noise(value, naming=key in ("properties", "$defs") and not naming)
+        for key, value in node.items()
+        if naming or key not in _SCHEMA_NOISE
+    }
+
+
+def _ref_counts(node, counts: dict[str, int] | None = None) -> dict[str, int]:
+    counts = {} if counts is None else counts
+    if isinstance(node, dict):
+        if isinstance(node.get("$ref"), str):
+            counts[node["$ref"]] = counts.get(node["$ref"], 0) + 1
+        for value in node.values():
+            _ref_counts(value, counts)
+    elif isinstance(node, list):
+        for item in node:
+            _ref_counts(item, counts)
+    return counts
+
+
+def _shortened(node, defs: dict, counts: dict[str, int], *, naming: bool = False):
+    if isinstance(node, list):
+        return [_shortened(item, defs, counts) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if naming:
+        return {key: _shortened(value, defs, counts) for key, value in node.items()}
+    ref = node.get("$ref")
+    name = ref.removeprefix("#/$defs/") if isinstance(ref, str) else None
+    if name in defs and counts.get(ref) == 1 and len(node) == 1:
+        return _shortened(defs[name], defs, counts)  # recursive models use their ref more than once
+    options = node.get("anyOf")
+    if isinstance(options, list) and len(node) == 1 and len(options) == 2 and {"type": "null"} in options:
+        other = next(o for o in options if o != {"type": "null"})
+        if set(other) == {"type"} and isinstance(other["type"], str):
+            return {"type": [other["type"], "null"]}
+    kept = {
+        key: _shortened(value, defs, counts, naming=key == "properties")
+        for key, value in node.items()
+        if key != "$defs"
+    }
+    remaining = {
+        key: _shortened(value, defs, counts)
+        for key, value in (node.get("$defs") or {}).items()
+        if counts.get(f"#/$defs/{key}", 0) != 1
+    }
+    if remaining:
+        kept["$defs"] = remaining
+    return kept
+
+
+def _error_detail(error) -> str:
+    body = getattr(error, "body", None)
+    if isinstance(body, dict):
+        message = (
+            body.get("message") or (body.get("error") or {}).get("message")
+            if isinstance(body.get("error"), dict)
+            else body.get("message")
+        )
+        if message:
+            return shorten(str(message), 160)
+    return ""

@@ -1,0 +1,683 @@
+"""Conflicting memories: two current facts that may not both be true.
+
+"The learner loves coffee." and "The learner quit coffee." can both be current
+when they were said in different sessions and the decision never saw them
+together. The memory page flags such pairs so the learner can keep one (the
+other is retracted, with history) or keep both (that pair is never flagged
+again). Everything here is local: words, no model call and no vectors, so the
+page and ``status`` can run it over thousands of memories.
+
+Two memories are compared when the decision's candidate rule would show one
+to the other (``extraction.Extractor.candidates``): the same category (not the
+catch-all "other"), the same slot (a job, a home: ``slots.py``), or one of them
+without a category of its own (a ``remember``). They are then flagged when
+they do not say the same thing (``lexical.say_the_same``) and, over the words
+that carry meaning (``lexical.same_meaning_units``, synonyms folded):
+
+* one negates what the other says ("drinks coffee" / "does not drink coffee",
+  "quit coffee"), the rest mostly shared;
+* an antonym pair stands between them ("easy" / "hard", "loves" / "hates");
+* they hold different numbers ("2 cats" / "3 cats", "-10" / "10");
+* the same words in another order ("from Taipei to Tokyo" / "from Tokyo to
+  Taipei", 我愛他 / 他愛我);
+* one or two words replaced in an otherwise shared sentence ("lives in
+  Taipei" / "lives in Tainan", "was a nurse" / "is a nurse");
+* or both fill the same one-value slot with different words ("works at
+  Google" / "got a job at a bakery").
+
+Added detail ("has a cat" / "has a black cat") is never a conflict: nothing
+is replaced. A false flag costs the learner one key (keep both); a missed one
+leaves a stale fact current, so the rules lean towards flagging, and
+``tests/test_conflicts.py`` holds the table of what is flagged and what is not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from functools import cache, lru_cache
+from pathlib import Path
+
+from memora.core.records import MemoryRecord
+from memora.core.storage import atomic_write_json
+from memora.reading.slots import slots_of
+from memora.store.lexical import _IS_CJK, _TOKEN, copula_forms, same_meaning_units, say_the_same
+
+# Units that say "not": contractions come out of ``same_meaning_units`` as "not";
+# "quit"/"stopped"/"gave up" end what the other fact says ("drinks coffee" / "quit coffee").
+NEGATIONS = frozenset(
+    "not never no none nobody nothing neither nor without quit longer 不 沒 没 別 别 無 无 未 戒".split()
+)
+# Verbs that end what follows them: "quit coffee" negates "drinks coffee every day"
+# when the thing quit is in the other fact, however little else is shared.
+ENDINGS = frozenset("quit longer 戒".split())
+# Pairs of words that say opposite things (compared on the stem units, both
+# directions). Comparatives keep their -er ("older"/"younger"), the stemmer folds the rest.
+_ANTONYM_WORDS = """
+easy hard | easy difficult | simple difficult | good bad | good poor | better worse | best worst
+like dislike | love hate | enjoy hate | fan scared | fan afraid | love afraid
+left right | up down | upstairs downstairs | north south | east west | on off | in out | into out
+older younger | old young | big small | large small | long short | tall short | high low
+fast slow | faster slower | early late | before after | more less | most least | many few | all some
+always never | always rarely | often seldom | often rarely | usually sometimes | daily weekly | day week
+week month | year month | morning evening | morning night | day night | child adult
+married single | introvert extrovert | beginner advanced | confident nervous | stressful relaxing
+pass fail | passed failed | win lose | won lost | open closed | true false | rich poor | cheap expensive
+hot cold | warm cold | happy sad | happy unhappy | near far | closer farther | closer further
+start stop | started stopped | buy sell | bought sold | arrive leave | full empty | allowed forbidden
+大 小 | 高 低 | 好 差 | 好 壞 | 簡單 難 | 容易 難 | 喜歡 討厭 | 喜欢 讨厌 | 愛 恨 | 上升 下降 | 左 右
+哥哥 弟弟 | 姐姐 妹妹 | 早上 晚上 | 常常 很少 | 已婚 單身 | 多 少 | 去年 明年 | 上 下
+"""
+# Words that say the same thing: folded before comparing, so a synonym is no conflict.
+_SYNONYM_WORDS = """
+enjoy like | fond like | keen like | difficult hard | tough hard | tricky hard | simple easy
+daily everyday | prepare study | revise study | learn study | big large | huge large | small little
+tiny little | begin start | commence start | end finish | complete finish | buy purchase | film movie
+films movies | cinema movies | mum mother | mom mother | dad father | kid child | kids children
+job work | employer company | firm company | town city | flat apartment | home house | glad happy
+困難 難 | 喜爱 喜歡 | 喜愛 喜歡
+"""
+# Phrases that say what a shorter one says, folded before the words are read.
+_PHRASES = [
+    (re.compile(p, re.IGNORECASE), r)
+    for p, r in (
+        (r"\bevery single day\b|\bevery day\b|\beach day\b", "daily"),
+        (r"\bevery week\b|\beach week\b", "weekly"),
+        (r"\b(?:is|am|are) based in\b", "lives in"),
+        (r"\bworks? as (an?)\b", r"is \1"),
+        (r"\bworked as (an?)\b", r"was \1"),
+        (r"\b(\w+) (?:is|am) called\b", r"\1's name is"),
+        (r"\bgets? better at\b", "improve"),
+        (r"\b(?:gave|give|gives|given|giving) up\b|\bstopped\b", "quit"),
+        (r"我叫", "我的名字是"),
+        (r"非常", "很"),
+    )
+]
+# Words that make a fact stronger, not different: "really loves jazz" still loves jazz.
+_INTENSIFIERS = frozenset("really very truly quite so now currently 很 真".split())
+# Units that carry no fact of their own when they are all that differs ("a" cat / "the" cat).
+_LIGHT = frozenset({"a", "learner", "'s", "their", "his", "her", "very", "really", "just", "also", "的", "很", "都"})
+_NUMBER_WORDS = {
+    "zero": "0",
+    "one": "1",
+    "a": None,
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+    "ten": "10",
+    "eleven": "11",
+    "twelve": "12",
+    "twice": "2x",
+    "once": "1x",
+    "一": "1",
+    "兩": "2",
+    "两": "2",
+    "二": "2",
+    "三": "3",
+    "四": "4",
+    "五": "5",
+    "六": "6",
+    "七": "7",
+    "八": "8",
+    "九": "9",
+    "十": "10",
+}
+# A sign before a number, unless it joins two numbers ("2020-2021"): "-10" is not "10",
+# "UTC-8" is not "UTC+8".
+_SIGN = re.compile(r"(^|[^\d])([-+\u2212\u2012\u2013\u2010\ufe63\uff0d])(?=\d)")
+_NAME = re.compile(r"\b\w[\w'\-]*")  # the words; those capitalised after the first are names
+# Facts that hold one value at a time whatever their slot: a preference, a favourite, an origin.
+ONE_VALUE = frozenset("prefer favourit best main onli usual born name".split())
+_TIME_WORDS = frozenset(
+    _unit
+    for _word in (
+        "monday tuesday wednesday thursday friday saturday sunday january february march april may june july "
+        "august september october november december morning afternoon evening night weekend weekday noon "
+        "daily weekly monthly yearly hourly 天 週 周 月 年 早 晚 日 一 二 三 四 五 六"
+    ).split()
+    for _unit in (_word, _word + "s")
+)
+# People: a fact about one relative does not contradict the same fact about another.
+_KIN = frozenset(
+    "mother father mum mom dad parent+s sister brother son daughter husband wife partner cousin aunt uncle "
+    "grandmoth grandfath friend boss colleagu 媽 爸 姐 妹 哥 弟 兒 女 夫 妻".split()
+)
+# What ``replace`` may change and still be a conflict: a word or two for a word or two.
+# "improve" for "get better at" is three words, a rewording, not a replaced value.
+MAX_REPLACED = 2
+# How much of the two facts must be shared (difflib's ratio over their units) for
+# a replaced word, a negation or a number to mean they speak of the same thing:
+# "likes jazz" / "likes football" share half (two likes, no conflict), "drinks
+# coffee every day" / "drinks tea every day" three quarters (one habit, changed).
+SHARED_FOR_REPLACE = 0.6
+SHARED_FOR_SIGNAL = 0.5
+
+
+def _pairs(table: str) -> list[tuple[str, str]]:
+    return [tuple(p.split()) for p in table.replace("\n", "|").split("|") if len(p.split()) == 2]
+
+
+@cache
+def _unit_of(word: str) -> str:
+    units = same_meaning_units(word)
+    return units[0] if len(units) == 1 else word
+
+
+def _folded(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for a, b in pairs:
+        out[_unit_of(a)] = _unit_of(b)
+        out[a] = b
+    return out
+
+
+_SYNONYMS = _folded(_pairs(_SYNONYM_WORDS))
+_ANTONYMS: dict[str, set[str]] = defaultdict(set)
+for _a, _b in _pairs(_ANTONYM_WORDS):
+    for _x, _y in ((_a, _b), (_b, _a)):
+        _ANTONYMS[_x].add(_y)
+        _ANTONYMS[_unit_of(_x).partition("+")[0]].add(_unit_of(_y).partition("+")[0])
+_CJK_ANTONYMS = [(a, b) for a, b in _pairs(_ANTONYM_WORDS) if _IS_CJK.match(a)]
+
+
+@dataclass(frozen=True)
+class Words:
+    """A fact's words as the detector compares them: shown form and comparison unit."""
+
+    shown: tuple[str, ...]
+    units: tuple[str, ...]
+    text: str
+    names: frozenset[str] = frozenset()  # words capitalised after the first: "Taipei", "Ming", "British"
+
+    @property
+    def numbers(self) -> tuple[str, ...]:
+        return _numbers_in(self.units)
+
+
+@lru_cache(maxsize=65536)
+def _numbers_in(units: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(u for u in units if u in ("minus", "plus") or any(c.isdigit() for c in u))
+
+
+@lru_cache(maxsize=65536)
+def words_of(text: str) -> Words:
+    """Each token of ``text`` with its unit: a Latin word's stem unit (synonyms
+    folded, a be-form as ``=be``), a CJK character as itself, a number as digits."""
+    normal = unicodedata.normalize("NFKC", text or "").lower().replace("\u2019", "'")
+    for pattern, replacement in _PHRASES:
+        normal = pattern.sub(replacement, normal)
+    normal = _SIGN.sub(lambda m: m.group(1) + " " + ("minus" if m.group(2) != "+" else "plus") + " ", normal)
+    shown: list[str] = []
+    units: list[str] = []
+    for match in _TOKEN.finditer(normal):
+        token = match.group(0)
+        pieces = list(token) if _IS_CJK.match(token) else [token]
+        for piece in pieces:
+            found = (
+                [piece]
+                if piece in ("minus", "plus")
+                else same_meaning_units(piece) + ["=" + c for c in copula_forms(piece)]
+            )
+            for unit in [] if piece in _INTENSIFIERS else found:
+                stem, plus, ending = unit.partition("+")
+                if plus and ending == "s" and _after_subject(units):
+                    unit = stem  # "I like" says what "the learner likes" says
+                stem, plus, ending = unit.partition("+")
+                unit = _SYNONYMS.get(unit) or (_SYNONYMS[stem] + plus + ending if stem in _SYNONYMS else unit)
+                if _NUMBER_WORDS.get(piece):  # the word as typed: the stemmer makes "one" "on"
+                    unit = _NUMBER_WORDS[piece]
+                shown.append(piece)
+                units.append(unit)
+    # CJK words of two characters in the tables ("簡單", "喜歡") are matched on the text itself.
+    found = _NAME.findall(unicodedata.normalize("NFKC", text or ""))
+    names = frozenset(w.lower() for w in found[1:] if w[0].isupper() and w != "I")
+    return Words(tuple(shown), tuple(units), normal, names)
+
+
+_ADVERBS = frozenset("always never often usually sometimes rarely seldom still also already just".split())
+
+
+def _after_subject(units: Sequence[str]) -> bool:
+    """Whether the next unit is the learner's verb ("the learner (still, no longer) smokes")."""
+    for unit in reversed(units):
+        if unit not in NEGATIONS and unit not in _ADVERBS:
+            return unit == "learner"
+    return False
+
+
+def _shared(a: Sequence[str], b: Sequence[str]) -> float:
+    return SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+def _without(units: Sequence[str], drop: set[str]) -> list[str]:
+    return [u for u in units if u not in drop]
+
+
+def _quote(parts: Sequence[str]) -> str:
+    if not parts:
+        return "nothing"
+    joiner = "" if all(_IS_CJK.match(p) for p in parts) else " "
+    return "\u201c" + joiner.join(dict.fromkeys(parts)) + "\u201d"
+
+
+def conflict_reason(a: str, b: str) -> str | None:
+    """Why facts ``a`` and ``b`` may contradict each other, in a few words, or None.
+
+    Pure and local (see the module docstring for the rules); the caller decides
+    whether the two are related enough to compare (``related``)."""
+    wa, wb = words_of(a), words_of(b)
+    ua, ub = wa.units, wb.units
+    # A sign the duplicate rule reads as a dash ("UTC-8" / "UTC+8") is still a different number.
+    numbers = _numbers(wa, wb)
+    if numbers is None and (ua == ub or say_the_same(a, b)):
+        return None  # the same words once synonyms and phrases are folded
+    return (
+        numbers
+        or _negation(wa, wb)
+        or _antonym(wa, wb)
+        or _reordered(ua, ub)
+        or _replaced(wa, wb, bool(_slots(a) & _slots(b)))
+        or _same_slot(a, b, ua, ub)
+    )
+
+
+def _reordered(ua: Sequence[str], ub: Sequence[str]) -> str | None:
+    """The same words in another order (a be-form or 被 aside): who does what to whom."""
+    if sorted(_without(ua, _FUNCTION)) == sorted(_without(ub, _FUNCTION)) and _without(ua, _FUNCTION):
+        if _without(ua, _FUNCTION) != _without(ub, _FUNCTION):
+            return "the same words in another order"
+    return None
+
+
+@lru_cache(maxsize=65536)
+def _slots(text: str) -> frozenset[str]:
+    return slots_of(text)
+
+
+def _heavy(units: Sequence[str]) -> list[str]:
+    return [u for u in units if u not in _LIGHT]
+
+
+def _negation(wa: Words, wb: Words) -> str | None:
+    """A negation on one side only, the rest shared: "drinks coffee" / "does not drink coffee"."""
+    neg_a = [s for s, u in zip(wa.shown, wa.units) if u in NEGATIONS]
+    neg_b = [s for s, u in zip(wb.shown, wb.units) if u in NEGATIONS]
+    if sorted(neg_a) == sorted(neg_b):
+        return None
+    said = f"one says {_quote(neg_a or neg_b)}, the other does not"
+    drop = NEGATIONS | {"=do", "=be", "have+s", "have"}
+    if _shared(_heavy(_without(wa.units, drop)), _heavy(_without(wb.units, drop))) >= SHARED_FOR_SIGNAL:
+        return said
+    if _shared(_heavy(wa.units), _heavy(wb.units)) < SHARED_FOR_SIGNAL - 0.25:
+        return None  # "quit chess in the evenings" says nothing of "asked about chess in Tokyo"
+    for words, other in ((wa, wb), (wb, wa)):  # "quit coffee" / "drinks coffee every day"
+        for n, unit in enumerate(words.units):
+            if unit in ENDINGS and unit not in other.units:
+                following = [u for u in words.units[n + 1 :] if u not in _LIGHT and u not in NEGATIONS]
+                if following and following[0] in other.units:
+                    return said
+    return None
+
+
+def _stem(unit: str) -> str:
+    return unit.partition("+")[0]
+
+
+def _antonym(wa: Words, wb: Words) -> str | None:
+    """An antonym pair between them, the rest shared: "easy" / "hard", 喜歡 / 討厭."""
+    stems_b = {_stem(u): u for u in wb.units}
+    stems_a = {_stem(u) for u in wa.units}
+    for x in dict.fromkeys(wa.units):
+        sx = _stem(x)
+        if sx in stems_b:
+            continue
+        for sy in _ANTONYMS.get(sx, ()):
+            y = stems_b.get(sy)
+            if y is None or sy in stems_a:
+                continue
+            if _shared(_heavy(_without(wa.units, {x})), _heavy(_without(wb.units, {y}))) >= SHARED_FOR_SIGNAL:
+                return f"{_quote([_shown(wa, x)])} vs {_quote([_shown(wb, y)])}"
+    for x, y in _CJK_ANTONYMS:
+        for left, right in ((wa, wb), (wb, wa)):
+            if x in left.text and y in right.text and y not in left.text.replace(x, "") and x not in right.text:
+                if _shared(left.text.replace(x, ""), right.text.replace(y, "")) >= SHARED_FOR_SIGNAL:
+                    first, second = (x, y) if left is wa else (y, x)
+                    return f"{_quote([first])} vs {_quote([second])}"
+    return None
+
+
+def _numbers(wa: Words, wb: Words) -> str | None:
+    """Different numbers: "2 cats" / "3 cats", "-10 degrees" / "10 degrees"."""
+    if not (wa.numbers or wb.numbers) or wa.numbers == wb.numbers:
+        return None
+    drop = set(wa.numbers) | set(wb.numbers)
+    if _shared(_heavy(_without(wa.units, drop)), _heavy(_without(wb.units, drop))) < SHARED_FOR_SIGNAL:
+        return None
+    return (
+        f"{_quote(_signed(wa)) if wa.numbers else 'no number'} vs {_quote(_signed(wb)) if wb.numbers else 'no number'}"
+    )
+
+
+def _same_word(x: str, y: str) -> bool:
+    """One word in two forms: "cat+s" / "cat", "happier" / "happi" (the stemmer keeps -ier)."""
+    x, y = _stem(x), _stem(y)
+    if x == y:
+        return True
+    common = len(os.path.commonprefix([x, y]))
+    return common >= max(4, min(len(x), len(y)) - 1)
+
+
+def _value(words: Words, start: int, end: int) -> bool:
+    """Whether a replaced block is a value: a name (capitalised in the middle of the
+    fact), a number, a day, a month or a time of day."""
+    return any(
+        words.shown[i] in words.names or any(c.isdigit() for c in words.units[i]) or words.shown[i] in _TIME_WORDS
+        for i in range(start, end)
+    )
+
+
+def _replaced(wa: Words, wb: Words, one_slot: bool = False) -> str | None:
+    """A word or two replaced in a shared sentence ("Taipei" / "Tainan"), a word in
+    another form ("a cat" / "cats", "can speak" / "speaks"), or a be-form, auxiliary
+    or modal on one side only ("is bullied" / "bullied")."""
+    opcodes = SequenceMatcher(None, wa.units, wb.units, autojunk=False).get_opcodes()
+    shared = _shared(_heavy(wa.units), _heavy(wb.units))
+    replaced = _word_replaced(wa, wb, opcodes, shared, one_slot)
+    if replaced is not None:
+        return replaced
+    if shared < SHARED_FOR_SIGNAL:
+        return None
+    return _function_word_on_one_side(wa, wb, opcodes)
+
+
+_Opcode = tuple[str, int, int, int, int]
+
+
+def _short_replacements(wa: Words, wb: Words, opcodes: list[_Opcode]):
+    """The blocks of at most ``MAX_REPLACED`` units replaced by others: (opcode, the
+    units on the left, the units on the right)."""
+    for opcode in opcodes:
+        op, i1, i2, j1, j2 = opcode
+        if op == "replace" and i2 - i1 <= MAX_REPLACED and j2 - j1 <= MAX_REPLACED:
+            yield opcode, set(wa.units[i1:i2]), set(wb.units[j1:j2])
+
+
+def _possessive(left: set[str], right: set[str]) -> bool:
+    """ "has an exam" / "the learner's exam" (and the "is" that comes with it)."""
+    return (left <= _LIGHT and right <= _LIGHT | _POSSESSION) or (right <= _LIGHT and left <= _LIGHT | _POSSESSION)
+
+
+def _word_replaced(wa: Words, wb: Words, opcodes: list[_Opcode], shared: float, one_slot: bool) -> str | None:
+    """The first short replaced block that changes what the fact says, quoted."""
+    single = _changed_in_one_place(wa, wb, opcodes)
+    for opcode, left, right in _short_replacements(wa, wb, opcodes):
+        if _possessive(left, right) or _two_people(left, right):
+            continue
+        _, i1, i2, j1, j2 = opcode
+        reworded = any(_same_word(x, y) for x in left for y in right)
+        modal = left <= _FUNCTION and right <= _FUNCTION and shared >= SHARED_FOR_SIGNAL
+        if (
+            (shared >= SHARED_FOR_REPLACE and single and _one_value(wa, wb, opcode, one_slot))
+            or modal
+            or (reworded and shared >= SHARED_FOR_SIGNAL - 0.2)
+        ):
+            return f"{_quote(wa.shown[i1:i2])} vs {_quote(wb.shown[j1:j2])}"
+    return None
+
+
+def _changed_in_one_place(wa: Words, wb: Words, opcodes: list[_Opcode]) -> bool:
+    """One value replaced: facts that differ in two places ("fishing on weekends" /
+    "guitar on holiday") are two facts, not one fact changed."""
+    changes = [
+        (op, i1, i2, j1, j2)
+        for op, i1, i2, j1, j2 in opcodes
+        if op != "equal" and not set(wa.units[i1:i2] + wb.units[j1:j2]) <= _LIGHT | _FUNCTION
+    ]
+    return len(changes) <= 1
+
+
+def _two_people(left: set[str], right: set[str]) -> bool:
+    """ "mother" / "father is a teacher": two people, both may be true."""
+    return bool({_stem(u) for u in left} & _KIN and {_stem(u) for u in right} & _KIN)
+
+
+def _one_value(wa: Words, wb: Words, opcode: _Opcode, one_slot: bool) -> bool:
+    """Another value where a fact holds one ("lives in Taipei" / "Tainan", "exam in March" /
+    "May", "prefers British" / "American"), not another of many ("enjoys tennis" / "chess")."""
+    _, i1, i2, j1, j2 = opcode
+    return (
+        one_slot
+        or _value(wa, i1, i2)
+        or _value(wb, j1, j2)
+        or bool(ONE_VALUE & {_stem(u) for u in wa.units} & {_stem(u) for u in wb.units})
+    )
+
+
+def _function_word_on_one_side(wa: Words, wb: Words, opcodes: list[_Opcode]) -> str | None:
+    """A be-form, auxiliary or modal added or dropped ("is bullied" / "bullied"); the
+    possession words of a possessive rewording do not count."""
+    possessive = any(_possessive(left, right) for _, left, right in _short_replacements(wa, wb, opcodes))
+    for op, i1, i2, j1, j2 in opcodes:
+        changed = wa.units[i1:i2] + wb.units[j1:j2]
+        if possessive and set(changed) <= _POSSESSION:
+            continue
+        if op in ("insert", "delete") and changed and all(u in _FUNCTION for u in changed):
+            return f"{_quote(wa.shown[i1:i2] or wb.shown[j1:j2])} on one side only"
+    return None
+
+
+# The most words (besides "the learner", articles) of a fact that states a slot's value:
+# "The learner works at Google." (3), "The learner got a new job at a bakery." (5).
+SLOT_STATEMENT = 5
+
+
+def _same_slot(a: str, b: str, ua: Sequence[str], ub: Sequence[str]) -> str | None:
+    """Both fill one one-value slot, and something in one was replaced (not only added to)."""
+    slots = _slots(a) & _slots(b)
+    if not slots or len(_heavy(ua)) > SLOT_STATEMENT or len(_heavy(ub)) > SLOT_STATEMENT:
+        return None  # a long fact mentions the slot; a short one states its value
+    # A value must differ (a name, a number, a day): "works at Google" / "got a job at a
+    # bakery", not "works on a project" / "finds work stressful".
+    wa, wb = words_of(a), words_of(b)
+    opcodes = SequenceMatcher(None, ua, ub, autojunk=False).get_opcodes()
+    if not any(op == "replace" and (_value(wa, i1, i2) or _value(wb, j1, j2)) for op, i1, i2, j1, j2 in opcodes):
+        return None
+    return f"both say your {sorted(slots)[0]}"
+
+
+_POSSESSION = frozenset({"have+s", "have", "=be"})
+# Words whose presence alone changes a fact: be-forms, auxiliaries, modals, 是/被/會.
+_FUNCTION = frozenset(
+    "=be =be+ed =be+en =be+ing =do =是 can could will would may might must should shall have+s have+ed have had "
+    "did more less most least other 被 會 会 過 过 可 以 應 该 該 应".split()
+)
+
+
+def _shown(words: Words, unit: str) -> str:
+    return next((s for s, u in zip(words.shown, words.units) if u == unit), unit)
+
+
+def _signed(words: Words) -> list[str]:
+    out: list[str] = []
+    sign = ""
+    for shown, unit in zip(words.shown, words.units):
+        if unit in ("minus", "plus"):
+            sign = "-" if unit == "minus" else "+"
+        elif any(c.isdigit() for c in unit):
+            out.append(sign + shown)
+            sign = ""
+    return out
+
+
+def related(a: MemoryRecord, b: MemoryRecord) -> bool:
+    """Whether the decision's candidate rule would show one of them to the other:
+    the same category (not "other"), the same slot, or one without a category."""
+    if a.category == b.category:
+        return a.category != "other" or a.source == "command" or b.source == "command"
+    if "other" in (a.category, b.category):
+        return True  # a ``remember`` has no category of its own: a candidate for any fact
+    return bool(_profile(a.content).slots & _profile(b.content).slots)
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two current memories that may contradict each other (``first`` is the older)."""
+
+    first: MemoryRecord
+    second: MemoryRecord
+    reason: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return pair_key(self.first.id, self.second.id)
+
+
+def pair_key(a: str, b: str) -> tuple[str, str]:
+    return (a, b) if a <= b else (b, a)
+
+
+# A bucket (memories sharing a word, in one category) larger than this is too
+# common to find a pair by ("english", "like"): its pairs are found through their
+# rarer words. A slot's bucket keeps its newest members, as the decision's does.
+_COMMON = 200
+# The most of two facts' words a comparison can find shared (twice the common
+# words over both lengths bounds difflib's ratio): below the lowest threshold
+# of any rule, the pair is not compared at all. Most pairs that share one word
+# end here, which keeps 10,000 memories within a page's opening time.
+_LOWEST_SHARE = SHARED_FOR_SIGNAL - 0.2
+# Verdicts by pair of texts: a pair is read once per process, however often the
+# page opens (the texts are the records' own strings, so the keys cost no copies).
+_VERDICTS: dict[tuple[str, str], str | None] = {}
+_MAX_VERDICTS = 500_000
+
+
+@dataclass(frozen=True)
+class _Profile:
+    heavy: Counter
+    keys: frozenset[str]
+    slots: frozenset[str]
+    ends: bool
+
+
+@lru_cache(maxsize=65536)
+def _profile(text: str) -> _Profile:
+    units = words_of(text).units
+    heavy = Counter(_stem(u) for u in units if u not in _LIGHT and u not in _FUNCTION)
+    stems = set(heavy)
+    # A pair shares a word's stem ("cat" / "cats") or stands on two sides of an antonym
+    # ("married" / "single"): each is a key the other memory also has.
+    keys = stems | {"ant:" + "|".join(sorted((u, v))) for u in stems for v in _ANTONYMS.get(u, ())}
+    slots = _slots(text)
+    return _Profile(heavy, frozenset(keys | {"slot:" + s for s in slots}), slots, bool(ENDINGS & set(units)))
+
+
+def _worth_comparing(a: _Profile, b: _Profile) -> bool:
+    if a.ends or b.ends or any(k.startswith("ant:") for k in a.keys & b.keys):
+        return True
+    short = sum(a.heavy.values()) <= SLOT_STATEMENT and sum(b.heavy.values()) <= SLOT_STATEMENT
+    if a.slots & b.slots and short:
+        return True
+    total = sum(a.heavy.values()) + sum(b.heavy.values())
+    common = sum((a.heavy & b.heavy).values())
+    return total > 0 and 2 * common / total >= _LOWEST_SHARE
+
+
+def _verdict(a: MemoryRecord, b: MemoryRecord) -> str | None:
+    key = (a.content, b.content)
+    if key not in _VERDICTS:
+        if len(_VERDICTS) >= _MAX_VERDICTS:
+            _VERDICTS.clear()
+        _VERDICTS[key] = conflict_reason(*key)
+    return _VERDICTS[key]
+
+
+def find_conflicts(records: Iterable[MemoryRecord], kept: set[tuple[str, str]] = frozenset()) -> list[Conflict]:
+    """Every flagged pair among the current ``records``, newest pair first, leaving
+    out the pairs in ``kept`` (the learner kept both).
+
+    Pairs are found through a shared word, antonym or slot in a bucket per
+    category (a memory without a category of its own is in every category's),
+    never by comparing all pairs."""
+    current = [r for r in records if r.is_current]
+    profiles = [_profile(r.content) for r in current]
+    buckets: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for index, (record, profile) in enumerate(zip(current, profiles)):
+        # "other" is no shared subject: its memories meet others through a slot, or when
+        # one of the two has no category of its own (a ``remember``).
+        category = "*" if record.category == "other" and record.source == "command" else record.category
+        for key in profile.keys:
+            buckets[(category if not key.startswith("slot:") else "", key)].append(index)
+    everywhere = {key: members for (category, key), members in buckets.items() if category == "*"}
+    seen: set[tuple[int, int]] = set()
+    found: list[Conflict] = []
+
+    def compare(i: int, j: int) -> None:
+        pair = (i, j) if i < j else (j, i)
+        if i == j or pair in seen:
+            return
+        seen.add(pair)
+        a, b = current[i], current[j]
+        if pair_key(a.id, b.id) in kept or not related(a, b) or not _worth_comparing(profiles[i], profiles[j]):
+            return
+        first, second = sorted((a, b), key=lambda r: r.created_at)
+        reason = _verdict(first, second)  # read older first: "a vs b" says what was, then what is
+        if reason:
+            found.append(Conflict(first, second, reason))
+
+    for (category, key), members in buckets.items():
+        if len(members) > _COMMON:
+            if not key.startswith("slot:"):
+                continue
+            members = members[:_COMMON]  # the newest (records come newest first)
+        for n, i in enumerate(members):
+            for j in members[n + 1 :]:
+                compare(i, j)
+        if category not in ("*", ""):
+            for j in everywhere.get(key, [])[:_COMMON]:
+                for i in members:
+                    compare(i, j)
+    found.sort(key=lambda c: c.second.created_at, reverse=True)
+    return found
+
+
+class KeptPairs:
+    """The pairs the learner kept both of: never flagged again (a small JSON file,
+    owner-only, written atomically; ids only, never a memory's text)."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self._pairs: set[tuple[str, str]] | None = None if path is not None else set()
+
+    def pairs(self) -> set[tuple[str, str]]:
+        if self._pairs is None:
+            try:
+                data = json.loads(self.path.read_text(encoding="utf-8"))
+                self._pairs = {pair_key(str(a), str(b)) for a, b in data.get("kept_both", []) if isinstance(a, str)}
+            except (OSError, ValueError, TypeError, AttributeError):
+                self._pairs = set()
+        return self._pairs
+
+    def add(self, a: str, b: str) -> None:
+        pairs = self.pairs() | {pair_key(a, b)}
+        if self.path is not None:
+            atomic_write_json(self.path, {"kept_both": sorted([list(p) for p in pairs])})
+        self._pairs = pairs
+
+    def forget_ids(self, ids: Iterable[str]) -> None:
+        """Drop the pairs naming a deleted memory (its id says nothing once it is gone, but stays tidy)."""
+        gone = set(ids)
+        pairs = {p for p in self.pairs() if not gone.intersection(p)}
+        if pairs != self.pairs() and self.path is not None:
+            atomic_write_json(self.path, {"kept_both": sorted([list(p) for p in pairs])})
+        self._pairs = pairs

@@ -1,0 +1,1 @@
+"""Teaching: the mistake ledger, FSRS scheduling, daily activity, the drill, Anki decks, progress."""
