@@ -326,6 +326,10 @@ NOT_CONFLICTS = [
     ("The learner has been married for 5 years.", "The learner has been into art for seven years."),
     ("The learner has 2 kids.", "The learner has 3 cats."),
     ("The learner runs 5 km every morning.", "The learner has been running for 10 years."),
+    # one number in words and in digits
+    ("The learner is twenty-one.", "The learner is 21."),
+    ("The learner has two kids.", "The learner has 2 kids."),
+    ("I'm thirty-five years old.", "I'm 35."),
     # the job: an interview, a workplace, a career wish are no second job
     ("I work as an accountant.", "My job interview went well."),
     ("I work as an accountant.", "I have a job interview on Friday."),
@@ -366,6 +370,7 @@ CONFLICTS = [
     ("I'm twenty-five.", "I'm 27."),
     ("The learner's son is seven.", "The learner's son is 9."),
     ("The learner is 40.", "The learner is forty-two."),
+    ("The learner is twenty-one.", "The learner is thirty-one."),
     # living situation
     ("The learner lives alone.", "The learner lives with her parents."),
     ("The learner lives with roommates.", "The learner lives alone now."),
