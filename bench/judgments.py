@@ -49,13 +49,13 @@ sys.path.insert(0, str(ROOT))
 from tokens_per_turn import fact_item, learner_fact  # noqa: E402
 
 from long_term_memory import LongTermMemoryStore  # noqa: E402
-from memora.app.commands import COMMANDS  # noqa: E402
 from memora.app.recall import _EXAM, next_exam  # noqa: E402
-from memora.app.routing import CHAT, route  # noqa: E402
-from memora.engine.conflicts import find_conflicts  # noqa: E402
-from memora.engine.embeddings import LocalEmbedder, local_model_available  # noqa: E402
-from memora.engine.records import MemoryRecord  # noqa: E402
-from memora.engine.timeutil import resolve_event_date  # noqa: E402
+from memora.cli.commands import COMMANDS  # noqa: E402
+from memora.cli.routing import CHAT, route  # noqa: E402
+from memora.core.records import MemoryRecord  # noqa: E402
+from memora.core.timeutil import resolve_event_date  # noqa: E402
+from memora.model.embeddings import LocalEmbedder, local_model_available  # noqa: E402
+from memora.reading.conflicts import find_conflicts  # noqa: E402
 
 SHAPES = {name: command.shape for command in COMMANDS for name in (command.name, *command.aliases)}
 # Sentences of a turn, as a learner typing one a line would send them.
