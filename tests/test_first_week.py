@@ -110,7 +110,7 @@ def test_import_accepts_what_export_wrote_at_the_configured_limits(
     from memora.core.records import MAX_MEMORY_CHARS
     from memora.data import data_transfer
     from memora.teaching.ledger import MAX_EXAMPLES, MAX_MISTAKES, MAX_REVIEWS_KEPT, Example, Mistake, Review
-    from memora.teaching.spaced import new_card
+    from memora.teaching.spaced import ReviewCard
     from user_profile import MAX_PROFILE_VALUE_CHARS
 
     monkeypatch.setattr(data_transfer, "MAX_IMPORT_MEMORIES", 100)
@@ -142,7 +142,7 @@ def test_import_accepts_what_export_wrote_at_the_configured_limits(
                 ],
                 first_seen=now,
                 last_seen=now,
-                card=new_card(now),
+                card=ReviewCard.new(now),
                 count=MAX_EXAMPLES,
                 reviews=[Review(at=now + timedelta(minutes=r), rating=3) for r in range(MAX_REVIEWS_KEPT)],
             )

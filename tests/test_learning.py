@@ -408,7 +408,7 @@ def test_progress_charts_and_plain_figures_agree(clock):
 
     today = clock().date()
     activity = {today - timedelta(days=d): DayActivity(turns=d + 1, reviews=1, correct=d % 2) for d in (0, 1, 2, 9)}
-    base = dict(rule="r", examples=[], card=spaced.new_card(clock()), count=1)
+    base = dict(rule="r", examples=[], card=spaced.ReviewCard.new(clock()), count=1)
     mistakes = [
         Mistake(id="m00001", kind="grammar", first_seen=clock(), last_seen=clock(), **base),
         Mistake(

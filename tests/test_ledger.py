@@ -234,17 +234,17 @@ def test_relevant_picks_by_the_message_then_by_count(ledger, clock):
 
 
 def test_correct_answers_push_the_card_out_and_a_wrong_one_brings_it_back_tomorrow():
-    card = spaced.new_card(T0)
+    card = spaced.ReviewCard.new(T0)
     now = T0
     intervals = []
     for _ in range(4):
-        card = spaced.review(card, spaced.VERDICT_RATINGS["correct"], now)
-        intervals.append((spaced.due_day(card) - spaced.learner_day(now)).days)
+        card = card.review(spaced.VERDICT_RATINGS["correct"], now)
+        intervals.append((card.due_day() - spaced.learner_day(now)).days)
         now = now + timedelta(days=intervals[-1])
     assert intervals == sorted(intervals) and len(set(intervals)) == 4
     assert intervals[0] == 2
-    card = spaced.review(card, spaced.VERDICT_RATINGS["wrong"], now)
-    assert (spaced.due_day(card) - spaced.learner_day(now)).days == 1
+    card = card.review(spaced.VERDICT_RATINGS["wrong"], now)
+    assert (card.due_day() - spaced.learner_day(now)).days == 1
 
 
 def test_mastered_needs_stability_and_the_last_two_correct(ledger, clock):
@@ -257,7 +257,7 @@ def test_mastered_needs_stability_and_the_last_two_correct(ledger, clock):
         if entry.mastered_at is not None:
             break
         assert entry.status in ("active", "improving") and len(ratings) < 10
-    assert spaced.stability(entry.card) >= spaced.MASTERED_STABILITY_DAYS
+    assert entry.card.stability >= spaced.MASTERED_STABILITY_DAYS
     assert entry.status == "mastered" and not entry.active
     assert ledger.due(clock() + timedelta(days=1)) == []
     # Made again: it is due at once and is no longer mastered.

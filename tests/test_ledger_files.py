@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from memora.teaching import spaced
-from memora.teaching.ledger import MAX_MISTAKES, Example, Mistake, NewMistake
+from memora.teaching.ledger import MAX_MISTAKES, Example, LedgerStore, Mistake, NewMistake
 
 WEST, EAST = "America/New_York", "Pacific/Kiritimati"
 GOED = NewMistake(
@@ -197,6 +197,71 @@ def _learner_with_two_reviewed_mistakes(make_app, clock, **overrides):
     return app, first, second
 
 
+# An entry as Memora wrote it while its cards were dicts (fsrs's ``Card.to_dict()``): a
+# mistake reviewed once, then made again in chat (a lapse, with the card as it was before).
+UNTYPED_CARDS_ENTRY = {
+    "id": "m4b170",
+    "kind": "grammar",
+    "rule": "go → went: irregular past tense",
+    "examples": [
+        {
+            "original": "Yesterday I goed to the market.",
+            "corrected": "Yesterday I went to the market.",
+            "seen_at": "2026-03-02T09:00:00Z",
+        }
+    ],
+    "count": 2,
+    "first_seen": "2026-03-02T09:00:00Z",
+    "last_seen": "2026-03-05T09:00:00Z",
+    "card": {
+        "card_id": 1772442000000,
+        "state": 3,
+        "step": 0,
+        "stability": 0.6368506992409603,
+        "difficulty": 7.394502741279718,
+        "due": "2026-03-05T00:00:00+00:00",
+        "last_review": "2026-03-05T00:00:00+00:00",
+    },
+    "reviews": [
+        {"at": "2026-03-02T09:00:00Z", "rating": 3, "source": "drill", "before": None},
+        {
+            "at": "2026-03-05T09:00:00Z",
+            "rating": 1,
+            "source": "chat",
+            "before": {
+                "card": {
+                    "card_id": 1772442000000,
+                    "state": 2,
+                    "step": None,
+                    "stability": 2.3065,
+                    "difficulty": 2.118103970459016,
+                    "due": "2026-03-04T00:00:00+00:00",
+                    "last_review": "2026-03-02T00:00:00+00:00",
+                },
+                "mastered_at": None,
+                "count": 1,
+            },
+        },
+    ],
+    "mastered_at": None,
+    "card_type": "mistake",
+}
+
+
+def test_a_ledger_written_before_cards_were_typed_loads_and_is_written_back_the_same(tmp_path):
+    path = tmp_path / "memora_mistakes.json"
+    path.write_text(json.dumps({"version": 1, "mistakes": [UNTYPED_CARDS_ENTRY]}, indent=2))
+    now = datetime(2026, 3, 6, 9, 0, tzinfo=UTC)
+    ledger = LedgerStore(path, clock=lambda: now)
+    [entry] = ledger.all()
+    assert (entry.card.state, entry.card.step, entry.card.stability) == (3, 0, 0.6368506992409603)
+    assert entry.due == entry.card.due.date() and not entry.card.is_new
+    ledger.record(DONT)  # the file is written again, the old entry with it
+    assert json.loads(path.read_text())["mistakes"][0] == UNTYPED_CARDS_ENTRY
+    restored = ledger.take_back(entry.id, datetime(2026, 3, 5, 9, 0, tzinfo=UTC))  # the card before the lapse
+    assert restored.card.model_dump(mode="json") == UNTYPED_CARDS_ENTRY["reviews"][1]["before"]["card"]
+
+
 # -- import ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "case", [c for c in ENTRY_EDITS if c not in IMPORT_REFUSED_ALREADY], ids=lambda c: c.replace(" ", "-")
@@ -342,10 +407,10 @@ def entries(n: int, *, start: int = 0, mastered: tuple[int, ...] = (), now: date
     made = []
     for i in range(start, start + n):
         seen = now - timedelta(hours=start + n - i)
-        card = spaced.new_card(seen)
+        card = spaced.ReviewCard.new(seen)
         reviews = []
         if i in mastered:
-            card = spaced.review(card, 3, seen)
+            card = card.review(3, seen)
             reviews = [{"at": seen, "rating": 3}, {"at": seen, "rating": 3}]
         made.append(
             Mistake(

@@ -127,7 +127,7 @@ def _write_history(cursor, mistakes: dict[str, Mistake]) -> None:
         last_day = spaced.learner_day(mistake.reviews[-1].at)
         interval = max(1, (mistake.due - last_day).days)
         lapses = sum(1 for r in mistake.reviews[1:] if r.rating == 1)
-        memory = {"s": round(spaced.stability(mistake.card), 4), "d": round(mistake.card["difficulty"], 4)}
+        memory = {"s": round(mistake.card.stability or 0.0, 4), "d": round(mistake.card.difficulty or 0.0, 4)}
         cursor.execute(
             "UPDATE cards SET type = 2, queue = 2, due = ?, ivl = ?, factor = 2500, reps = ?, lapses = ?, data = ? "
             "WHERE id = ?",

@@ -16,7 +16,7 @@ is not derived from anything.
 
 What the file may hold is checked when it is read, entry by entry, by the
 same models an import uses: times aware and within 1970-2999, each review card
-within FSRS's own ranges (``spaced.check_card``), counts that can be, ids of the
+within FSRS's own ranges (``spaced.ReviewCard``), counts that can be, ids of the
 form Memora makes. An entry that fails is left out with one line and the file
 as it was is kept beside it (``storage.load_model_file``), so a hand-edited
 entry never makes every later start end in a traceback.
@@ -55,6 +55,7 @@ from memora.core.text_utils import clean_text, clean_within, quoted
 from memora.store import lexical
 from memora.store.deletions import DeletionLog
 from memora.teaching import spaced
+from memora.teaching.spaced import ReviewCard
 
 MISTAKE_KINDS = ("grammar", "vocabulary", "word choice", "spelling", "punctuation")
 MistakeKind = Literal["grammar", "vocabulary", "word choice", "spelling", "punctuation"]
@@ -89,14 +90,9 @@ class Example(BaseModel):
 class Before(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    card: dict
+    card: ReviewCard
     mastered_at: StoredTime | None = None
     count: int = Field(ge=1, le=MAX_COUNT, strict=True)
-
-    @field_validator("card")
-    @classmethod
-    def _schedulable(cls, card: dict) -> dict:
-        return spaced.check_card(card)
 
 
 class Review(BaseModel):
@@ -126,7 +122,7 @@ class Mistake(BaseModel):
     count: int = Field(default=1, ge=1, le=MAX_COUNT, strict=True)
     first_seen: StoredTime
     last_seen: StoredTime
-    card: dict  # the FSRS card (``fsrs.Card.to_dict()``), checked by ``spaced.check_card``
+    card: ReviewCard
     reviews: list[Review] = Field(default_factory=list)
     mastered_at: StoredTime | None = None
     # "word": a word the learner asked the meaning of and chose to review
@@ -137,11 +133,6 @@ class Mistake(BaseModel):
     @classmethod
     def _some_example(cls, values: list[Example]) -> list[Example]:
         return values[-MAX_EXAMPLES:]
-
-    @field_validator("card")
-    @classmethod
-    def _schedulable(cls, card: dict) -> dict:
-        return spaced.check_card(card)
 
     @model_validator(mode="after")
     def _counts_agree(self) -> Mistake:
@@ -157,12 +148,12 @@ class Mistake(BaseModel):
     @property
     def due(self) -> date:
         """The learner's day the card is next due."""
-        return spaced.due_day(self.card)
+        return self.card.due_day()
 
     @property
     def is_new(self) -> bool:
         """Never reviewed yet: it counts against the new cards a day."""
-        return spaced.is_new(self.card)
+        return self.card.is_new
 
     @property
     def status(self) -> str:
@@ -505,7 +496,7 @@ class LedgerStore(JsonStore[_LedgerFile]):
         )
         horizon = self.pulled_forward_to(today)
         old = [m for m in entries if not m.is_new and m.due <= horizon]
-        old.sort(key=lambda m: (spaced.retrievability(m.card, now, self.day_start), m.due, -m.count))
+        old.sort(key=lambda m: (m.card.retrievability(now, self.day_start), m.due, -m.count))
         new = [m for m in entries if m.is_new and m.due <= today]
         new.sort(key=lambda m: (-m.count, -m.first_seen.timestamp()))
         old_room = max(0, self.reviews_per_day - (len(done_today) - introduced))
@@ -542,23 +533,13 @@ class LedgerStore(JsonStore[_LedgerFile]):
                         e.original.casefold() == new.original.casefold() and e.seen_at == when for e in entry.examples
                     ):
                         return entry, True  # the same message read again (a retried job): counted once
+                    others = [e for e in entry.examples if e.original.casefold() != new.original.casefold()]
                     # Undoing the lapse keeps the count: the mistake was made ('mistakes forget' forgets it).
-                    card, reviews = self._relapse(entry, when, min(entry.count + 1, MAX_COUNT))
-                    updated = entry.model_copy(
-                        update={
-                            "count": min(entry.count + 1, MAX_COUNT),
-                            "reviews": reviews,
-                            "last_seen": max(entry.last_seen, when),
-                            "examples": [e for e in entry.examples if e.original.casefold() != new.original.casefold()][
-                                -(MAX_EXAMPLES - 1) :
-                            ]
-                            + [example],
-                            "card": card,
-                            "mastered_at": None,
-                        }
+                    count = min(entry.count + 1, MAX_COUNT)
+                    state.mistakes[index] = self._relapse(
+                        entry, when, count, examples=[*others[1 - MAX_EXAMPLES :], example]
                     )
-                    state.mistakes[index] = updated
-                    return updated, True
+                    return state.mistakes[index], True
             dropped.extend(self._make_room(state))
             entry = Mistake(
                 id=self._new_id(state),
@@ -567,7 +548,7 @@ class LedgerStore(JsonStore[_LedgerFile]):
                 examples=[example],
                 first_seen=when,
                 last_seen=when,
-                card=spaced.new_card(when, self.day_start),
+                card=ReviewCard.new(when, self.day_start),
             )
             state.mistakes.append(entry)
             return entry, False
@@ -580,8 +561,8 @@ class LedgerStore(JsonStore[_LedgerFile]):
         self._tell_dropped(dropped)
         return result
 
-    def _relapse(self, entry: Mistake, when: datetime, count_after: int) -> tuple[dict, list[Review]]:
-        """The card and reviews of ``entry`` made again at ``when``.
+    def _relapse(self, entry: Mistake, when: datetime, count_after: int, **update) -> Mistake:
+        """``entry`` made again at ``when``: counted once more, not mastered, with ``update``.
 
         Once reviewed, a repeat is a lapse: FSRS Again on the day it was made,
         so stability falls and mastery must be earned again (stability and the
@@ -590,20 +571,17 @@ class LedgerStore(JsonStore[_LedgerFile]):
         due today, not tomorrow as Again alone would make it: the tutor has just
         corrected it, so now is when a drill helps. A card never reviewed stays
         new; the repeat is one more example of it."""
-        if not entry.reviews:
-            return entry.card, entry.reviews
-        last = entry.reviews[-1]
-        if when < last.at:
-            # Said before the last review (a held message read late): that review already
-            # followed the correction, so it is not a lapse after it.
-            return entry.card, entry.reviews
-        card = entry.card
-        reviews = entry.reviews
-        if last.correct or self.today(last.at) != self.today(when):
-            card = spaced.review(card, 1, when, self.day_start)
-            before = Before(card=entry.card, mastered_at=entry.mastered_at, count=count_after)
-            reviews = (reviews + [Review(at=when, rating=1, source="chat", before=before)])[-MAX_REVIEWS_KEPT:]
-        return spaced.make_due(card, when, self.day_start), reviews
+        card, reviews = entry.card, entry.reviews
+        last = reviews[-1] if reviews else None
+        # Said before the last review (a held message read late), it is no lapse: that review followed it.
+        if last is not None and when >= last.at:
+            if last.correct or self.today(last.at) != self.today(when):
+                card = card.review(1, when, self.day_start)
+                before = Before(card=entry.card, mastered_at=entry.mastered_at, count=count_after)
+                reviews = (reviews + [Review(at=when, rating=1, source="chat", before=before)])[-MAX_REVIEWS_KEPT:]
+            card = card.made_due(when, self.day_start)
+        made = {"count": min(entry.count + 1, MAX_COUNT), "last_seen": max(entry.last_seen, when), "mastered_at": None}
+        return entry.model_copy(update={**made, "card": card, "reviews": reviews, **update})
 
     def has_word(self, word: str) -> bool:
         key = clean_text(word).casefold()
@@ -631,7 +609,7 @@ class LedgerStore(JsonStore[_LedgerFile]):
                 examples=[Example(original=word, corrected=meaning, seen_at=when)],
                 first_seen=when,
                 last_seen=when,
-                card=spaced.new_card(when, self.day_start),
+                card=ReviewCard.new(when, self.day_start),
                 card_type="word",
             )
             state.mistakes.append(entry)
@@ -683,25 +661,30 @@ class LedgerStore(JsonStore[_LedgerFile]):
         if self._notify is not None:
             self._notify(message)
 
-    def review(self, mistake_id: str, rating: int, at: datetime | None = None) -> Mistake | None:
-        """Save one review of a card; None when the entry is gone (forgotten meanwhile)."""
-        when = _aware(at or self.clock())
+    def _update(self, mistake_id: str, update: Callable[[Mistake], Mistake | None]) -> tuple[Mistake | None, bool]:
+        """Replace the entry ``mistake_id`` with what ``update`` makes of it (None: nothing);
+        returns (the entry as it is now, changed), or (None, False) when it is gone."""
 
-        def change(state: _LedgerFile) -> Mistake | None:
+        def change(state: _LedgerFile) -> tuple[Mistake | None, bool]:
             for index, entry in enumerate(state.mistakes):
                 if entry.id == mistake_id:
-                    state.mistakes[index] = self._reviewed(entry, rating, when, "drill")
-                    return state.mistakes[index]
-            return None
+                    state.mistakes[index] = update(entry) or entry
+                    return state.mistakes[index], state.mistakes[index] is not entry
+            return None, False
 
         return self._change(change)
 
+    def review(self, mistake_id: str, rating: int, at: datetime | None = None) -> Mistake | None:
+        """Save one review of a card; None when the entry is gone (forgotten meanwhile)."""
+        when = _aware(at or self.clock())
+        return self._update(mistake_id, lambda entry: self._reviewed(entry, rating, when, "drill"))[0]
+
     def _reviewed(self, entry: Mistake, rating: int, when: datetime, source: str) -> Mistake:
-        card = spaced.review(entry.card, rating, when, self.day_start)
+        card = entry.card.review(rating, when, self.day_start)
         before = Before(card=entry.card, mastered_at=entry.mastered_at, count=entry.count) if source == "chat" else None
         reviews = (entry.reviews + [Review(at=when, rating=rating, source=source, before=before)])[-MAX_REVIEWS_KEPT:]
         mastered_at = entry.mastered_at
-        if mastered_at is None and spaced.is_mastered(card, [r.rating for r in reviews]):
+        if mastered_at is None and card.mastered([r.rating for r in reviews]):
             mastered_at = when
         elif mastered_at is not None and rating < spaced.CORRECT_RATING:
             mastered_at = None
@@ -733,34 +716,18 @@ class LedgerStore(JsonStore[_LedgerFile]):
         when = _aware(at or self.clock())
         today = self.today(when)
 
-        def change(state: _LedgerFile) -> tuple[Mistake | None, bool]:
-            for index, entry in enumerate(state.mistakes):
-                if entry.id != mistake_id:
-                    continue
-                if any(r.at == when and r.source == "chat" for r in entry.reviews):
-                    return entry, False
-                if correct:
-                    if not self.passable(entry, today):
-                        return entry, False
-                    updated = self._reviewed(entry, spaced.CORRECT_RATING, when, "chat")
-                else:
-                    if not entry.is_mistake or any(e.seen_at == when for e in entry.examples):
-                        return entry, False  # a word card is not a mistake; this message already counted it
-                    card, reviews = self._relapse(entry, when, entry.count)
-                    updated = entry.model_copy(
-                        update={
-                            "count": min(entry.count + 1, MAX_COUNT),
-                            "last_seen": max(entry.last_seen, when),
-                            "card": card,
-                            "reviews": reviews,
-                            "mastered_at": None,
-                        }
-                    )
-                state.mistakes[index] = updated
-                return updated, True
-            return None, False
+        def use(entry: Mistake) -> Mistake | None:
+            if any(r.at == when and r.source == "chat" for r in entry.reviews):
+                return None
+            if correct:
+                return (
+                    self._reviewed(entry, spaced.CORRECT_RATING, when, "chat") if self.passable(entry, today) else None
+                )
+            if not entry.is_mistake or any(e.seen_at == when for e in entry.examples):
+                return None  # a word card is not a mistake; this message already counted it
+            return self._relapse(entry, when, entry.count)
 
-        return self._change(change)
+        return self._update(mistake_id, use)
 
     def take_back(self, mistake_id: str, at: datetime) -> Mistake | None:
         """Undo the review a message made at ``at`` (a pass or a lapse read from it):
@@ -768,26 +735,22 @@ class LedgerStore(JsonStore[_LedgerFile]):
         take back: the entry is gone, or the card was reviewed again since (its
         later answers were given to the card as it then was)."""
 
-        def change(state: _LedgerFile) -> Mistake | None:
-            for index, entry in enumerate(state.mistakes):
-                if entry.id != mistake_id or not entry.reviews:
-                    continue
-                last = entry.reviews[-1]
-                if last.source != "chat" or last.at != at or last.before is None:
-                    return None
-                restored = entry.model_copy(
-                    update={
-                        "card": last.before.card,
-                        "mastered_at": last.before.mastered_at,
-                        "count": max(last.before.count, len(entry.examples)),
-                        "reviews": entry.reviews[:-1],
-                    }
-                )
-                state.mistakes[index] = restored
-                return restored
-            return None
+        def restore(entry: Mistake) -> Mistake | None:
+            last = entry.reviews[-1] if entry.reviews else None
+            if last is None or last.source != "chat" or last.at != at or last.before is None:
+                return None
+            before = last.before
+            return entry.model_copy(
+                update={
+                    "card": before.card,
+                    "mastered_at": before.mastered_at,
+                    "count": max(before.count, len(entry.examples)),
+                    "reviews": entry.reviews[:-1],
+                }
+            )
 
-        return self._change(change)
+        entry, restored = self._update(mistake_id, restore)
+        return entry if restored else None
 
     def forget(self, mistake_id: str) -> Mistake | None:
         def change(state: _LedgerFile) -> Mistake | None:
