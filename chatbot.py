@@ -123,6 +123,8 @@ def run(
 
 
 def _greet(app: Memora, console: Console, startup_notes: Sequence[str]) -> None:
+    from memora.app.turn import review_due_line
+
     console.say(WELCOME)
     for note in startup_notes:  # after the welcome line, so it reads as part of this session
         console.notice(note)
@@ -131,13 +133,13 @@ def _greet(app: Memora, console: Console, startup_notes: Sequence[str]) -> None:
     if app.memory.messages:
         turns = len(app.memory.messages) // 2
         console.notice(f"Resumed your conversation ({counted(turns, 'earlier turn')}). Type 'reset' for a fresh one.")
-    due = app.review_due_line()
+    due = review_due_line(app.ledger, app.activity, app.clock())
     if due:
         console.notice(due)
-    if app.ask_to_rebuild():
+    if app.turn.ask_to_rebuild(app.store):
         return  # the last line before the prompt, so "yes" answers it; profile questions follow its answer
     if app.proposals.first() is not None:
-        app.ask_next_proposal()
+        app.turn.ask_next_proposal()
 
 
 def _loop(
@@ -157,7 +159,7 @@ def _loop(
         console.error(data_failure(error, app.settings.data_dir))
     interrupted_at = None  # when Ctrl-C last met an empty prompt
     while True:
-        for note in app.take_unsaved_notes():  # a message that could not be saved, told at the next prompt
+        for note in app.turn.take_unsaved_notes():  # a message that could not be saved, told at the next prompt
             console.notice(note)
         try:
             line = console.read()
@@ -202,7 +204,7 @@ def _loop(
                     console.notice(note)
                 notices.release()
             finally:
-                app.after_turn()
+                app.turn.after_turn()
         except (ExitRequested, OutputClosed) as stop:
             if isinstance(stop, OutputClosed):
                 raise
@@ -327,7 +329,7 @@ def preload(app: Memora, stop: threading.Event) -> None:
 
 
 def _shutdown(app: Memora, console: Console) -> int:
-    pending = app.unsaved_messages()
+    pending = app.reader.unsaved()
     if pending:
         console.say(f"Saving memories from the last {counted(pending, 'message')}…")
     try:

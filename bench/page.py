@@ -63,7 +63,7 @@ def build_store(folder: Path, size: int):
     settings = Settings(data_dir=folder, memory_cap=size * 2).validated()
     app = Memora.from_settings(settings, embedder=HashEmbedder(), notify=lambda _m: None)
     rng = random.Random(size)
-    now = app.now()
+    now = app.clock()
     items = []
     categories = list(VERBS)
     for n in range(size):

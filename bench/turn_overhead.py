@@ -76,7 +76,7 @@ def measure(size: int, turns: int) -> dict:
         app.memory.summarizer = app.model.summarize
         app.profiles.set_english_level("B1")
         app.profiles.add_learning_goal("travel English")
-        now = app.now()
+        now = app.clock()
         started = time.perf_counter()
         app.store.add_many(
             {
@@ -96,7 +96,7 @@ def measure(size: int, turns: int) -> dict:
             app.chat(message, on_delta=lambda _: None)
             if index >= 10:  # warm-up
                 timings.append((time.perf_counter() - t0) * 1000)
-        sections = app.last_prepared.sections
+        sections = app.turn.last_prepared.sections
         app.close()
     return {
         "size": size,

@@ -37,14 +37,14 @@ def test_200_turns_stay_within_the_budget_and_fold_into_a_summary(make_app, serv
     for turn in range(200):
         message = f"Turn {turn}: " + " ".join(rng.choices(words, k=rng.randint(3, 60)))
         app.chat(message, on_delta=lambda _: None)
-        assert app.last_prepared.total_tokens <= 1500
+        assert app.turn.last_prepared.total_tokens <= 1500
 
     chats = server.chats
     assert len(chats) == 200
     totals = [counted(counter, r) for r in chats]
     assert max(totals) <= 1500, max(totals)
     # the sections Memora reports add up to what was sent
-    assert app.last_prepared.total_tokens == totals[-1]
+    assert app.turn.last_prepared.total_tokens == totals[-1]
     summaries = server.of_kind("summary")
     assert summaries, "the history overflowed, so older turns must have been summarised"
     assert len(summaries) < 100, "folding happens in chunks, not on every turn"

@@ -227,8 +227,8 @@ def test_extraction_failure_keeps_the_turn_and_shows_in_status(make_app, server)
     chat(app, "I have a dog called Biscuit.")
     app.wait_for_extraction(10)
     assert [m["content"] for m in app.memory.messages] == ["I have a dog called Biscuit.", "Reply 1."]
-    assert app.extraction_failures == 1
-    assert "HTTP 500" in app.extraction_error
+    assert app.turn.extraction_failures == 1
+    assert "HTTP 500" in app.turn.extraction_error
     from memora.cli.reports import status_rows
 
     extraction_table = dict((t[0], t[2]) for t in status_rows(app))["Memory extraction"]
@@ -250,7 +250,7 @@ def test_a_message_whose_extraction_keeps_failing_is_given_up_after_three_starts
     assert json.loads(again.paths.session.read_text())["pending_extractions"] == []
     assert any(
         "Gave up reading memories from \u201cI have a dog called Biscuit.\u201d after 3 failures" in n
-        for n in again.take_unsaved_notes()
+        for n in again.turn.take_unsaved_notes()
     )
     assert len(server.of_kind("extraction")) == 3
     final = make_app()

@@ -70,7 +70,7 @@ def test_an_acknowledgement_costs_no_extraction_call_and_leaves_nothing_to_read(
     app.chat("好的，謝謝！", on_delta=lambda _: None)
     assert app.wait_for_extraction(10)
     assert server.of_kind("extraction") == []
-    assert app.pending_jobs == []  # nothing in the session file for the next start either
+    assert list(app.queue.pending) == []  # nothing in the session file for the next start either
     app.chat("ok I will", on_delta=lambda _: None)
     assert app.wait_for_extraction(10)
     sent = server.of_kind("extraction")

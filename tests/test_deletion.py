@@ -77,11 +77,11 @@ def test_forget_id_leaves_no_byte_of_any_version_in_any_file(
             PendingExtraction(
                 job_id="j1",
                 text="Remember: the learner keeps a pet axolotl named Wyxtrell!",
-                said_at=app.now(),
+                said_at=app.clock(),
                 attempts=1,
             ),
         )
-    app.save_session()
+    app.conversation.save()
     assert app.paths.session.exists() and "Wyxtrell" in app.paths.session.read_text()
     before = files_holding(data_dir, "Qzvorbix", "Wyxtrell")
     assert any(path.startswith("memora_db") for path in before), before  # the markers were really on disk
@@ -92,7 +92,7 @@ def test_forget_id_leaves_no_byte_of_any_version_in_any_file(
     assert files_holding(data_dir, "Qzvorbix", "Wyxtrell") == {}
     assert "memora_db/chroma.sqlite3" in files_holding(data_dir, "plays the oboe")  # what was not forgotten stays
     assert "[forgotten]" in app.paths.session.read_text()
-    assert [job.text for job in app.pending_jobs] == ["Remember: [forgotten]!"]
+    assert [job.text for job in list(app.queue.pending)] == ["Remember: [forgotten]!"]
     assert app.store.count() == many + 1
     # A restart replays Chroma's log: the store is whole and the text stays gone.
     app.close()

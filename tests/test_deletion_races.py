@@ -143,7 +143,7 @@ def test_forget_all_counts_held_messages_as_data_and_they_are_never_read(make_ap
     app = make_app()
     for line in ("I have a cat.", "Her name is Momo."):  # short: held to be read with the next
         app.chat(line, on_delta=lambda _: None)
-    assert app.held_messages == 2 and app.store.count() == 0
+    assert len(app.queue.held) == 2 and app.store.count() == 0
     t = run_repl(app, ["forget all", "DELETE"], settle=False)
     assert "There are no memories to delete" not in t.text
     assert "2 messages not read for memories yet and this conversation" in t.text
@@ -169,7 +169,7 @@ def test_forget_all_in_another_terminal_wins_over_the_message_this_one_holds(mak
     first = make_app()
     second = make_app()  # a second terminal, same learner, open before the first holds anything
     first.chat("I live in Tokyo.", on_delta=lambda _: None)  # held
-    assert first.held_messages == 1
+    assert len(first.queue.held) == 1
     t = run_repl(second, ["forget all", "DELETE"], settle=False)
     assert "Deleted" in t.text
     second.close()
@@ -434,14 +434,14 @@ def test_a_held_message_read_after_an_edit_never_overturns_it(make_app, server, 
     record = app.store.add("The learner lives in Tokyo.", category="identity").record
     server.script("extraction", extraction(fact("The learner lives in Tokyo.", "identity")))
     app.chat("Still in Tokyo, by the way.", on_delta=lambda _: None)  # held
-    assert app.held_messages == 1
+    assert len(app.queue.held) == 1
     clock.advance(minutes=5)
     osaka = app.store.edit(record.id, "The learner lives in Osaka.")
     assert app.wait_for_extraction(10)  # the held message is read now, after the edit
     assert [r.content for r in app.store.list()] == ["The learner lives in Osaka."]
     assert app.store.get(osaka.id).is_current
     assert server.of_kind("reconcile") == []  # the very text the edit replaced: old news, no call
-    assert any("said before" in s.reason and "was changed" in s.reason for s in app.extraction_skipped)
+    assert any("said before" in s.reason and "was changed" in s.reason for s in app.turn.extraction_skipped)
 
 
 def test_an_older_fact_never_supersedes_a_newer_memory_whatever_the_decision_says(make_app, server, clock):
@@ -458,7 +458,7 @@ def test_an_older_fact_never_supersedes_a_newer_memory_whatever_the_decision_say
     sent = decision.input[0]["content"]
     assert sent.startswith("New fact: The learner lives in Kyoto. (29 Nov 10:00)")  # when each was said
     assert "1. The learner lives in Osaka. (29 Nov 10:05)" in sent
-    assert any("said before memory" in s.reason for s in app.extraction_skipped)
+    assert any("said before memory" in s.reason for s in app.turn.extraction_skipped)
 
 
 def test_a_reading_that_lists_the_later_fact_first_still_ends_with_the_later_one(make_app, server, clock):
@@ -555,7 +555,7 @@ def test_a_message_held_in_one_terminal_never_overturns_what_another_terminal_he
     first = make_app()
     second = make_app(extraction_batch=1)  # open before the first holds anything
     first.chat("I live in Tokyo.", on_delta=lambda _: None)  # held
-    assert first.held_messages == 1
+    assert len(first.queue.held) == 1
     clock.advance(minutes=5)
     second.chat("Big news: I moved to Osaka last week, the new flat is lovely and near the river.", on_delta=print)
     assert second.wait_for_extraction(10)

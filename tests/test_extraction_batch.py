@@ -38,8 +38,8 @@ def test_short_messages_wait_and_are_read_together_in_one_call(make_app, server,
     for text in said[:-1]:
         _chat(app, text)
         clock.advance(minutes=1)
-    assert server.of_kind("extraction") == [] and app.held_messages == batch - 1
-    assert app.unsaved_messages() == batch - 1  # what exit would wait for
+    assert server.of_kind("extraction") == [] and len(app.queue.held) == batch - 1
+    assert app.reader.unsaved() == batch - 1  # what exit would wait for
     _chat(app, said[-1])  # the batch's last message: one call reads them all
     [payload] = _read(server)
     expected = "\n".join(f"[10:{n:02d}] {text}" for n, text in enumerate(said))
@@ -48,7 +48,7 @@ def test_short_messages_wait_and_are_read_together_in_one_call(make_app, server,
         "The learner has a dog called Biscuit.",
         "The learner works as a nurse.",
     ]
-    assert app.held_messages == 0 and app.pending_jobs == []  # all read, none left for the next start
+    assert len(app.queue.held) == 0 and list(app.queue.pending) == []  # all read, none left for the next start
     assert any("The learner works as a nurse." in n for n in app.notices)  # the write line, once read
 
 
@@ -66,7 +66,7 @@ def test_a_long_message_is_read_at_once_with_the_held_ones(make_app, server):
     _chat(app, long)
     [payload] = _read(server)
     assert "] Same here!\n[" in payload and long.strip() in payload
-    assert app.held_messages == 0
+    assert len(app.queue.held) == 0
 
 
 @pytest.mark.parametrize(
@@ -86,7 +86,7 @@ def test_a_message_that_may_change_the_profile_is_read_after_its_own_reply(make_
     _chat(app, text)
     [payload] = _read(server)  # one call, held message included
     assert "Thanks, that helps a lot." in payload and text in payload
-    assert app.held_messages == 0
+    assert len(app.queue.held) == 0
 
 
 def test_a_correction_reads_the_held_messages_before_the_reply_in_the_same_call(make_app, server):
@@ -102,7 +102,7 @@ def test_a_correction_read_after_the_reply_is_not_held(make_app, server):
     server.script("extraction", Error(500, "down for a moment"))  # the early reading fails
     app = make_app()
     _chat(app, "No, I never said I like jazz.")
-    assert app.held_messages == 0 and len(server.of_kind("extraction")) == 2  # read again after the reply
+    assert len(app.queue.held) == 0 and len(server.of_kind("extraction")) == 2  # read again after the reply
 
 
 def test_exit_reads_the_held_messages(make_app, server):
@@ -124,12 +124,12 @@ def test_held_messages_left_by_a_crash_are_read_at_the_next_start(make_app, serv
     server.script("extraction", extraction(fact("The learner has a cat.", "identity")))
     first = make_app()
     _chat(first, "I have a cat.")
-    assert [p.text for p in first.pending_jobs] == ["I have a cat."]  # in the session file, not only in memory
+    assert [p.text for p in list(first.queue.pending)] == ["I have a cat."]  # in the session file, not only in memory
     # no close(): the process died here
     second = make_app()
     assert second.wait_for_extraction(10)
     assert [m.content for m in second.store.list()] == ["The learner has a cat."]
-    assert len(server.of_kind("extraction")) == 1 and second.pending_jobs == []
+    assert len(server.of_kind("extraction")) == 1 and list(second.queue.pending) == []
 
 
 def test_waiting_for_extraction_reads_the_held_messages_first(make_app, server):
@@ -164,7 +164,7 @@ def test_undo_takes_back_a_held_message_first_then_the_change_before(make_app, s
     [line, more] = app.undo()
     assert line.startswith("Undone: nothing from your message at") and "I have a cat." in line
     assert "1 left" in more
-    assert app.held_messages == 0 and [m.content for m in app.store.list()] == ["The learner lives in Taipei."]
+    assert len(app.queue.held) == 0 and [m.content for m in app.store.list()] == ["The learner lives in Taipei."]
     lines = app.undo()
     assert any("Taipei" in line for line in lines) and app.store.list() == []
     assert app.wait_for_extraction(10)
@@ -182,7 +182,7 @@ def test_forget_all_drops_the_messages_not_read_yet(make_app, server, run_repl):
     _chat(app, "I have a cat.")  # held
     transcript = run_repl(app, ["forget all", "DELETE"], settle=False)
     assert "Deleted 1 memory" in transcript.text
-    assert app.store.list() == [] and app.held_messages == 0 and app.pending_jobs == []
+    assert app.store.list() == [] and len(app.queue.held) == 0 and list(app.queue.pending) == []
     app.close(timeout=5)
     assert app.store.list() == [] and len(server.of_kind("extraction")) == 1  # never read after the deletion
 
@@ -220,10 +220,10 @@ def test_reindex_reads_only_what_a_partly_failed_batch_left(make_app, server):
     _chat(app, "I have a cat.")
     embedder.failing = True
     assert app.wait_for_extraction(10)  # the batch is read; storing its facts fails
-    [kept] = app.pending_jobs
+    [kept] = list(app.queue.pending)
     assert kept.remaining is not None  # both facts kept, with the batch's last message
     embedder.failing = False
-    assert app.retry_pending_extractions() == 1 and app.wait_for_extraction(10)
+    assert app.reader.retry(30.0) == 1 and app.wait_for_extraction(10)
     assert sorted(m.content for m in app.store.list()) == ["The learner has a cat.", "The learner works as a nurse."]
     assert len(server.of_kind("extraction")) == 1  # the remaining items, not a second reading
 
@@ -236,7 +236,7 @@ def test_a_batch_never_spans_midnight(make_app, server, clock):
     _chat(app, "Wish me luck!")
     [payload] = _read(server)  # the day before was read alone, dated that day
     assert payload.endswith("Message:\nI went to a jazz concert yesterday.")
-    assert app.held_messages == 1
+    assert len(app.queue.held) == 1
 
 
 def test_a_new_session_reads_what_the_old_one_held(make_app, server):
@@ -296,14 +296,14 @@ def test_a_failed_batch_keeps_every_message_for_the_next_try(make_app, server):
     _chat(app, "I have a cat.")
     _chat(app, "Cats are great.")
     assert app.wait_for_extraction(10)
-    assert [p.text for p in app.pending_jobs] == ["I have a cat.", "Cats are great."]
-    assert all(p.attempts == 1 for p in app.pending_jobs)
+    assert [p.text for p in list(app.queue.pending)] == ["I have a cat.", "Cats are great."]
+    assert all(p.attempts == 1 for p in list(app.queue.pending))
 
 
 def test_batch_size_is_a_setting_and_one_reads_every_message_at_once(make_app, server):
     app = make_app(extraction_batch=1)
     _chat(app, "I have a cat.")
-    assert len(server.of_kind("extraction")) == 1 and app.held_messages == 0
+    assert len(server.of_kind("extraction")) == 1 and len(app.queue.held) == 0
     assert Settings.from_env({"MEMORA_EXTRACTION_BATCH": "6"}).extraction_batch == 6
     with pytest.raises(ConfigError, match="extraction batch"):
         Settings.from_env({"MEMORA_EXTRACTION_BATCH": "0"})
@@ -312,7 +312,7 @@ def test_batch_size_is_a_setting_and_one_reads_every_message_at_once(make_app, s
 def test_forgetting_the_learner_drops_their_held_messages_unread(make_app, server, run_repl, data_dir):
     app = make_app()
     _chat(app, "I have a cat.")
-    assert app.held_messages == 1
+    assert len(app.queue.held) == 1
     transcript = run_repl(app, ["forget user default", "default"], settle=False)
     assert "Deleted learner" in transcript.text
     app.close(timeout=5)

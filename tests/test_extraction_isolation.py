@@ -91,11 +91,11 @@ def test_a_mixed_result_stores_every_good_item_and_skips_each_bad_one(make_app, 
     assert app.profiles.get().learning_goals == ["pass the IELTS exam with 7.0"]
     assert app.profiles.get().english_level is None and app.profiles.get().preferences == []
 
-    skipped = {(s.kind, s.text[:20]) for s in app.extraction_skipped}
-    assert len(app.extraction_skipped) == 12, app.extraction_skipped  # 7 facts, 4 changes, 1 correction
+    skipped = {(s.kind, s.text[:20]) for s in app.turn.extraction_skipped}
+    assert len(app.turn.extraction_skipped) == 12, app.turn.extraction_skipped  # 7 facts, 4 changes, 1 correction
     assert ("fact", "x" * 20) in skipped and ("profile change", "english_level set Z9") in skipped
-    assert any("1000 characters" in s.reason for s in app.extraction_skipped)
-    assert any("invalid category 'colour'" in s.reason for s in app.extraction_skipped)
+    assert any("1000 characters" in s.reason for s in app.turn.extraction_skipped)
+    assert any("invalid category 'colour'" in s.reason for s in app.turn.extraction_skipped)
     status = extraction_status(app)
     assert status["items skipped this session"] == "12"
     assert "last skipped" in status
@@ -154,7 +154,7 @@ def test_the_issue_case_a_5000_character_fact_loses_nothing_else_across_sessions
     app = make_app()
     say(app, "Here is a very long message.")
     assert pending(app) == []  # one bad item is never a reason to retry the job
-    assert app.extraction_failures == 0
+    assert app.turn.extraction_failures == 0
     app.close()
 
     again = make_app()
@@ -219,7 +219,7 @@ def test_a_full_memory_stops_the_facts_but_not_the_profile_changes(make_app, ser
     assert [r.content for r in app.store.list()] == ["The learner drinks tea."]
     assert app.profiles.get().learning_goals == ["write better emails"]
     assert sum("Memory is full" in n for n in app.notices) == 1
-    assert [s.reason for s in app.extraction_skipped] == ["memory is full", "memory is full"]
+    assert [s.reason for s in app.turn.extraction_skipped] == ["memory is full", "memory is full"]
     assert pending(app) == []
 
 
@@ -245,7 +245,7 @@ def test_a_supersede_of_a_memory_another_session_just_superseded_adds_the_new_fa
         "The learner lives in Tokyo.",
         "The learner's name is Ming.",
     ]
-    assert app.extraction_skipped == [] and pending(app) == []
+    assert app.turn.extraction_skipped == () and pending(app) == []
 
 
 def test_a_chat_after_the_repl_closed_twice_is_still_extracted(make_app, server, run_repl):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import run_chatbot
 
+from memora.app.turn import review_due_line
 from memora.core.config import Settings, validate_user_name
 from memora.core.errors import ConfigError
 
@@ -20,7 +21,8 @@ def test_a_word_card_is_counted_and_listed_as_a_word_not_a_mistake(make_app, run
     app = make_app()
     _word_and_mistake(app)
     clock.advance(days=1)
-    assert app.review_due_line() == "1 mistake and 1 word to review today (type review)"
+    due = review_due_line(app.ledger, app.activity, app.clock())
+    assert due == "1 mistake and 1 word to review today (type review)"
     t = run_repl(app, ["mistakes"])
     mistakes, _, words = t.text.partition("Your word cards")
     assert "I goed" in mistakes and "ubiquitous" not in mistakes  # not a vocabulary mistake
@@ -39,7 +41,7 @@ def test_the_due_line_names_only_what_is_due(make_app, clock, only):
         app.ledger.record(NewMistake(original="I goed", corrected="I went", rule="go: went", kind="grammar"))
     clock.advance(days=1)
     expected = "2 words to review today (type review)" if only == "words" else "1 mistake to review today (type review)"
-    assert app.review_due_line() == expected
+    assert review_due_line(app.ledger, app.activity, app.clock()) == expected
 
 
 @pytest.mark.parametrize("name", ["李明", "José", "Zoë", "ming_2", "Ünal-K", "小林さくら"])
@@ -129,7 +131,7 @@ def test_import_accepts_what_export_wrote_at_the_configured_limits(
     for n in range(items):
         app.profiles.add_learning_goal((f"goal {n} " + unit * MAX_PROFILE_VALUE_CHARS)[:MAX_PROFILE_VALUE_CHARS])
         app.profiles.add_preference((f"pref {n} " + unit * MAX_PROFILE_VALUE_CHARS)[:MAX_PROFILE_VALUE_CHARS])
-    now = app.now()
+    now = app.clock()
     app.ledger.replace_all(
         [
             Mistake(
@@ -176,7 +178,7 @@ def test_nothing_is_asked_at_exit_and_the_question_waits_for_the_next_start(make
     server.script("extraction", asked)
     app = make_app()
     t = run_repl(app, ["What does ubiquitous mean"], settle=False)
-    assert app.held_messages == 0 and len(server.of_kind("extraction")) == 1
+    assert len(app.queue.held) == 0 and len(server.of_kind("extraction")) == 1
     at_exit = t.text.split("Saving memories from the last 1 message\u2026\n", 1)[1]
     assert at_exit.endswith("Goodbye!\n")
     assert "reads the Economist" in at_exit  # what it remembered is still told

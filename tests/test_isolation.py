@@ -23,7 +23,7 @@ def fill(app, name, hobby, city, goal, event):
     app.store.add(f"The learner plays the {hobby}.", category="hobby")
     app.store.add(f"The learner lives in {city}.", category="identity")
     app.store.add(
-        f"The learner has a {event} on Friday.", category="schedule", created_at=app.now() - timedelta(days=6)
+        f"The learner has a {event} on Friday.", category="schedule", created_at=app.clock() - timedelta(days=6)
     )
 
 

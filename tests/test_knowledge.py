@@ -126,7 +126,7 @@ def test_a_turn_injects_notes_in_their_own_section_in_the_fixed_order(make_app, 
     app = make_app(embedder=local_embedder, knowledge_dir=KNOWLEDGE_DIR)
     app.profiles.set_english_level("B1")
     app.store.add("The learner's name is Ming.", category="name")
-    app.store.add("The learner has a flight to Osaka.", category="schedule", created_at=app.now() - timedelta(days=5))
+    app.store.add("The learner has a flight to Osaka.", category="schedule", created_at=app.clock() - timedelta(days=5))
     app.store.add("The learner practised airport check-in dialogues last week.", memory_type="episodic")
     app.chat("How do I check in at the airport for my flight?", on_delta=lambda _: None)
     developer = server.chats[-1].background

@@ -163,7 +163,7 @@ def test_follow_up_after_the_event_date_once_and_only_once(make_app, server, clo
 
 def seed(app, text, *, days_ago, event_date=None, category="schedule"):
     record = app.store.add(
-        text, category=category, created_at=app.now() - timedelta(days=days_ago), event_date=event_date
+        text, category=category, created_at=app.clock() - timedelta(days=days_ago), event_date=event_date
     )
     return record.id
 
@@ -184,8 +184,8 @@ def test_no_follow_up_for_something_said_hours_ago_or_for_other_categories(make_
     app.store.add(
         "The learner is buying dinner later today.",
         category="schedule",
-        created_at=app.now() - timedelta(hours=5),
-        event_date=(app.now() - timedelta(days=1)).date(),
+        created_at=app.clock() - timedelta(hours=5),
+        event_date=(app.clock() - timedelta(days=1)).date(),
     )
     seed(app, "The learner loves hiking.", days_ago=10, category="hobby")
     seed(app, "The learner has a job interview next month.", days_ago=2)

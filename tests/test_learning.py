@@ -9,7 +9,7 @@ import re
 from datetime import timedelta
 
 import pytest
-from test_deletion import files_holding
+from helpers.stores import files_holding
 
 
 def extraction(*mistakes, facts=()):
@@ -239,7 +239,7 @@ def test_extraction_asks_for_mistakes_in_the_learners_style_and_keeps_only_their
     assert "mistakes" in schema["required"]
     [entry] = app.ledger.all()  # the Chinese text and the words never written are not mistakes
     assert entry.rule == "go → went: irregular past tense"
-    assert len(app.extraction_skipped) == 2
+    assert len(app.turn.extraction_skipped) == 2
 
 
 def test_corrections_off_still_records_but_tells_the_tutor_not_to_correct(make_app, run_repl, server):

@@ -44,7 +44,7 @@ def test_a_command_that_shows_what_memora_knows_reads_the_held_message_first(
     server.script("extraction", reading(fact(TORTOISE, "identity"), mistakes=[GOED]))
     app = make_app()
     app.chat(SAID + " Yesterday I goed to buy it lettuce.", on_delta=lambda _: None)
-    assert app.worker.wait_idle(10) and app.held_messages == 1  # held: nothing read, nothing shown
+    assert app.worker.wait_idle(10) and len(app.queue.held) == 1  # held: nothing read, nothing shown
     if command == "why":
         with app._lock:  # the turn's state is changed only under the session's lock (turn.py)
             app.turn.last_prepared = None  # the line must come before what the command shows
@@ -54,7 +54,7 @@ def test_a_command_that_shows_what_memora_knows_reads_the_held_message_first(
     remembered = next(i for i, line in enumerate(lines) if "remembered" in line and "tortoise" in line)
     assert reading_line < remembered  # said while it reads, then what it remembered, then the command
     assert shows in "\n".join(lines[remembered + 1 :])
-    assert app.held_messages == 0 and len(server.of_kind("extraction")) == 1
+    assert len(app.queue.held) == 0 and len(server.of_kind("extraction")) == 1
 
 
 def test_undo_right_after_a_held_message_takes_back_what_it_said(make_app, server, run_repl):
@@ -72,7 +72,7 @@ def test_a_mistake_the_tutor_just_corrected_is_in_review_at_once(make_app, serve
     server.script("extraction", reading(mistakes=[GOED]))
     app = make_app()
     app.chat("Yesterday I goed to the park.", on_delta=lambda _: None)  # held
-    assert app.held_messages == 1
+    assert len(app.queue.held) == 1
     t = run_repl(app, ["review", "Yesterday I went to the park."], settle=False)
     assert "Nothing to review today" not in t.text
     assert "Reading your last messages for memories first" in t.text
@@ -95,13 +95,13 @@ def test_history_reads_the_held_message_first(make_app, server, run_repl):
     earlier = app.store.add("The learner lives in Tainan.", category="identity").record
     server.script("extraction", reading(fact(TORTOISE, "identity")))
     app.chat(SAID, on_delta=lambda _: None)
-    assert app.worker.wait_idle(10) and app.held_messages == 1
+    assert app.worker.wait_idle(10) and len(app.queue.held) == 1
     t = run_repl(app, [f"history {earlier.id}"], settle=False)
     lines = after(t.text, f"history {earlier.id}").splitlines()
     remembered = next(i for i, line in enumerate(lines) if "remembered" in line and "tortoise" in line)
     table = next(i for i, line in enumerate(lines) if line.startswith(f"History of {earlier.id}"))
     assert remembered < table and "lives in Tainan" in "\n".join(lines[table:])
-    assert app.held_messages == 0
+    assert len(app.queue.held) == 0
 
 
 def test_forget_right_after_a_held_message_is_as_if_it_had_been_read_first(make_app, server, run_repl):
@@ -115,7 +115,7 @@ def test_forget_right_after_a_held_message_is_as_if_it_had_been_read_first(make_
     shelly = app.store.add(TORTOISE, category="identity").record
     server.script("extraction", reading(fact(TORTOISE, "identity"), fact(cat, "identity")))
     app.chat("Shelly is my tortoise. Momo is my cat.", on_delta=lambda _: None)
-    assert app.worker.wait_idle(10) and app.held_messages == 1
+    assert app.worker.wait_idle(10) and len(app.queue.held) == 1
     t = run_repl(app, [f"forget {shelly.id}", "memories"], settle=False)
     assert f"Forgot {shelly.id}." in t.text
     shown = after(t.text, "memories")

@@ -704,7 +704,7 @@ def test_the_api_key_is_redacted_from_a_failure_shown_in_status(make_app, server
     server.script("extraction", Error(400, f"Incorrect API key provided: {API_KEY}."))
     app = make_app(api_key=API_KEY)
     t = run_repl(app, ["I have a dog called Biscuit.", "status"])  # the REPL lets extraction settle between lines
-    assert app.extraction_failures == 1
+    assert app.turn.extraction_failures == 1
     assert re.search(r"^last failure\s+\d\d:\d\d Memory extraction failed with HTTP 400", t.text, re.M), t.text
     assert "[redacted]" in t.text
     assert "LEAKCANARY" not in t.text

@@ -311,10 +311,10 @@ def test_an_answer_still_invalid_after_the_repair_keeps_the_job_and_loses_nothin
     app.chat("I keep bees on the roof of my building in Taichung.", on_delta=lambda _: None)
     app.wait_for_extraction(10)
     assert app.store.list() == []
-    [kept] = app.pending_jobs  # kept to read again at the next start, as any failed call
+    [kept] = list(app.queue.pending)  # kept to read again at the next start, as any failed call
     assert kept.text == "I keep bees on the roof of my building in Taichung." and kept.attempts == 1
     assert app.model.structured.failed == 1
-    [note] = app.take_unsaved_notes()
+    [note] = app.turn.take_unsaved_notes()
     assert "even after a repair request" in note
 
 
@@ -393,9 +393,9 @@ def test_a_structured_refusal_keeps_the_job_and_says_the_model_declined(make_app
     app = make_app(extraction_batch=1)
     app.chat("I keep bees on the roof of my building in Taichung.", on_delta=lambda _: None)
     app.wait_for_extraction(10)
-    [note] = app.take_unsaved_notes()
+    [note] = app.turn.take_unsaved_notes()
     assert "the model declined (I can't do that.)" in note
-    assert len(app.pending_jobs) == 1  # kept to read again
+    assert len(list(app.queue.pending)) == 1  # kept to read again
 
 
 def test_incomplete_with_text_is_kept_with_the_cut_off_note(make_app, server):
@@ -630,7 +630,7 @@ def test_with_the_background_in_the_instructions_the_request_is_never_above_its_
         request = server.chats[-1]
         assert request.background_role == "instructions"
         sent = counter.count_request(request.body["instructions"], request.input)
-        assert sent <= app.last_prepared.total_tokens <= 900  # one message's framing fewer, never more
+        assert sent <= app.turn.last_prepared.total_tokens <= 900  # one message's framing fewer, never more
 
 
 # -- what the review of the above found ----------------------------------------------------------

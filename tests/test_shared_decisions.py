@@ -214,7 +214,7 @@ def test_a_failed_shared_call_keeps_every_fact_to_retry_and_loses_nothing_else(m
     assert app.profiles.get().learning_goals == ["business email"]
     kept = json.loads(app.paths.session.read_text())["pending_extractions"]
     assert [f["text"] for f in kept[0]["remaining"]["facts"]] == [TOKYO, TENNIS]
-    assert app.retry_pending_extractions() == 1 and app.wait_for_extraction(10)
+    assert app.reader.retry(30.0) == 1 and app.wait_for_extraction(10)
     assert _facts(app) == sorted(["The learner lives in Taipei.", "The learner plays golf.", TENNIS, TOKYO])
 
 

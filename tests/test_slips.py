@@ -89,7 +89,7 @@ def test_a_message_that_could_not_be_saved_is_told_at_the_next_prompt_and_reinde
     assert "Reading memories again from 1 earlier message." in t.text
     listed = t.text.rsplit("You: memories", 1)[1]
     assert "The learner moved to Taipei in 2025 (last year)." in listed  # as the tutor reads it
-    assert app.take_unsaved_notes() == []
+    assert app.turn.take_unsaved_notes() == []
     app.wait_for_extraction(10)
     assert json.loads(app.paths.session.read_text())["pending_extractions"] == []
 
@@ -114,7 +114,7 @@ def test_exit_counts_the_messages_it_saves_not_the_queued_writes(make_app, batch
     app.worker.submit_task(gate.wait)  # a queued store write, like the follow-up mark a hint adds
     app.chat("My favourite singer is Jay Chou.", on_delta=lambda _: None)
     # one write, and the message queued (batch 1) or held to be read with the next (batch 4)
-    assert app.worker.pending == queued and app.held_messages == 2 - queued
+    assert app.worker.pending == queued and len(app.queue.held) == 2 - queued
     out: list[str] = []
     lines = ["exit"]
 

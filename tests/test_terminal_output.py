@@ -219,7 +219,7 @@ def test_control_sequences_in_stored_text_never_reach_the_screen(make_app, mode)
 
     app = make_app()
     hostile = "coffee\x1b[2J\x1b]0;evil title\x07 every \x9b31mmorning [/red]"
-    app.store.restore([MemoryRecord(id="c0ffee01", content=hostile, created_at=app.now(), user_id=app.settings.user)])
+    app.store.restore([MemoryRecord(id="c0ffee01", content=hostile, created_at=app.clock(), user_id=app.settings.user)])
     shown = run_in(mode, app, ["memories", "memories --all", "search coffee", "history c0ffee01"])
     plain = _RICH_OWN.sub("", shown)
     for sequence in DATA_SEQUENCES:

@@ -318,7 +318,7 @@ def test_a_batch_never_spans_two_days_counted_where_each_message_was_said(
     if path == "resumed":
         server.script("extraction", Error(500, "down"), Error(500, "down"), Error(500, "down"))
     app.chat(HELD, on_delta=lambda _: None)
-    assert app.worker.wait_idle(10) and app.held_messages == 1
+    assert app.worker.wait_idle(10) and len(app.queue.held) == 1
     travel(*second_at)
     app.chat(second, on_delta=lambda _: None)
     assert app.worker.wait_idle(10)

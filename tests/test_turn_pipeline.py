@@ -1,12 +1,15 @@
 """The turn as a pipeline: the batching policy as one pure function, state changed
-only under its lock while the worker lands a reading mid-reply, and one session
-write per turn."""
+only by its owners' methods under its lock while the worker lands a reading mid-reply,
+and one session write per turn (its reading, when it reads, writes once more)."""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import threading
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from helpers.fake_openai import Error
@@ -167,7 +170,7 @@ def test_guarded_state_refuses_a_write_without_its_lock(make_app):
     with pytest.raises(UnguardedWrite):
         app.queue.held = ()
     with pytest.raises(UnguardedWrite):
-        app.changes.changes = ()
+        app.conversation.changes.changes = ()
     # held by another thread is not held: the worker cannot write while the turn holds it
     failed: list[BaseException] = []
 
@@ -214,16 +217,16 @@ def test_the_worker_lands_a_reading_during_the_next_reply_under_the_lock(make_ap
     reading_lands_during_the_second_reply()
     conductor.join()
     assert app.worker.wait_idle(10)  # the second message's own reading
-    app.after_turn()  # the REPL, once the reply is printed
+    app.turn.after_turn()  # the REPL, once the reply is printed
     assert not [r for r in caplog.records if "callback failed" in r.getMessage() or r.exc_info]
     if lands == "a reading":
         assert any("remembered" in n and "cello" in n for n in app.notices)
         assert app.notices[-1].endswith("Update your profile level from B1 to B2? (yes/no)")
-        assert len(app.changes.changes) == 1 and app.pending_jobs == []
+        assert len(app.conversation.changes.changes) == 1 and list(app.queue.pending) == []
     else:
-        assert app.extraction_failures == 1
-        assert [(p.text, p.attempts) for p in app.pending_jobs] == [("I play the cello, and I'm B2 now.", 1)]
-        assert any("Could not save memories" in note for note in app.take_unsaved_notes())
+        assert app.turn.extraction_failures == 1
+        assert [(p.text, p.attempts) for p in list(app.queue.pending)] == [("I play the cello, and I'm B2 now.", 1)]
+        assert any("Could not save memories" in note for note in app.turn.take_unsaved_notes())
 
 
 @pytest.fixture
@@ -246,11 +249,46 @@ def test_a_turn_writes_the_session_once_and_its_reading_once_more(make_app, serv
     session_writes.clear()
     app.chat("I play the cello.", on_delta=lambda _: None)
     assert session_writes == ["MainThread"]  # the turn: one write, while its reading waits at the server
+    # that write claimed the message for this session's reading (other terminals read the file)
+    assert [p.claimed_by for p in app.sessions.load().pending_extractions] == [app.owner]
     reading.release()
     assert app.worker.wait_idle(10)
-    # the worker: its claim on the message (other terminals read the file), then what it read
-    assert session_writes == ["MainThread", "memora-extraction", "memora-extraction"]
+    assert session_writes == ["MainThread", "memora-extraction"]  # what it read: no claim of its own
     assert app.sessions.load().pending_extractions == []  # read, and not kept to read again
+
+
+def test_a_chat_turn_through_the_repl_writes_the_session_file_once_and_its_reading_once(
+    make_app, server, run_repl, monkeypatch
+):
+    """Counted where the file is replaced: the turn's write keeps the conversation and
+    claims what it reads; the reading's keeps what it found (for 'undo') and drops the
+    messages from those left to read. A held message is the turn's write alone."""
+    app = make_app()
+    writes: list[tuple[str, list]] = []  # (thread, the unread messages written: text and claim)
+    replace = os.replace
+
+    def counted(source, target, *args, **kwargs):
+        if Path(target) == app.paths.session:
+            pending = json.loads(Path(source).read_text())["pending_extractions"]
+            writes.append((threading.current_thread().name, [(p["text"], p["claimed_by"]) for p in pending]))
+        return replace(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", counted)
+    server.script("extraction", extraction(fact("The learner walked to the old market.", "habit")))
+    marks: list[int] = []
+
+    def mark() -> None:  # run by the REPL between two lines, once the worker is idle
+        assert app.worker.wait_idle(10)
+        marks.append(len(writes))
+
+    run_repl(app, [mark, SHORT_TEXT, mark, LONG_TEXT, mark], settle=False)  # nothing read between lines
+    held, read = writes[marks[0] : marks[1]], writes[marks[1] : marks[2]]
+    assert held == [("MainThread", [(SHORT_TEXT, None)])]
+    assert read == [
+        ("MainThread", [(SHORT_TEXT, app.owner), (LONG_TEXT, app.owner)]),  # one batch, claimed by the turn's write
+        ("memora-extraction", []),
+    ]
+    assert len(server.of_kind("extraction")) == 1
 
 
 def test_a_held_message_and_a_correction_read_early_write_the_session_once(make_app, server, session_writes):
@@ -258,7 +296,7 @@ def test_a_held_message_and_a_correction_read_early_write_the_session_once(make_
     wrong = app.store.add("The learner lives in Paris.")
     session_writes.clear()
     app.chat("I had noodles for lunch.", on_delta=lambda _: None)  # short: held, nothing read
-    assert session_writes == ["MainThread"] and app.held_messages == 1
+    assert session_writes == ["MainThread"] and len(app.queue.held) == 1
     server.script(
         "extraction",
         extraction(corrections=[{"statement": wrong.content, "evidence": "You're wrong about Paris"}]),
@@ -269,6 +307,6 @@ def test_a_held_message_and_a_correction_read_early_write_the_session_once(make_
     app.chat("You're wrong about Paris, I live in Lyon.", on_delta=lambda _: None)
     # the retraction applied after the reply and the turn itself: one write
     assert session_writes == ["MainThread"]
-    assert app.store.get(wrong.id).status == "superseded" and len(app.changes.changes) == 1
+    assert app.store.get(wrong.id).status == "superseded" and len(app.conversation.changes.changes) == 1
     reading.release()
     assert app.worker.wait_idle(10)

@@ -377,7 +377,7 @@ def test_only_the_line_after_the_rebuild_question_answers_it_and_profile_questio
 
     def a_reading_asks():
         app.proposals.add(ProfileProposal.new("english_level", "set", "C1", "B2", "I'm C1 now"))
-        app.ask_next_proposal()
+        app.turn.ask_next_proposal()
 
     t = run_repl(app, [a_reading_asks, "yes", "search sister"])
     assert len(QUESTION.findall(_answers(t)[0][1])) == 1

@@ -7,8 +7,8 @@
     compose   the background: profile, digest, memories, follow-up, mistakes (recall.py)
     fit       the conversation fitted to the token budget (memory.py)
     send      the Responses API call, streamed (llm.py)
-    commit    the turn kept, the session saved once
-    read      the message queued to be read for memories (reading_queue.py), by the worker
+    commit    the turn kept, its reading planned (reading_queue.py), the session saved once
+    read      the planned reading submitted to the worker, which reads the message for memories
 
 A failure anywhere before ``commit`` (model error, budget refusal, Ctrl-C)
 rolls the message back: the conversation, the session file and the memories are
@@ -16,8 +16,10 @@ exactly as before the turn. What a reading changes is recorded in the undo log
 (change_log.py) and announced once the reply is over.
 
 State is shared with the extraction worker's thread: ``TurnState``, the
-``ReadingQueue`` and the ``ChangeLog`` are changed only under ``self._lock``,
-which they check (turn.py).
+``ReadingQueue`` and the ``ChangeLog`` are changed only by their own methods, under
+``self._lock``, which they check; the ``Conversation`` snapshots them under it
+when it saves. Other modules reach the parts (``turn``, ``conversation``,
+``reader``, the stores) directly; ``Memora`` keeps the turn and what spans parts.
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ from memora.app.import_undo import finish_interrupted_import
 from memora.app.knowledge import KnowledgeBase
 from memora.app.reader import Reader
 from memora.app.session import PendingExtraction, SessionStore, new_owner, release_owner
-from memora.app.telling import Telling
 from memora.app.turn import Notifier, TurnCancelled, TurnResult, TurnState, check_message, cut_off_note
 from memora.core.config import Settings
 from memora.core.errors import (
@@ -52,7 +53,7 @@ from memora.model.model_facts import shutdown_note
 from memora.model.tokens import TokenCounter
 from memora.reading.cues import looks_like_correction, skips_extraction
 from memora.reading.extraction import ExtractionJob, Extractor, PreparedExtraction
-from memora.reading.proposals import ProfileProposal, ProposalStore
+from memora.reading.proposals import ProposalStore
 from memora.store.chroma_backend import ChromaConnection
 from memora.store.deletions import DeletionLog
 from memora.teaching.activity import ActivityLog
@@ -109,7 +110,6 @@ class Memora:
         self.settings, self.paths, self.clock = settings, settings.paths, clock
         self.notify = notifier or Notifier(print)
         self._lock = threading.RLock()
-        self.turn = TurnState(self._lock)
         self.counter, self.model, self.embedder, self.connection = counter, model, embedder, connection
         self.switch_to: Embedder | None = None  # the configured model, while the store's own is kept
         ensure_private_dir(settings.data_dir)
@@ -119,13 +119,13 @@ class Memora:
             paths.profile, max_items=settings.max_profile_items, notify=self.notify, clock=clock
         )
         self.proposals = ProposalStore(paths.proposals, notify=self.notify)
-        self.telling = Telling(self.turn, self.notify, self.proposals)
+        self.turn = TurnState(self._lock, self.notify, self.proposals)
         # What was forgotten, shared by every learner and process of the data folder:
         # a reading that started before a deletion cannot undo it (deletions.py).
         self.deletions = DeletionLog(settings.db_dir)
         self.owner = new_owner()  # this session's name, for claiming messages to read
         self.ledger = LedgerStore(
-            paths.mistakes, clock=clock, notify=self.telling.deliver, deletions=self.deletions, learner=user,
+            paths.mistakes, clock=clock, notify=self.turn.deliver, deletions=self.deletions, learner=user,
             day_start=settings.day_start, new_per_day=settings.new_cards, reviews_per_day=settings.reviews_per_day,
             exam=lambda today: recall.next_exam(getattr(self, "store", None), today),
         )  # fmt: skip
@@ -140,11 +140,11 @@ class Memora:
             user=user, owner=self.owner, clock=clock, notify=self.notify, on_learner_deleted=self.forget_learner,
             new_session=new_session,
         )  # fmt: skip
-        self.queue, self.changes = self.conversation.queue, self.conversation.changes
+        self.queue = self.conversation.queue
         self.store.on_embedding_tokens = self._embedded  # counted from the loaded usage on
         self._embedded(sum(opening))
         self.reader = Reader(
-            conversation=self.conversation, telling=self.telling, store=self.store, deletions=self.deletions, user=user
+            conversation=self.conversation, turn=self.turn, store=self.store, deletions=self.deletions, user=user
         )
         extractor = Extractor(
             model=model, store=self.store, profiles=self.profiles, proposals=self.proposals, counter=counter,
@@ -159,7 +159,7 @@ class Memora:
             for job in self.queue.requeue():  # what an earlier run left unread
                 self.worker.submit(job)
         if new_session:
-            self.save_session()
+            self.conversation.save()
 
     def _open_store(self, on_embedding_tokens) -> None:
         settings = self.settings
@@ -229,8 +229,8 @@ class Memora:
         except BaseException:
             self._roll_back_turn()
             raise
-        message = self._commit(text, now, reply, prepared, early, notes)
-        self._read(message, early)
+        for reading in self._commit(text, now, reply, prepared, early, notes):
+            self.worker.submit(reading)
         return TurnResult(reply=reply, prepared=prepared, memories=list(prepared.background.memories), notes=notes)
 
     def check_message(self, text: str) -> str:
@@ -243,9 +243,7 @@ class Memora:
         self.conversation.catch_up()
         with self._lock:
             self.memory.add_user_message(text)
-            self.turn.turn_active = True
-            self.turn.awaiting = None  # a new message is not an answer to an earlier question
-            self.turn.rebuild_asked = False
+            self.turn.begin()
         return text
 
     def _read_correction_early(self, text: str, now: datetime) -> PreparedExtraction | None:
@@ -268,7 +266,7 @@ class Memora:
         try:
             recalled = recall.recall(self.store, self.knowledge, text, now)
         except (EmbeddingError, EmbeddingModelMismatch) as error:
-            notes.extend(self.telling.without_memories(error))
+            notes.extend(self.turn.without_memories(error))
             return recall.Recalled()
         except VectorsMissing as error:  # found vanished just now, mid-session: said once
             notes.append(f"Answering without memory search: {error}")
@@ -292,25 +290,23 @@ class Memora:
     def _roll_back_turn(self) -> None:
         with self._lock:
             self.memory.rollback_last_user_message()
-            self.turn.turn_active = False
+            self.turn.end()
 
-    def _commit(self, text, now, reply, prepared, early, notes) -> PendingExtraction:
+    def _commit(self, text, now, reply, prepared, early, notes) -> list[ExtractionJob]:
         """Keep the turn: the conversation, the request's breakdown, an early-read
-        correction applied, the follow-up marked asked, and the message to read for
-        memories; then the session is saved, once."""
+        correction applied, the follow-up marked asked, and the reading of the message
+        planned; then the session is saved, once, claiming what the worker will read.
+        Returns those readings."""
         with self._lock:
-            self.turn.turn_active = False
             self.memory.finish_turn(reply.text, prepared.context_messages, reply.total_tokens)
             self.memory.note_request(prepared, now.isoformat())
-            self.turn.last_prepared = prepared
+            # An acknowledgement or greeting holds no fact and no mistake: no call,
+            # and nothing left in the session file to read at the next start.
+            self.turn.end(prepared, skipped=skips_extraction(text))
             message = PendingExtraction(
                 job_id=uuid.uuid4().hex[:8], text=text, said_at=now, generation=self.deletions.generation()
             )
             self.queue.said(message)
-            if skips_extraction(text):
-                # An acknowledgement or greeting holds no fact and no mistake: no call,
-                # and nothing left in the session file to read at the next start.
-                self.turn.extraction_skipped_messages += 1
         if early and early.retractions:
             notes.extend(self.reader.retract(self.worker.extractor, early, at=now, job_id=message.job_id))
         hint = prepared.background.hint
@@ -318,33 +314,26 @@ class Memora:
             self.store.mark_followed_up(hint.memory_id, now, sync_chroma=False)
             self.worker.submit_task(lambda: self.store.push_metadata(hint.memory_id))
         notes.extend(cut_off_note(reply))
-        self.save_session()
+        readings = self._plan(message, early)
+        self.conversation.save()
         self.activity.record_turn(now)
-        return message
+        return readings
 
-    def _read(self, message: PendingExtraction | None, early: PreparedExtraction | None = None) -> int:
-        """Queue what the batching policy reads now (``reading_queue.plan_reading``); the
-        rest stays held. ``message`` None: every held message is read (Memora must be up to date)."""
+    def _plan(self, message: PendingExtraction | None, early: PreparedExtraction | None = None) -> list[ExtractionJob]:
+        """What the batching policy reads now (``reading_queue.plan_reading``); the rest
+        stays held. ``message`` None: every held message is read (Memora must be up to date)."""
         with self._lock:
             recent = {m["content"] for m in self.memory.messages if m.get("role") == "user"}
             _, batches = self.queue.plan(
                 message, early, count=self.counter.count, recent=recent, batch_size=self.settings.extraction_batch
             )
-            if self.turn.deleted:
-                return 0  # 'forget user' removed this learner: their words are not sent anywhere
-        for batch in batches:
-            self.worker.submit(batch)
-        return sum(len(b.messages) for b in batches)
+            # 'forget user' removed this learner: their words are not sent anywhere
+            return [] if self.turn.deleted else batches
 
-    def read_held_messages(self) -> int:
+    def read_held_messages(self) -> None:
         """Queue the held short messages now (exit, a new session, undo: Memora must be up to date)."""
-        return self._read(None)
-
-    def unsaved_messages(self) -> int:
-        return self.reader.unsaved()
-
-    def retry_pending_extractions(self, timeout: float | None = 30.0) -> int:
-        return self.reader.retry(timeout) if self.model.configured else 0
+        for reading in self._plan(None):
+            self.worker.submit(reading)
 
     def bring_up_to_date(self, say: Callable[[str], None]) -> bool:
         """Before a command shows what Memora knows: read the held messages and wait
@@ -353,9 +342,7 @@ class Memora:
         True when nothing was left unread."""
         if not self.model.configured or self.turn.deleted:
             return True
-        with self._lock:
-            waiting = bool(self.queue.held) or self.worker.pending > 0
-        if not waiting:
+        if not self.queue.held and not self.worker.pending:
             return True
         say("Reading your last messages for memories first…")
         done = self.wait_for_extraction(self.settings.timeout + 5)
@@ -375,134 +362,32 @@ class Memora:
         a profile or word-card question waits in the proposals file for the next
         start, and the change line has no 'undo' hint, since no line can be typed
         between "Saving memories…" and "Goodbye!"."""
-        with self._lock:
-            self.turn.closing = True
+        self.turn.leaving()
         self.read_held_messages()
         finished = self.worker.close(timeout)
-        self.save_session()
+        self.conversation.save()
         release_owner(self.owner)  # its claims lapse: another session may read what is left
         return finished
 
-    # -- visible, reversible memory writes (change_log.py) -----------------------------------
-    def record_changes(self, origin: str, steps, *, job_id: str = "") -> None:
-        """Remember a memory change so 'undo' can take it back ('remember', 'memory edit')."""
-        if self.changes.record(origin, steps, at=self.clock(), job_id=job_id):
-            self.save_session()
-
-    def drop_changes(self, ids=None) -> None:
-        """A real deletion ends what undo could take back (see ``ChangeLog.drop``)."""
-        self.changes.drop(ids)
-        self.save_session()
-
+    # -- what spans the parts -------------------------------------------------------------
     def undo(self) -> list[str]:
         """Take back the last memory change set, or the last message not read yet; the lines to show."""
         return self.conversation.undo(self.store, self.ledger, lambda texts: forget_everywhere(self, texts))
-
-    def undone_memory(self, memory_id: str):
-        """The undo that deleted ``memory_id`` (or an id starting with it), if any."""
-        return self.changes.undone_memory(memory_id)
-
-    # -- the session file (conversation.py) -------------------------------------------
-    def save_session(self) -> None:
-        self.conversation.save()
-
-    def load_conversation(self, state: dict, *, save: bool = False) -> None:
-        self.conversation.load(state, save=save)
 
     def reset_session(self) -> None:
         self.read_held_messages()  # they leave the recent turns now
         self.conversation.reset()
 
-    def drop_unread_messages(self) -> int:
-        """'forget all': drop every message not read yet, and the conversation. A reading
-        under way is not waited for: the deletion record refuses its writes when it lands."""
-        return self.conversation.drop_unread()
-
-    def unread_messages(self) -> int:
-        return self.conversation.unread()
-
-    def rewrite_session_texts(self, rewrite: Callable[[str], str]) -> bool:
-        return self.conversation.rewrite(rewrite)
-
-    # -- what the learner is told and asked (telling.py) ---------------------------------
-    def ask_to_rebuild(self) -> bool:
-        return self.telling.ask_to_rebuild(self.store)
-
-    @property
-    def rebuild_asked(self) -> bool:
-        """The rebuild question was the last thing asked: a bare yes/no answers it."""
-        return self.turn.rebuild_asked
-
-    def drop_rebuild_question(self) -> None:
-        self.telling.drop_rebuild_question()
-
-    def after_turn(self) -> None:
-        """Called by the REPL once a turn's output is printed."""
-        self.telling.after_turn()
-
-    def ask_next_proposal(self) -> ProfileProposal | None:
-        return self.telling.ask_next_proposal()
-
-    def answer_proposal(self, accept: bool, proposal_id: str | None = None) -> str:
-        return self.telling.answer_proposal(accept, proposal_id, self.profiles, self.ledger)
-
-    def take_unsaved_notes(self) -> list[str]:
-        return self.telling.take_unsaved_notes()
-
-    def review_due_line(self) -> str | None:
-        return self.telling.review_due_line(self.ledger, self.activity, self.clock())
-
-    # -- what other modules ask of the session --------------------------------------------
     def forget_learner(self) -> None:
         """This learner is being deleted: stop the worker and write nothing of theirs from now on."""
-        with self._lock:
-            self.turn.deleted = True
+        self.turn.learner_deleted()
         # No wait for the reading under way: its writes are refused when it lands (the
         # 'user' deletion, and the worker's cancelled flag), however slow the server is.
         self.worker.cancel(timeout=0)
 
-    def practice_facts(self) -> list[str]:
-        """What a fresh practice sentence may be about (``recall.practice_facts``)."""
-        return recall.practice_facts(self.store)
-
     def set_memory_cap(self, cap: int | None) -> None:
         self.store.set_memory_cap(cap)
-        with self._lock:
-            self.turn.memory_full_noticed = False  # a new cap earns a new "memory is full" notice
-
-    @property
-    def last_prepared(self):
-        return self.turn.last_prepared
-
-    @property
-    def awaiting(self) -> ProfileProposal | None:
-        """The profile question just asked, which a bare "yes" or "no" answers."""
-        return self.turn.awaiting
-
-    @property
-    def extraction_error(self) -> str | None:
-        return self.turn.extraction_error
-
-    @property
-    def extraction_failures(self) -> int:
-        return self.turn.extraction_failures
-
-    @property
-    def extraction_skipped(self):
-        return list(self.turn.extraction_skipped)
-
-    @property
-    def held_messages(self) -> int:
-        """Short messages waiting to be read with the next ones."""
-        return len(self.queue.held)
-
-    @property
-    def pending_jobs(self) -> list[PendingExtraction]:
-        """Messages whose memories are not read yet, oldest first."""
-        return list(self.queue.pending)
-
-    def now(self) -> datetime:
-        return self.clock()
+        self.turn.new_cap()
 
 
 __all__ = ["MAX_MESSAGE_CHARS", "Memora", "Notifier", "TurnCancelled", "TurnResult", "TurnState"]

@@ -40,12 +40,10 @@ class Conversation:
         self.deletions, self.user, self.owner, self.clock, self.notify = deletions, user, owner, clock, notify
         self.on_learner_deleted = on_learner_deleted
         # The saved conversation, or a fresh one that keeps usage, unread messages and undo.
-        state = SessionState() if new_session else sessions.load()
+        state = sessions.load()
         if new_session:
-            previous = sessions.load()
-            state.usage = previous.usage
-            state.pending_extractions = previous.pending_extractions
-            state.changes, state.undone = previous.changes, previous.undone
+            kept = ("usage", "pending_extractions", "changes", "undone")
+            state = SessionState(**{name: getattr(state, name) for name in kept})
         with lock:
             memory.load_state(state.model_dump(mode="json"))
         self.queue = ReadingQueue(lock, state.pending_extractions)
@@ -79,6 +77,16 @@ class Conversation:
             except OSError as error:
                 self.notify(f"Could not save the session to {self.sessions.path}: {failure_reason(error)}.")
 
+    def record_changes(self, origin: str, steps) -> None:
+        """Remember a memory change so 'undo' can take it back ('remember', 'memory edit')."""
+        if self.changes.record(origin, steps, at=self.clock()):
+            self.save()
+
+    def drop_changes(self, ids=None) -> None:
+        """A real deletion ends what undo could take back (see ``ChangeLog.drop``)."""
+        self.changes.drop(ids)
+        self.save()
+
     def catch_up(self) -> None:
         """Another Memora of this learner ran 'forget all' (or 'forget user') since this
         one last looked: its conversation and its messages not read yet go too."""
@@ -93,14 +101,14 @@ class Conversation:
         with self.lock:
             self.memory.reset()
             self.queue.keep_from(newest)
-            self.turn.last_prepared = None
+            self.turn.new_conversation()
             self.changes.drop()
 
     def reset(self) -> None:
         """A new conversation: history and summary go; usage, unread messages and undo stay."""
         with self.lock:
             self.memory.reset()
-            self.turn.last_prepared = None
+            self.turn.new_conversation()
         self.save()
 
     def load(self, state: dict, *, save: bool = False) -> None:
@@ -117,7 +125,7 @@ class Conversation:
         with self.lock:
             dropped = self.queue.clear(elsewhere)
             self.memory.reset()
-            self.turn.last_prepared = None
+            self.turn.new_conversation()
         self.save()
         return dropped
 

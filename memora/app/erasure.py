@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -39,8 +39,7 @@ class Session(Protocol):
 
     settings: Settings
     paths: Any
-
-    def rewrite_session_texts(self, rewrite: Callable[[str], str]) -> bool: ...
+    conversation: Any  # ``Conversation``: ``rewrite`` passes the session's texts through a function
 
 
 FORGOTTEN = "[forgotten]"
@@ -112,11 +111,6 @@ def scrub_text(text: str, finder: TextFinder) -> str:
     for norm in sorted(finder.found_in(text), key=len, reverse=True):
         text = _pattern(norm).sub(FORGOTTEN, text)
     return text
-
-
-def scrub_session(app: Session, finder: TextFinder) -> bool:
-    """Replace forgotten texts in the conversation and pending jobs; True if any was found."""
-    return app.rewrite_session_texts(lambda text: scrub_text(text, finder))
 
 
 def _history_entries(raw: str) -> list[tuple[list[str], list[str]]]:
@@ -234,7 +228,7 @@ def forget_everywhere(app: Session, texts: Iterable[str], console=None) -> None:
     finder = TextFinder(texts)
     if not finder:
         return
-    scrub_session(app, finder)
+    app.conversation.rewrite(lambda text: scrub_text(text, finder))  # the conversation and the unread messages
     scrub_input_history(app.paths.input_history, finder, console)
 
 

@@ -1,6 +1,7 @@
 """The extraction worker's side of a session, run on its thread: which messages of a
 reading this session may read, and what becomes of a reading that landed or failed.
-Every change of shared state is made under the session's lock (turn.py)."""
+It changes shared state only through its owners' methods (the queue, the undo log,
+``TurnState``), which take the session's lock."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import replace
 
 from memora.app.change_log import change_line
 from memora.app.conversation import Conversation
-from memora.app.telling import Telling
+from memora.app.turn import TurnState
 from memora.core.text_utils import quoted
 from memora.reading.extraction import ExtractionJob, ExtractionOutcome, ExtractionWorker, Extractor
 from memora.reading.reading_queue import MAX_EXTRACTION_ATTEMPTS
@@ -19,20 +20,9 @@ log = logging.getLogger("memora")
 
 
 class Reader:
-    def __init__(self, *, conversation: Conversation, telling: Telling, store, deletions: DeletionLog, user: str):
-        self.conversation, self.telling, self.store, self.deletions, self.user = (
-            conversation,
-            telling,
-            store,
-            deletions,
-            user,
-        )
-        self.queue, self.changes, self.turn, self.lock = (
-            conversation.queue,
-            conversation.changes,
-            telling.turn,
-            telling.lock,
-        )
+    def __init__(self, *, conversation: Conversation, turn: TurnState, store, deletions: DeletionLog, user: str):
+        self.conversation, self.turn, self.store, self.deletions, self.user = conversation, turn, store, deletions, user
+        self.queue, self.changes = conversation.queue, conversation.changes
 
     def start(self, extractor: Extractor) -> ExtractionWorker:
         """The worker thread that reads with ``extractor`` and calls back here."""
@@ -41,8 +31,7 @@ class Reader:
 
     def unsaved(self) -> int:
         """How many messages still wait to have their memories read (what ``exit`` waits for)."""
-        with self.lock:
-            return len(self.queue.pending) if self.worker.pending else len(self.queue.held)
+        return len(self.queue.pending) if self.worker.pending else len(self.queue.held)
 
     def retry(self, timeout: float | None) -> int:
         """Queue again every message whose reading failed (``reindex`` calls this once
@@ -81,19 +70,13 @@ class Reader:
         out: recorded with the turn's changes; the notices to show with the reply."""
         outcome = ExtractionOutcome()
         extractor.retract(early.retractions, outcome)
-        self.note_skipped(outcome)
+        self.turn.skipped(outcome.skipped)
         self.changes.record("turn", [(old, None) for old in outcome.retracted], at=at, job_id=job_id)
         return outcome.notices
 
-    def note_skipped(self, outcome: ExtractionOutcome) -> None:
-        for item in outcome.skipped:
-            log.warning("extraction skipped a %s (%s): %s", item.kind, item.text, item.reason)
-        with self.lock:
-            self.turn.extraction_skipped = (*self.turn.extraction_skipped, *outcome.skipped)
-
     def landed(self, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
         """A reading landed: its changes recorded, the session saved once, then told."""
-        self.note_skipped(outcome)
+        self.turn.skipped(outcome.skipped)
         steps = (
             [(None, new) for new in outcome.added]
             + list(outcome.updated)
@@ -107,15 +90,13 @@ class Reader:
         else:
             self.queue.finished(job)
             self.conversation.save()
-        self.telling.reading_landed(outcome, change_line(self.store, steps, undo_hint=not self.turn.closing))
+        self.turn.reading_landed(outcome, change_line(self.store, steps, undo_hint=not self.turn.closing))
 
     def failed(self, job: ExtractionJob, reason: str, remaining: dict | None = None) -> None:
         """Keep the reading's messages (or only its ``remaining`` items) for the next
         start, unless it has failed too often; say so at the next prompt."""
-        with self.lock:
-            self.turn.extraction_failures += 1
-            self.turn.extraction_error = f"{self.conversation.clock().strftime('%H:%M')} {reason}"
-            gave_up = self.queue.failed(job, remaining)
+        self.turn.reading_failed(f"{self.conversation.clock().strftime('%H:%M')} {reason}")
+        gave_up = self.queue.failed(job, remaining)
         self.conversation.save()
         reason = reason.strip().rstrip(".")  # it sits inside brackets: no "failure.)."
         said = quoted(job.text, 60, end="")
@@ -131,7 +112,7 @@ class Reader:
                 f"Could not save memories from {said} yet ({reason}). "
                 "Memora will try again after 'reindex' or at the next start."
             )
-        self.telling.note_unsaved(note)
+        self.turn.note_unsaved(note)
 
 
 __all__ = ["Reader"]

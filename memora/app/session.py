@@ -166,22 +166,22 @@ class SessionStore(JsonStore[SessionState]):
     ) -> SessionState:
         """Write ``state``, keeping the unread messages other processes added since
         (those not in ``known``, the ids this process has ever held) and the ones
-        another running process claimed. ``reading``: the messages ``owner`` is reading
-        now, claimed by it; its other ones are unclaimed (a failed reading lets go).
+        another running process claimed. ``reading``: the messages ``owner`` reads now,
+        claimed by it unless another running process claimed them first (``claim`` then
+        refuses them); its other ones are unclaimed (a failed reading lets go).
         Returns what was written."""
         with self.lock():
-            if known is not None and self.path.exists():
-                disk = {p.job_id: p for p in self._on_disk().pending_extractions}
+            if known is not None:
+                on_disk = self.path.exists()
+                disk = {p.job_id: p for p in self._on_disk().pending_extractions} if on_disk else {}
                 mine = []
                 for job in state.pending_extractions:
                     there = disk.get(job.job_id)
-                    if there is None and job.job_id in self.seen:
+                    if there is None and on_disk and job.job_id in self.seen:
                         continue  # another process read it and removed it
-                    claim = None
-                    if job.job_id in reading:
-                        claim = owner
-                    elif there is not None and there.claimed_by != owner and owner_alive(there.claimed_by):
-                        claim = there.claimed_by
+                    claim = owner if job.job_id in reading else None
+                    if there is not None and there.claimed_by != owner and owner_alive(there.claimed_by):
+                        claim = there.claimed_by  # another running session's: it reads it, not this one
                     mine.append(job.model_copy(update={"claimed_by": claim}))
                 kept = {job.job_id for job in mine}
 
@@ -210,7 +210,7 @@ class SessionStore(JsonStore[SessionState]):
         with self.lock():
             state = self._on_disk()
             by_id = {p.job_id: p for p in state.pending_extractions}
-            granted: set[str] = set()
+            granted, changed = set(), False
             for job_id in job_ids:
                 there = by_id.get(job_id)
                 if there is None:
@@ -218,9 +218,10 @@ class SessionStore(JsonStore[SessionState]):
                         granted.add(job_id)  # never written (its save failed): nobody else can have it
                     continue
                 if there.claimed_by in (None, owner) or not owner_alive(there.claimed_by):
+                    changed |= there.claimed_by != owner  # the turn's save claimed it already: no write
                     by_id[job_id] = there.model_copy(update={"claimed_by": owner})
                     granted.add(job_id)
-            if any(by_id[i].claimed_by == owner for i in granted if i in by_id):
+            if changed:
                 self.write(state.model_copy(update={"pending_extractions": list(by_id.values())}))
             self.seen |= set(by_id)
         return granted

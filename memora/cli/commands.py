@@ -300,19 +300,13 @@ class CommandRouter:
     def is_command(self, line: str) -> bool:
         return self.route(line).kind == COMMAND
 
-    def answers_proposal(self, line: str) -> bool | None:
-        """True/False when ``line`` is a yes/no to the question just asked."""
-        if self.app.awaiting is None:
-            return None
-        return _yes_or_no(line)
-
     def dispatch(self, line: str) -> bool:
         """Run ``line`` if it is a command (or say which command a typo meant); return False if it is chat."""
         stripped = line.strip()
-        if self.app.rebuild_asked:
+        if self.app.turn.rebuild_asked:
             # The start's rebuild question: this line answers it or passes it by, so a
             # "yes" typed later can never rebuild the store by accident.
-            self.app.drop_rebuild_question()
+            self.app.turn.drop_rebuild_question()
             rebuild = _yes_or_no(stripped)
             if rebuild is not None:
                 if rebuild:
@@ -324,9 +318,9 @@ class CommandRouter:
                     )
                 self._ask_next_if_any()
                 return True
-        answer = self.answers_proposal(stripped)
+        answer = _yes_or_no(stripped) if self.app.turn.awaiting is not None else None  # to the question just asked
         if answer is not None:
-            self.console.say(self.app.answer_proposal(answer))
+            self.console.say(self.app.turn.answer_proposal(answer, self.app.profiles, self.app.ledger))
             self._ask_next_if_any()
             return True
         where = self.route(stripped)
@@ -344,7 +338,7 @@ class CommandRouter:
 
     def _ask_next_if_any(self) -> None:
         if self.app.proposals.first() is not None:
-            self.app.ask_next_proposal()
+            self.app.turn.ask_next_proposal()
 
     def usage(self, name: str) -> CommandError:
         return CommandError("Usage: " + " | ".join(form.usage for form in self.forms(name)))
@@ -400,7 +394,7 @@ class CommandRouter:
         field = parts[1].lower()
         value = parts[2].strip() if len(parts) > 2 else ""
         if field in ("confirm", "reject") and not value:
-            self.console.say(self.app.answer_proposal(field == "confirm"))
+            self.console.say(self.app.turn.answer_proposal(field == "confirm", self.app.profiles, self.app.ledger))
             self._ask_next_if_any()
             return
         if field == "corrections":
@@ -462,7 +456,7 @@ class CommandRouter:
         if result.duplicate:
             self.console.say(f"Already remembered as {result.id}: {quoted(result.content, 80)}")
         else:
-            self.app.record_changes("remember", [(None, result.id)])
+            self.app.conversation.record_changes("remember", [(None, result.id)])
             self.console.say(f"Remembered ({result.id}).")
             if self.app.store.waiting_for_vectors:
                 self._no_local_model_notice()
@@ -494,7 +488,7 @@ class CommandRouter:
         if text:
             filters["text"] = " ".join(text)
         records = self.app.store.list(**filters)
-        now = self.app.now()
+        now = self.app.clock()
         rows = []
         resolved = False
         for r in records:
@@ -526,7 +520,7 @@ class CommandRouter:
         parts = args.split(maxsplit=2)
         if len(parts) >= 3 and parts[0].lower() == "edit":
             new = self.app.store.edit(parts[1], parts[2])
-            self.app.record_changes("edit", [(new.supersedes, new.id)])
+            self.app.conversation.record_changes("edit", [(new.supersedes, new.id)])
             self.console.say(f"Updated: {parts[1]} is now {new.id} (see 'history {new.id}').")
             return
         if parts and parts[0].lower() == "cap" and len(parts) <= 2:
@@ -585,7 +579,7 @@ class CommandRouter:
         """``forget all``: says what there is to delete, asks, then deletes it."""
         count = self.app.store.count(include_superseded=True)
         mistakes = self.app.ledger.count()
-        unread = self.app.unread_messages()  # said, not read yet (here or in another terminal)
+        unread = self.app.conversation.unread()  # said, not read yet (here or in another terminal)
         turns = len(self.app.memory.messages) // 2
         if count == 0 and mistakes == 0 and unread == 0 and turns == 0:
             self.console.say("There are no memories to delete.")
@@ -608,13 +602,13 @@ class CommandRouter:
         from memora.app.erasure import ask_about_exports, erase_notice, forget_everywhere, learner_exports
 
         store = self.app.store
-        self.app.drop_unread_messages()  # and the conversation; no wait for a reading under way
+        self.app.conversation.drop_unread()  # and the conversation; no wait for a reading under way
         texts = [r.content for r in store.all_records()]
         exports = ask_about_exports(self.console, learner_exports(self.app, self.app.settings.user))
         deleted = store.delete_all()
         forgotten = self.app.ledger.clear()
         self.app.activity.clear()
-        self.app.drop_changes()
+        self.app.conversation.drop_changes()
         forget_everywhere(self.app, texts, self.console)
         for export in exports:
             export.unlink(missing_ok=True)
@@ -647,7 +641,7 @@ class CommandRouter:
         exports = learner_exports(self.app, name)
         remove = ask_about_exports(self.console, exports)
         if name == self.app.settings.user:
-            self.app.drop_changes()
+            self.app.conversation.drop_changes()
         summary = delete_user(self.app, name, remove_exports=bool(remove) or not exports)
         self.console.say(summary)
         if name == self.app.settings.user:
@@ -664,7 +658,7 @@ class CommandRouter:
         # before now cannot bring the forgotten text back (the store's deletion record).
         chain = store.history(memory_id)
         deleted = store.delete(memory_id)
-        self.app.drop_changes(deleted)
+        self.app.conversation.drop_changes(deleted)
         texts = [r.content for r in chain if r.id in deleted]
         forget_everywhere(self.app, texts, self.console)
         extra = f" (and {counted(len(deleted) - 1, 'earlier version')})" if len(deleted) > 1 else ""
@@ -708,7 +702,7 @@ class CommandRouter:
         try:
             chain = self.app.store.history(args)
         except CommandError:
-            undone = self.app.undone_memory(args)
+            undone = self.app.conversation.changes.undone_memory(args)
             if undone is None:
                 raise
             when = undone.at.astimezone().strftime("%Y-%m-%d %H:%M")
@@ -748,7 +742,7 @@ class CommandRouter:
 
         try:
             results, tokens = retrieve_relevant_memories(
-                self.app.store, args, n_results=10, include_below_threshold=True, now=self.app.now()
+                self.app.store, args, n_results=10, include_below_threshold=True, now=self.app.clock()
             )
         except LocalModelUnavailable:
             if not self._no_local_model_notice():
@@ -776,7 +770,7 @@ class CommandRouter:
     def _no_local_model_notice(self) -> bool:
         """Say once a session why memory search is unavailable (the local embedding model
         is not on this machine) and that memories are still kept; True if said now."""
-        if not self.app.telling.no_local_model_told_once():
+        if not self.app.turn.no_local_model_told_once():
             return False
         self.console.notice(
             f"Memory search is unavailable: the local embedding model {LOCAL_MODEL_NAME} is not on this machine "
@@ -796,7 +790,7 @@ class CommandRouter:
             )
         else:
             self.console.say(f"Re-embedded {memories} with {self.app.embedder.name}.")
-        retried = self.app.retry_pending_extractions()
+        retried = self.app.reader.retry(30.0) if self.app.model.configured else 0
         if retried:  # messages that failed while the store did not match the model
             self.console.say(f"Reading memories again from {counted(retried, 'earlier message')}.")
 
@@ -818,7 +812,7 @@ class CommandRouter:
                 else "It was already gone."
             )
             return
-        now = self.app.now()
+        now = self.app.clock()
         today = ledger.today(now)
         entries = sorted(ledger.all(), key=lambda m: (STATUS_ORDER[m.status], -m.count, -m.last_seen.timestamp()))
         words = [m for m in entries if not m.is_mistake]  # words asked about: cards, not mistakes
@@ -877,21 +871,22 @@ class CommandRouter:
             from memora.teaching.anki import write_deck
 
             path = self._path_argument("review", words[1]).absolute()  # the whole path, as 'export' prints it
-            count = write_deck(self.app.ledger.all(), path, user=self.app.settings.user, now=self.app.now())
+            count = write_deck(self.app.ledger.all(), path, user=self.app.settings.user, now=self.app.clock())
             self.console.say(f"Wrote {counted(count, 'card')} to {path}; import it in Anki (File > Import).")
             if count:  # an empty deck holds none of the learner's sentences
                 self.console.notice("That file holds your own sentences. Keep it private.")
             return
+        from memora.app.recall import practice_facts
         from memora.teaching.drill import Drill
 
         drill = Drill(
             ledger=self.app.ledger,
             activity=self.app.activity,
             console=self.console,
-            clock=self.app.now,
+            clock=self.app.clock,
             model=self.app.model,
             on_tokens=lambda n: self.app.add_usage("grading", n),
-            facts=self.app.practice_facts,
+            facts=lambda: practice_facts(self.app.store),
         )
         self.console.say(drill.run())
 
@@ -903,13 +898,13 @@ class CommandRouter:
         except CommandError:
             raise self.usage("progress") from None
         profile = self.app.profiles.get()
-        ledger, now = self.app.ledger, self.app.now()
+        ledger, now = self.app.ledger, self.app.clock()
         exam = ledger.exam(ledger.today(now))
         if exam is not None and ledger.pulled_forward_to(ledger.today(now)) != exam[0]:
             exam = None  # too far off to change today's reviews
         data = ProgressData(
             exam=(*exam, len(ledger.pulled_forward(now))) if exam else None,
-            today=self.app.now().date(),
+            today=self.app.clock().date(),
             days=days,
             activity=self.app.activity.days(),
             mistakes=self.app.ledger.all(),

@@ -78,7 +78,7 @@ def open_conflicts(app: Memora, records=None) -> list[Conflict]:
 def keep_one(app: Memora, keep_id: str, drop_id: str) -> str:
     """Keep ``keep_id``: ``drop_id`` is retracted (superseded, with history), undoable as an edit is."""
     app.store.supersede(drop_id, None, reason="conflict", source="command", note=f"kept {keep_id} instead")
-    app.record_changes("conflict", [(drop_id, None)])
+    app.conversation.record_changes("conflict", [(drop_id, None)])
     return f"Kept {keep_id}; {drop_id} is superseded (see 'history {drop_id}', 'undo' takes it back)."
 
 
@@ -223,7 +223,7 @@ class MemoryPage:
     def refresh(self) -> None:
         """Read everything again (after an action) and rebuild the rows of every view."""
         app = self.app
-        self.now = app.now()
+        self.now = app.clock()
         self.records = app.store.list(include_superseded=True)
         self.profile = app.profiles.get()
         self.pending = app.proposals.pending()

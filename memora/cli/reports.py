@@ -106,13 +106,13 @@ def status_rows(app: Memora) -> list[Table]:
     ]
     extraction_rows = [
         ["queued", str(pending)],
-        ["short messages held to read with the next", str(app.held_messages)],
-        ["failures this session", str(app.extraction_failures)],
-        ["last failure", app.extraction_error or "none"],
-        ["items skipped this session", str(len(app.extraction_skipped))],
+        ["short messages held to read with the next", str(len(app.queue.held))],
+        ["failures this session", str(app.turn.extraction_failures)],
+        ["last failure", app.turn.extraction_error or "none"],
+        ["items skipped this session", str(len(app.turn.extraction_skipped))],
     ]
-    if app.extraction_skipped:
-        last = app.extraction_skipped[-1]
+    if app.turn.extraction_skipped:
+        last = app.turn.extraction_skipped[-1]
         extraction_rows.append(["last skipped", f"{last.kind} {quoted(last.text, 60, end=':')} {last.reason}"])
     return [
         ("Memora", ["setting", "value"], general),
@@ -123,11 +123,11 @@ def status_rows(app: Memora) -> list[Table]:
 
 
 def why_report(app: Memora) -> list[Table]:
-    prepared = app.last_prepared
+    prepared = app.turn.last_prepared
     if prepared is None:
         return [("Why", ["note"], [["No chat request has been made in this session yet."]])]
     background = prepared.background
-    now = background.now or app.now()
+    now = background.now or app.clock()
     tokens = background.section_tokens(app.counter)
     section_rows = [[tag, str(tokens.get(tag, 0))] for tag in SECTION_TAGS if tag in tokens]
     section_rows.append(["(whole request)", f"{prepared.total_tokens} of {prepared.budget}"])

@@ -443,7 +443,7 @@ def _shown(path) -> str:
 
 
 def default_export_path(app: Memora) -> Path:
-    stamp = app.now().strftime("%Y%m%d-%H%M%S")
+    stamp = app.clock().strftime("%Y%m%d-%H%M%S")
     return app.paths.folder / f"memora-export-{app.settings.user}-{stamp}.json"
 
 
@@ -455,7 +455,7 @@ def build_export(app: Memora) -> ExportFile:
     return ExportFile.model_construct(
         format=EXPORT_FORMAT,
         version=EXPORT_VERSION,
-        exported_at=app.now(),
+        exported_at=app.clock(),
         user=app.settings.user,
         embedding_model=app.embedder.name,
         profile=ImportedProfile.model_construct(**dict(app.profiles.get())),  # nested models kept as models
@@ -691,7 +691,7 @@ def import_data(app: Memora, path: Path) -> str:
                     added.append(proposal)
             if restore_session:
                 written.add("session")
-                app.load_conversation({**previous_state, **export.session.model_dump(mode="json")}, save=True)
+                app.conversation.load({**previous_state, **export.session.model_dump(mode="json")}, save=True)
             written.add("mistakes")
             if new_mistakes:
                 current = app.ledger.all()  # read again: another terminal may have added one since
@@ -702,7 +702,7 @@ def import_data(app: Memora, path: Path) -> str:
                 app.activity.merge_days(export.activity)
         except BaseException:
             put_files_back(app.paths, {k: v for k, v in files.items() if k in written})
-            app.load_conversation(previous_state)
+            app.conversation.load(previous_state)
             app.store.undo_restore()
             raise
         app.store.finish_restore()

@@ -168,10 +168,12 @@ class ReadingQueue(Guarded):
 
     def plan(self, message: PendingExtraction | None, early: PreparedExtraction | None = None, **policy):
         """Apply ``plan_reading`` to the held messages: what it holds stays held, and
-        the readings it asks for are returned, to be submitted in order."""
+        the readings it asks for are returned, to be submitted in order. They count as
+        this session's from now on, so the next save claims them (no write of its own)."""
         with self.lock:
             plan = plan_reading(message, self._held(), read_early=early is not None, **policy)
             self.held = plan.hold
+            self.reading = self.reading | {i for ids in plan.read for i in ids}
             said = {p.job_id: p for p in self.pending}
             if message is not None:
                 said[message.job_id] = message
@@ -196,6 +198,7 @@ class ReadingQueue(Guarded):
         with self.lock:
             self.pending = tuple(p for p in self.pending if p.job_id not in ids)
             self.held = tuple(i for i in self.held if i not in ids)
+            self.reading = self.reading - set(ids)
 
     def keep_from(self, generation: int) -> None:
         """A 'forget all' of ``generation``: what was said before it goes."""
@@ -218,18 +221,16 @@ class ReadingQueue(Guarded):
 
     def claimed(self, ids: Collection[str]) -> None:
         with self.lock:
-            self.reading = frozenset(ids)
+            self.reading = self.reading | set(ids)
 
     def finished(self, job: ExtractionJob) -> None:
-        with self.lock:
-            self.reading = frozenset()
-            self.drop(set(job.job_ids))
+        self.drop(set(job.job_ids))
 
     def failed(self, job: ExtractionJob, remaining: dict | None) -> bool:
         """Keep the reading's messages (or only its ``remaining`` items, with its last
         message) for a later try; True when it was given up after too many failures."""
         with self.lock:
-            self.reading = frozenset()  # its claim lapses: read again here, or by whoever starts next
+            self.reading = self.reading - set(job.job_ids)  # its claim lapses: read here later, or by another
             earlier = set(job.job_ids[:-1])
             if remaining is not None:  # the batch was read: what is left is kept with its last message
                 self.drop(earlier)
