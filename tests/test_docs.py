@@ -8,9 +8,13 @@ they go stale with the next test added; the test run prints them.
 
 import ast
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from helpers.command_tables import BEGIN, END, TABLES, between_markers, readme_table, reference_table, with_table
+
+from memora.cli.commands import COMMANDS
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -98,3 +102,20 @@ def test_the_readme_is_a_front_page():
     assert DOCS, "docs/ holds what the front page links to"
     for doc in DOCS:
         assert f"docs/{doc.name}" in text, f"the README does not link to docs/{doc.name}"
+
+
+@pytest.mark.parametrize("page", list(TABLES), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_the_command_tables_are_made_from_the_commands_declaration(page):
+    made = TABLES[page]()
+    assert between_markers(page.read_text(encoding="utf-8")) == made, (
+        f"{page.name}'s command table is not what COMMANDS makes: run python tests/helpers/command_tables.py"
+    )
+
+
+def test_a_command_table_out_of_step_with_commands_is_caught():
+    renamed = (replace(COMMANDS[0], forms=("help [command] -- Show a different list.",)), *COMMANDS[1:])
+    for make in (readme_table, reference_table):
+        page = with_table(f"# Page\n\n{BEGIN}\nold\n{END}\n\nprose\n", make())
+        assert between_markers(page) == make() != make(renamed)
+        assert page.endswith(f"{END}\n\nprose\n")
+    assert all(name in reference_table() for name in ("`forget user <name>`", "`review export <file.apkg>`"))

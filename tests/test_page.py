@@ -12,7 +12,7 @@ from helpers.pty_screen import ScreenTerminal
 from helpers.stores import files_holding, new_pieces
 
 from memora.cli.commands import CommandRouter, line_runner
-from memora.cli.page import NOT_INTERACTIVE, MemoryPage
+from memora.cli.page import HELP, NOT_INTERACTIVE, MemoryPage
 from memora.cli.terminal import PlainConsole
 from memora.teaching.ledger import NewMistake
 
@@ -327,3 +327,16 @@ def test_keep_one_is_recorded_in_history_and_undone_by_undo(make_app):
     lines = app.undo()
     assert "'keep one' on the page" in lines[0]
     assert app.store.get(old).is_current and len(open_conflicts(app)) == 1
+
+
+@pytest.mark.parametrize("view", list(HELP))
+def test_every_key_a_view_s_footer_names_is_bound(make_app, view):
+    """The footer is the table the bindings are read from, so a key it names is never dead."""
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    with create_pipe_input() as keyboard:
+        page = MemoryPage(make_app(), line_runner, input=keyboard, output=DummyOutput(), background=False)
+        bound = {binding.keys[0] for binding in page.build().key_bindings.bindings}
+    named = [item.split()[0] for item in HELP[view].split("  ")]
+    assert named and all(key in bound for name in named for key in (name.split("/") if name != "/" else ["/"]))

@@ -53,6 +53,7 @@ VIEW_KEYS = {"m": "memories", "t": "timeline", "x": "mistakes", "c": "conflicts"
 # What runs one typed line as a command, printing to the given console (commands.line_runner).
 LineRunner = Callable[["Memora", Console], Callable[[str], object]]
 ORIGINS = {"command": "remembered", "extracted": "from chat", "import": "import"}
+# Each view's keys as its footer lists them: the page binds the keys named here (and the views', moves, / and q).
 HELP = {
     "memories": "e edit  d forget  a add  h history  u undo  w your words  / filter  q back",
     "timeline": "e edit  d forget  h history  u undo  w your words  / filter  q back",
@@ -60,6 +61,9 @@ HELP = {
     "conflicts": "1 keep the first  2 keep the second  b keep both  h history  u undo  q back",
     "profile": "e edit  d remove  a add goal/preference  y/n pending change  q back",
 }
+ACTION_KEYS = sorted(
+    {k for line in HELP.values() for item in line.split("  ") for k in item.split()[0].split("/")} - {"", "q"}
+)
 
 
 # -- conflicts (the page shows them; ``status`` counts them) ------------------------------
@@ -676,7 +680,7 @@ class MemoryPage:
 
         for name in ("down", "up", "pagedown", "pageup", "home", "end"):
             keys.add(name, filter=on_list)(lambda event, name=name: self.press(name))
-        for key in (*VIEW_KEYS, "w", "u", "a", "e", "d", "h", "1", "2", "b", "y", "n", "j", "k", "delete"):
+        for key in (*VIEW_KEYS, *ACTION_KEYS, "j", "k", "delete"):
             mapped = {"j": "down", "k": "up", "delete": "d"}.get(key, key)
             keys.add(key, filter=on_list)(lambda event, mapped=mapped: self._key(mapped))
         keys.add("tab", filter=on_list)(

@@ -34,7 +34,7 @@ BATCH_SHORT_TOKENS = 80  # a message this short (tiktoken; under a tenth of the 
 BATCH_MAX_TOKENS = 300  # one call reads at most this much held text (and Settings.extraction_batch messages)
 MAX_EXTRACTION_ATTEMPTS = 3  # a message whose reading keeps failing (bad model, bad server) is dropped with a notice
 
-# Why a plan holds or reads. Each is a row of tests/test_reading_queue.py.
+# Why a plan holds or reads. Each is a row of tests/test_turn_pipeline.py (CASES).
 ACKNOWLEDGEMENT = "an acknowledgement or greeting: holds no fact, never read"
 UP_TO_DATE = "Memora must be up to date: every held message is read"
 ANOTHER_DAY = "held from another day: read on its own, so a batch never spans two days"
