@@ -25,6 +25,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 
 from long_term_memory import LongTermMemoryStore
@@ -81,7 +82,7 @@ class Memora:
         Chroma connection the settings name, unless given (tests give them)."""
         notifier = Notifier(notify)
         counter = TokenCounter(settings.model, warn=notifier)
-        model = ModelClient(settings, http_client=http_client, clock=clock)
+        model = ModelClient(settings, http_client=http_client, clock=clock, count=counter.count)
         embedder = embedder or make_embedder(
             settings.effective_embedding_model,
             client_factory=model.openai if settings.chat_configured else None,
@@ -111,6 +112,7 @@ class Memora:
         self._lock = threading.RLock()
         self.turn = TurnState(self._lock)
         self.counter, self.model, self.embedder, self.connection = counter, model, embedder, connection
+        model.on_lost = self.add_usage  # a failed call's tokens, which no caller gets back
         self.switch_to: Embedder | None = None  # the configured model, while the store's own is kept
         ensure_private_dir(settings.data_dir)
         ensure_private_dir(self.paths.folder)
@@ -283,7 +285,11 @@ class Memora:
         )  # fmt: skip
 
     def _fit(self, background, notes: list[str]):
+        budget = self.model.fit_context(self.settings.token_budget) if self.model.configured else None
         with self._lock:
+            if budget is not None and budget != self.memory.budget.total:  # a small context window, found now
+                self.memory.budget = replace(self.memory.budget, total=budget)
+                notes.append(f"The model's context window is {self.model.context_line()}.")
             prepared = self.memory.prepare_context(background_messages=background)
         if prepared.summary_failed:
             notes.append(f"Could not summarise older turns ({prepared.summary_failed}); kept them in full.")

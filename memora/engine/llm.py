@@ -10,9 +10,13 @@ key appear in a message.
 * ``summarize``: folds old turns into the running summary (``memory.py``).
 
 Every call goes through ``_create``, which adds what the model and the server
-need (``model_facts``, ``servers``): a reasoning effort for the call's kind,
-an output cap with room for the reasoning, and, once a server has refused the
-reasoning parameter, never that parameter again this session.
+need (``model_facts``, ``servers``): a reasoning effort for the call's kind, a
+temperature where the server would otherwise override the model's own, and an
+output cap with room for the thinking the server has reported this session,
+within what the model's context window leaves. A parameter the server refuses
+(a 400 naming it) is dropped for the rest of the session. The model's thinking
+never reaches the learner or the conversation: reasoning items are not text,
+and thinking passed on inside the text is cut out (``structured.without_thinking``).
 
 Requests are sent with ``store=False``: the learner's data is not kept on the
 provider's side for later retrieval.
@@ -28,23 +32,36 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import TypeVar
 
-from memora.engine.config import Settings
+from memora.engine.config import MIN_OUTPUT_TOKENS, Settings
 from memora.engine.errors import ModelCallError, ModelNotConfigured
 from memora.engine.model_facts import (
+    CHAT,
+    CHAT_EFFORT,
     DEFAULT_MODEL,
     NO_REASONING,
-    chat_effort,
+    REASONING_ROOM,
+    STRUCTURED,
+    UNKNOWN_ROOM,
+    configured_effort,
+    default_effort,
     efforts_for,
     known_model,
-    lowest_effort,
-    room_for,
     shutdown_date,
 )
 from memora.engine.prompts import REPAIR_PROMPT, SCHEMA_HINT, SUMMARY_PROMPT
-from memora.engine.servers import PROBE_TIMEOUT_SECONDS, RoleChoice, ServerInfo, background_role, detect_server
-from memora.engine.structured import MalformedAnswer, parse_answer
-from memora.engine.text_utils import counted, shorten
+from memora.engine.servers import (
+    OPENAI,
+    PROBE_TIMEOUT_SECONDS,
+    RoleChoice,
+    ServerInfo,
+    background_role,
+    detect_server,
+    is_openai_url,
+)
+from memora.engine.structured import CLOSING, MalformedAnswer, parse_answer, without_thinking
+from memora.engine.text_utils import clean_text, counted, shorten
 from memora.engine.timeutil import system_clock
+from memora.engine.tokens import approximate_tokens
 
 log = logging.getLogger("memora")
 
@@ -63,14 +80,25 @@ CUT_OFF_LEAD = "(reply cut off)"
 NOT_KEPT = "That message was not kept; send it again."
 CUT_OFF = f"{CUT_OFF_LEAD} The connection closed before the reply was complete. {NOT_KEPT}"
 OUTPUT_LIMIT = "max_output_tokens"
-# A response cut by its cap before any visible text (the reasoning used it all) is
-# asked again once with this many times the cap: the learner has seen nothing yet.
+# A response cut by its cap before any visible text (the thinking used it all) is
+# asked again once with this many times the visible cap, and the room for the
+# thinking that response reported: the learner has seen nothing yet.
 EMPTY_RETRY_FACTOR = 4
 # Two output message items of one response are two paragraphs, not one run-on line.
 ITEM_SEPARATOR = "\n\n"
-
-# The kinds of call, for the reasoning effort each gets (model_facts).
-CHAT, STRUCTURED = "chat", "structured"
+# The first reply waits this long at most for the server's kind (the probes go on
+# in the background; meanwhile the base URL alone decides).
+DETECTION_WAIT = 0.5
+# Structured calls and summaries read a short input into a schema: the most likely
+# reading, with a little room so a model that cannot stop thinking does not loop.
+STRUCTURED_TEMPERATURE = 0.2
+# A reply's last characters wait until they cannot be the start of a thinking tag.
+HOLD_CHARS = len("<reasoning>")
+# Servers that pass a model's thinking on in the text unless told otherwise (vLLM
+# without --reasoning-parser, its default): a template that opens the block itself
+# leaves nothing to tell the thinking by but its closing tag, so the first reply is
+# shown when complete, and later ones too if it thought in its text.
+THINKING_AS_TEXT = ("vllm",)
 
 
 @dataclass
@@ -83,11 +111,16 @@ class _Received:
     incomplete: str | None = None  # why the server stopped early (a token limit), if it did
     finished: bool = False  # the server said the response is over
     item: object = None  # the output item the last text came from
-    pending_space: str = ""  # whitespace not shown yet (shown with the text after it)
+    shown: str = ""  # what the learner has been shown of it
+
+    @property
+    def raw(self) -> str:
+        return "".join(self.parts)
 
     @property
     def text(self) -> str:
-        return "".join(self.parts)
+        """The reply, without the model's thinking."""
+        return without_thinking(self.raw).lstrip()
 
 
 @dataclass(frozen=True)
@@ -109,17 +142,34 @@ class StructuredStats:
 
 
 class ModelClient:
-    """Lazily-built ``openai.OpenAI`` client plus Memora's three kinds of call."""
+    """Lazily-built ``openai.OpenAI`` client plus Memora's three kinds of call.
 
-    def __init__(self, settings: Settings, *, http_client=None, clock: Callable[[], datetime] = system_clock):
+    ``count`` counts tokens of visible text (the thinking a server reports is what its
+    output has beyond that); ``on_lost(kind, tokens)`` is told the tokens of a call
+    that failed, which no caller gets back ("chat", "extraction", "summaries")."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        http_client=None,
+        clock: Callable[[], datetime] = system_clock,
+        count: Callable[[str], int] = approximate_tokens,
+    ):
         self.settings = settings
         self.clock = clock
+        self.count = count
+        self.on_lost: Callable[[str, int], None] = lambda kind, tokens: None
         self._http_client = http_client
         self._client = None
         self._lock = threading.Lock()
         self._server: ServerInfo | None = None
-        self._probing = threading.Lock()
-        self.reasoning_refused = False  # the server refused the reasoning parameter: never sent again
+        self._detecting = False
+        self._detected = threading.Event()
+        self.refused: set[str] = set()  # parameters the server refused: never sent again this session
+        self.reasoned = 0  # the most thinking tokens the server reported for one response this session
+        self.thinks_in_text: bool | None = None  # the last reply's thinking came as text (None: no reply yet)
+        self.fitted: tuple[int, int] | None = None  # (input budget, output limit) in the model's context window
         self.schema_in_instructions = False  # a strict server's answer needed repair: the schema goes along
         self.structured = StructuredStats()
 
@@ -146,24 +196,27 @@ class ModelClient:
     # -- the server and the model --------------------------------------------------------
     @property
     def server(self) -> ServerInfo:
-        """The kind of server at the base URL, probed once (see ``servers.py``)."""
+        """The server at the base URL and what it says of the model (``servers.py``),
+        found once, in the background: a caller waits ``DETECTION_WAIT`` at most and is
+        meanwhile told what the base URL alone says."""
         with self._lock:
-            known = self._server
-        if known is not None:
-            return known
-        with self._probing:  # one probe at a time: a thread that asks meanwhile waits for its answer
-            with self._lock:
-                if self._server is not None:
-                    return self._server
-            get = self._probe_get if self.configured else None
-            found = detect_server(self.settings.base_url, get)
-            with self._lock:
-                self._server = found
-            log.info("server: %s", found.describe())
-            return found
+            start, self._detecting = not self._detecting, True
+        if start:
+            threading.Thread(target=self._detect, name="memora-detect", daemon=True).start()
+        self._detected.wait(DETECTION_WAIT)
+        return self._server or detect_server(self.settings.base_url, None)
 
-    def _probe_get(self, url: str) -> object:
-        return self.openai().get(url, cast_to=object, options={"max_retries": 0, "timeout": PROBE_TIMEOUT_SECONDS})
+    def _detect(self) -> None:
+        ask = self._ask if self.configured and not is_openai_url(self.settings.base_url) else None
+        self._server = detect_server(self.settings.base_url, ask, self.settings.model)
+        log.info("server: %s", self._server.describe())
+        self._detected.set()
+
+    def _ask(self, method: str, url: str, body: object) -> object:
+        options = {"max_retries": 0, "timeout": PROBE_TIMEOUT_SECONDS}
+        if method == "POST":
+            return self.openai().post(url, body=body, cast_to=object, options=options)
+        return self.openai().get(url, cast_to=object, options=options)
 
     @property
     def background_role(self) -> RoleChoice:
@@ -172,23 +225,43 @@ class ModelClient:
 
     def effort(self, kind: str) -> str | None:
         """The reasoning effort sent with a call of ``kind``; None sends no parameter."""
-        configured = self.settings.reasoning_effort
-        if configured == NO_REASONING or self.reasoning_refused:
+        asked = configured_effort(self.settings.reasoning_effort, kind)
+        if asked == NO_REASONING or "reasoning" in self.refused:
             return None
-        if not self.server.kind.reasoning_known:
-            return configured  # another server: only what the learner asked for
-        model = self.settings.model
-        if kind == CHAT:
-            return configured or chat_effort(model)
-        return lowest_effort(model) if efforts_for(model) else None
+        return asked or default_effort(self.settings.model, kind, on_openai=self.server.kind is OPENAI)
 
-    def _room(self, effort: str | None) -> int:
-        """Output tokens to add to a visible cap for reasoning: a known model's own,
-        or a low effort's on another server, whose model may think by itself."""
+    def room(self, effort: str | None) -> int:
+        """Output tokens a cap leaves for thinking: twice the most the server has reported
+        for one response this session, and never less than the effort may use (a model
+        that may think with no effort sent: a medium effort's)."""
         model = self.settings.model
-        if self.server.kind.reasoning_known:
-            return room_for(effort, reasons=efforts_for(model) is not None or not known_model(model))
-        return room_for(effort or "low", reasons=True)
+        floor = 0 if known_model(model) and not efforts_for(model) else UNKNOWN_ROOM
+        return max(REASONING_ROOM.get(effort, UNKNOWN_ROOM) if effort else floor, 2 * self.reasoned)
+
+    def temperature(self, kind: str) -> float | None:
+        """The temperature sent with a call of ``kind`` (docs/servers.md says why): none to
+        OpenAI (its reasoning models refuse one), a low one for structured calls and
+        summaries elsewhere, and for the reply only what the server says (Ollama's
+        model's own; the others apply it when none is sent)."""
+        if self.server.kind is OPENAI or "temperature" in self.refused:
+            return None
+        return self.server.temperature if kind == CHAT else STRUCTURED_TEMPERATURE
+
+    def fit_context(self, budget: int) -> int:
+        """The input budget that fits the model's context window (``MEMORA_CONTEXT_TOKENS``,
+        else what the server says) with the reply's cap, which gets at most half of it;
+        from then on no cap sent is more than the window leaves after that budget."""
+        window = self.settings.context_tokens or self.server.context
+        if not window:
+            return budget
+        reserve = min(self.settings.max_output_tokens + REASONING_ROOM[CHAT_EFFORT], window // 2)
+        self.fitted = (min(budget, window - reserve), window - min(budget, window - reserve))
+        return self.fitted[0]
+
+    def _cap(self, tokens: int) -> int:
+        """``tokens``, or what the context window and the server allow if that is less."""
+        limits = [n for n in (self.fitted and self.fitted[1], self.server.max_output) if n]
+        return max(MIN_OUTPUT_TOKENS, min([tokens, *limits]))
 
     def shutdown(self) -> date | None:
         """OpenAI's announced shutdown date of the configured model, if the SDK lists one."""
@@ -196,14 +269,22 @@ class ModelClient:
 
     def reasoning_line(self) -> str:
         """What 'status' says about reasoning."""
-        if self.settings.reasoning_effort == NO_REASONING:
-            return "not sent (MEMORA_REASONING_EFFORT=off)"
-        if self.reasoning_refused:
+        if "reasoning" in self.refused:
             return "not sent: the server refused the parameter this session"
-        chat, structured = self.effort(CHAT), self.effort(STRUCTURED)
-        if chat is None and structured is None:
-            return "not sent (the model is not known to take it; MEMORA_REASONING_EFFORT sets one)"
-        return f"chat {chat or 'not sent'}, extraction and summaries {structured or 'not sent'}"
+        line = (
+            f"chat {self.effort(CHAT) or 'not sent'}, extraction and summaries {self.effort(STRUCTURED) or 'not sent'}"
+        )
+        return line + (f"; the most thinking in one response: {self.reasoned} tokens" if self.reasoned else "")
+
+    def context_line(self) -> str:
+        """What 'status', and the start for a small one, say about the context window."""
+        window, source = self.settings.context_tokens, "MEMORA_CONTEXT_TOKENS"
+        if not window:
+            window, source = self.server.context, self.server.context_from
+        if not window:
+            return "not said by the server (MEMORA_CONTEXT_TOKENS sets it)"
+        fitted = f": requests up to {self.fitted[0]} tokens, replies up to {self.fitted[1]}" if self.fitted else ""
+        return f"{window} tokens ({source}){fitted}"
 
     # -- error mapping ----------------------------------------------------------------
     def redact(self, text: str) -> str:
@@ -262,30 +343,40 @@ class ModelClient:
     # -- one request ---------------------------------------------------------------------
     def _create(self, kind: str, *, cap: int | None = None, **params):
         """``responses.create`` with the model, ``store=False``, the call kind's reasoning
-        effort and ``cap`` (visible output tokens) plus room for that reasoning.
+        effort and temperature, and ``cap`` (visible output tokens) plus room for thinking.
 
-        A 400 naming the reasoning parameter is answered once more without it, and
-        the parameter is never sent again this session: some models (gpt-4.1) and
-        servers refuse it, and a tutor that stops answering over it helps no one."""
+        A 400 naming the reasoning or the temperature parameter is answered once more
+        without it, and it is never sent again this session: some models (gpt-4.1, a
+        model Ollama knows not to think) and servers refuse them, and a tutor that
+        stops answering over it helps no one."""
         client = self.openai()
-        effort = self.effort(kind)
+        effort, temperature = self.effort(kind), self.temperature(kind)
         body = {"model": self.settings.model, "store": False, **params}
         if effort is not None:
             body["reasoning"] = {"effort": effort}
+        if temperature is not None:
+            body["temperature"] = temperature
         if cap is not None:
-            body["max_output_tokens"] = cap + self._room(effort)
-        try:
-            return client.responses.create(**body), body.get("max_output_tokens")
-        except Exception as error:
-            if effort is None or not _names_reasoning(error):
-                raise
-        body.pop("reasoning")
-        if cap is not None:
-            body["max_output_tokens"] = cap + self._room(None)
-        answer = client.responses.create(**body)
-        log.info("the server refused the reasoning parameter; not sending it again this session")
-        self.reasoning_refused = True  # only once a request without it went through
-        return answer, body.get("max_output_tokens")
+            body["max_output_tokens"] = self._cap(cap + self.room(effort))
+        while True:
+            try:
+                return client.responses.create(**body), body.get("max_output_tokens")
+            except Exception as error:
+                refused = _refused(error, body)
+                if refused is None:
+                    raise
+            log.info("the server refused the %s parameter; not sending it again this session", refused)
+            self.refused.add(refused)
+            body.pop(refused)
+
+    def _reported(self, usage, text: str) -> None:
+        """Keep the most thinking the server has reported for one response: its
+        ``reasoning_tokens``, or the output tokens the visible text does not account for
+        (Ollama reports no reasoning tokens; vLLM without a reasoning parser passes the
+        thinking in the text)."""
+        output = getattr(usage, "output_tokens", None) or 0
+        details = getattr(getattr(usage, "output_tokens_details", None), "reasoning_tokens", None) or 0
+        self.reasoned = max(self.reasoned, details, output - self.count(text))
 
     # -- calls ------------------------------------------------------------------------
     def stream_reply(
@@ -297,44 +388,47 @@ class ModelClient:
     ) -> ReplyResult:
         """Stream the tutor's reply; ``on_delta`` receives each text fragment.
 
-        A reply cut by the output cap before any text (the reasoning used it all) is
+        A reply cut by the output cap before any text (the thinking used it all) is
         asked for once more with a larger cap; the learner has seen nothing of it.
         An empty reply is never returned: it raises, so it never enters the
-        conversation. KeyboardInterrupt propagates (after closing the stream) so
-        the caller can roll the turn back."""
+        conversation, and its tokens go to ``on_lost``. KeyboardInterrupt propagates
+        (after closing the stream) so the caller can roll the turn back."""
         self.openai()  # not configured: ModelNotConfigured, before anything else
-        cap = self.settings.max_output_tokens
-        received, sent_cap = self._stream_once(instructions, messages, on_delta, cap)
-        spent = _usage_counts(received.usage)  # a retried attempt is billed too
-        if received.incomplete in (OUTPUT_LIMIT, "incomplete") and not received.text.strip() and not received.refusal:
-            log.info("the reply used its whole cap (%s tokens) before any text; asking again", sent_cap)
-            received, sent_cap = self._stream_once(instructions, messages, on_delta, cap * EMPTY_RETRY_FACTOR)
-            spent = [
-                None if a is None and b is None else (a or 0) + (b or 0)
-                for a, b in zip(spent, _usage_counts(received.usage))
-            ]
-        text = received.text
-        if not text.strip():
-            if received.refusal:
-                refusal = shorten(" ".join("".join(received.refusal).split()), 200)
-                raise ModelCallError(self.redact(f"The model declined to answer: {refusal} {NOT_KEPT}"))
-            if received.incomplete in (OUTPUT_LIMIT, "incomplete"):
-                raise ModelCallError(
-                    f"The model used its whole output allowance ({sent_cap} tokens) before writing any reply. "
-                    f"{NOT_KEPT} Raise MEMORA_MAX_OUTPUT_TOKENS or lower MEMORA_REASONING_EFFORT."
+        spent: list[int | None] = [None, None, None]
+        try:
+            for factor in (1, EMPTY_RETRY_FACTOR):
+                received, sent_cap = self._stream_once(
+                    instructions, messages, on_delta, self.settings.max_output_tokens * factor
                 )
-            if received.incomplete:  # content_filter and the like: more room would not help
-                raise ModelCallError(
-                    f"The server stopped the reply before any text ({received.incomplete}). {NOT_KEPT}"
-                )
-            raise ModelCallError(f"The model returned an empty reply. {NOT_KEPT}")
-        return ReplyResult(
-            text=text,
-            input_tokens=spent[0],
-            output_tokens=spent[1],
-            total_tokens=spent[2],
-            incomplete=received.incomplete,
-        )
+                spent = [  # a retried attempt is billed too
+                    None if a is None and b is None else (a or 0) + (b or 0)
+                    for a, b in zip(spent, _usage_counts(received.usage))
+                ]
+                cut = received.incomplete in (OUTPUT_LIMIT, "incomplete")
+                if clean_text(received.text) or received.refusal or not cut:
+                    break
+                log.info("the reply used its whole cap (%s tokens) before any text; asking again", sent_cap)
+            if not clean_text(received.text):  # zero-width characters alone are no reply either
+                raise ModelCallError(self._no_reply(received, sent_cap))
+        except ModelCallError:
+            self.on_lost("chat", spent[2] or 0)
+            raise
+        return ReplyResult(received.text, *spent, incomplete=received.incomplete)
+
+    def _no_reply(self, received: _Received, sent_cap: int | None) -> str:
+        """Why a reply has no text, in one line naming what to do."""
+        if received.refusal:
+            refusal = shorten(" ".join("".join(received.refusal).split()), 200)
+            return self.redact(f"The model declined to answer: {refusal} {NOT_KEPT}")
+        if received.incomplete in (OUTPUT_LIMIT, "incomplete"):
+            fix = "Raise MEMORA_MAX_OUTPUT_TOKENS"
+            if self.effort(CHAT) not in (None, "none"):
+                fix = "Set MEMORA_REASONING_EFFORT=none to turn its thinking off"
+            used = f"The model used its whole output allowance ({sent_cap} tokens) before writing any reply."
+            return f"{used} {NOT_KEPT} {fix}."
+        if received.incomplete:  # content_filter and the like: more room would not help
+            return f"The server stopped the reply before any text ({received.incomplete}). {NOT_KEPT}"
+        return f"The model returned an empty reply. {NOT_KEPT}"
 
     def _on_the_wire(self, instructions: str, messages: Sequence[dict]) -> tuple[str, list[dict]]:
         """A leading system background goes into the instructions on servers that make
@@ -368,7 +462,31 @@ class ModelClient:
             # connection closed, a proxy gave up): what arrived is a fragment, and
             # keeping it would let the next turns build on half an answer.
             raise ModelCallError(CUT_OFF)
+        thought = bool(CLOSING.search(received.raw))
+        if received.incomplete and self._may_be_thinking(received):
+            thought, received.parts = True, []  # cut before the thinking's closing tag: no reply yet
+        self._show(received, on_delta, final=True)
+        self._reported(received.usage, received.text)
+        self.thinks_in_text = thought
         return received, sent_cap
+
+    def _show(self, received: _Received, on_delta: Callable[[str], None], *, final: bool = False) -> None:
+        """Show what is new of the reply, never the model's thinking: until the end, the
+        last characters wait (they may open a thinking tag), and so does everything
+        while it may still turn out to be thinking passed on as text."""
+        text = received.text if final else received.text[:-HOLD_CHARS]
+        if not final and self._may_be_thinking(received):
+            return
+        if text.startswith(received.shown) and text != received.shown:
+            on_delta(text[len(received.shown) :])
+            received.shown = text
+
+    def _may_be_thinking(self, received: _Received) -> bool:
+        if CLOSING.search(received.raw):
+            return False  # whatever came before the closing tag was thinking, and is over
+        if self.thinks_in_text is None:
+            return self.server.kind.key in THINKING_AS_TEXT
+        return self.thinks_in_text
 
     def _read_event(self, event, received: _Received, on_delta: Callable[[str], None], cap: int | None) -> None:
         """One streamed event: text is shown and kept, the end is noted, a failure raises."""
@@ -376,16 +494,10 @@ class ModelClient:
         if kind == "response.output_text.delta":
             item = (getattr(event, "output_index", None), getattr(event, "item_id", None))
             if received.parts and received.item is not None and item != received.item and received.text.strip():
-                # a second message item: its own paragraph
-                received.parts.append(ITEM_SEPARATOR)
-                received.pending_space += ITEM_SEPARATOR
+                received.parts.append(ITEM_SEPARATOR)  # a second message item: its own paragraph
             received.item = item
             received.parts.append(event.delta)
-            if received.text.strip():  # leading whitespace waits for text: an empty attempt shows nothing
-                on_delta(received.pending_space + event.delta)
-                received.pending_space = ""
-            else:
-                received.pending_space += event.delta
+            self._show(received, on_delta)
         elif kind == "response.refusal.delta":
             received.refusal.append(getattr(event, "delta", "") or "")
         elif kind in ("response.completed", "response.incomplete"):
@@ -408,7 +520,8 @@ class ModelClient:
         (``compact_schema``): the provider puts it in front of every such request
         and bills it as input. A server that does not enforce it (LM Studio) also
         gets it in the instructions, and its answer may come fenced or after a
-        line of text (``structured.parse_answer``). An answer that does not
+        line of text (``structured.parse_answer``), never from the model's thinking
+        or an object it quotes from ``input_text``. An answer that does not
         validate gets one repair request quoting the error; if that fails too,
         the call fails (the caller keeps the job, as for any failed call)."""
         self.openai()
@@ -419,33 +532,40 @@ class ModelClient:
         conversation: list[dict] = [{"role": "user", "content": input_text}]
         tokens = 0
         self.structured.answers += 1
-        for attempt in (1, 2):
-            try:
-                response, _ = self._create(STRUCTURED, instructions=instructions, input=conversation, text=text_param)
-            except Exception as error:
-                raise self._error(error, what) from None
-            tokens += _total_tokens(response)
-            answer, refusal = response_text(response)
-            try:
-                return parse_answer(answer, text_format), tokens
-            except MalformedAnswer as malformed:
-                problem = str(malformed)
-            if refusal and not answer.strip():
-                raise ModelCallError(self.redact(f"{what} failed: the model declined ({shorten(refusal, 120)})."))
-            log.warning("%s: malformed structured output (attempt %d): %s", what, attempt, problem)
-            if attempt == 1:
-                self.structured.repaired += 1
-                self.schema_in_instructions = True  # this server's answers need the schema spelled out
-                conversation = conversation + [
-                    {"role": "assistant", "content": answer.strip() or "(no answer)"},
-                    {"role": "user", "content": REPAIR_PROMPT.format(error=shorten(problem, 300))},
-                ]
-        self.structured.failed += 1
-        # pydantic's own text is for developers; the learner is told what happened
-        raise ModelCallError(
-            f"{what} failed: the model's answer was not in the expected format, even after a repair request "
-            f"({shorten(problem, 120)})."
-        )
+        try:
+            for attempt in (1, 2):
+                try:
+                    response, _ = self._create(
+                        STRUCTURED, instructions=instructions, input=conversation, text=text_param
+                    )
+                except Exception as error:
+                    raise self._error(error, what) from None
+                tokens += _total_tokens(response)
+                answer, refusal = response_text(response)
+                self._reported(getattr(response, "usage", None), without_thinking(answer))
+                try:
+                    return parse_answer(answer, text_format, input_text), tokens
+                except MalformedAnswer as malformed:
+                    problem = str(malformed)
+                if refusal and not answer.strip():
+                    raise ModelCallError(self.redact(f"{what} failed: the model declined ({shorten(refusal, 120)})."))
+                log.warning("%s: malformed structured output (attempt %d): %s", what, attempt, problem)
+                if attempt == 1:
+                    self.structured.repaired += 1
+                    self.schema_in_instructions = True  # this server's answers need the schema spelled out
+                    conversation = conversation + [
+                        {"role": "assistant", "content": without_thinking(answer).strip() or "(no answer)"},
+                        {"role": "user", "content": REPAIR_PROMPT.format(error=shorten(problem, 300))},
+                    ]
+            self.structured.failed += 1
+            # pydantic's own text is for developers; the learner is told what happened
+            raise ModelCallError(
+                f"{what} failed: the model's answer was not in the expected format, even after a repair request "
+                f"({shorten(problem, 120)})."
+            )
+        except ModelCallError:
+            self.on_lost("extraction", tokens)
+            raise
 
     def summarize(self, previous: str, messages: list[dict], max_tokens: int) -> tuple[str, int]:
         """``memory.Summarizer``: previous summary + folded messages -> new summary."""
@@ -461,12 +581,14 @@ class ModelClient:
             try:
                 response, sent_cap = self._create(STRUCTURED, cap=cap, **params)
             except Exception as error:
+                self.on_lost("summaries", tokens)
                 raise self._error(error, "The summary request") from None
             tokens += _total_tokens(response)
-            text, _ = response_text(response)
-            if text.strip() or _stopped_early(response, sent_cap, False) != OUTPUT_LIMIT:
+            text = without_thinking(response_text(response)[0]).strip()
+            self._reported(getattr(response, "usage", None), text)
+            if text or _stopped_early(response, sent_cap, False) != OUTPUT_LIMIT:
                 break  # an answer, or an empty one that more room would not change
-        return text.strip(), tokens
+        return text, tokens
 
 
 def response_text(response) -> tuple[str, str]:
@@ -508,18 +630,19 @@ def _stopped_early(response, cap: int | None, incomplete_event: bool) -> str | N
     return None
 
 
-def _names_reasoning(error: BaseException) -> bool:
-    """A 400 (or 422) about the reasoning parameter: its ``param`` names it (OpenAI), or
-    the error's own message does (Ollama's "does not support thinking", LiteLLM's
-    unsupported ``reasoning_effort``, vLLM's validation error). Only the message is
-    read, not the whole body, so a request echoed back cannot trip it."""
+# The parameters a server may refuse, and the words its refusal names them by.
+_REFUSABLE = {"reasoning": ("reasoning", "thinking", "effort"), "temperature": ("temperature",)}
+
+
+def _refused(error: BaseException, body: dict) -> str | None:
+    """The parameter of ``body`` a 400 (or 422) refuses: its ``param`` names it (OpenAI),
+    or the error's own message does (Ollama's "does not support thinking", LiteLLM's
+    unsupported ``reasoning_effort`` or ``temperature``, vLLM's validation error). Only
+    the message is read, not the whole body, so a request echoed back cannot trip it."""
     if getattr(error, "status_code", None) not in (400, 422):
-        return False
-    param = str(getattr(error, "param", None) or "").lower()
-    if param.startswith("reasoning"):
-        return True
-    said = _error_detail(error).lower()
-    return any(word in said for word in ("reasoning", "thinking", "effort"))
+        return None
+    said = f"{getattr(error, 'param', None) or ''} {_error_detail(error)}".lower()
+    return next((p for p, words in _REFUSABLE.items() if p in body and any(w in said for w in words)), None)
 
 
 def _names_unknown_model(error: BaseException) -> bool:

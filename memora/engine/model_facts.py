@@ -1,24 +1,23 @@
-"""What Memora knows about OpenAI's models: reasoning efforts and shutdown dates.
+"""What Memora knows about models: reasoning efforts and OpenAI's shutdown dates.
 
-**Reasoning.** OpenAI's current small models reason before they answer, and
-their reasoning tokens count inside ``max_output_tokens``: an 800-token cap can
-end a response before any text. Each call kind gets its own effort:
+**Reasoning.** Reasoning models think before they answer, and their thinking
+counts inside ``max_output_tokens``: a cap can end a response before any text.
+Each call kind gets its own effort (``default_effort``):
 
 * structured calls (extraction, decisions, grading) and the summary: the
-  lowest effort the model takes. They fill a schema from a short input, and
-  reasoning tokens there are pure cost and latency;
-* the tutor's reply: ``low`` (or the lowest the model takes above it), which
-  keeps replies quick; ``MEMORA_REASONING_EFFORT`` sets it, ``off`` sends no
-  reasoning parameter to any call.
+  least the model takes. They fill a schema from a short input, and thinking
+  there is pure cost and latency;
+* the tutor's reply: ``low`` (or the least above it the model takes), which
+  keeps replies quick.
 
-The efforts each family takes are a table (``REASONING_EFFORTS``), first match
-wins. A model the table does not know (any model on another server) gets no
-reasoning parameter unless ``MEMORA_REASONING_EFFORT`` asks for one, and a 400
-naming the parameter is answered once without it (``llm.py``).
-
-**Output room.** The caps Memora sets are for visible text; the cap sent adds
-``REASONING_ROOM`` for the effort used, so reasoning cannot starve the reply.
-A cap is a ceiling, not a charge: only the tokens used are billed.
+OpenAI's families take the efforts of a table (``REASONING_EFFORTS``, first
+match wins). On any other server the model is unknown and gets ``none`` and
+``low``, which every such server reads: Ollama maps them to ``think`` false and
+a low level (``openai/openai.go``), vLLM to the chat template's
+``enable_thinking`` and ``reasoning_effort`` (``responses/protocol.py``), and
+LiteLLM passes ``reasoning_effort`` to the model behind it. A server or model
+that refuses the parameter is asked once more without it (``llm.py``).
+``MEMORA_REASONING_EFFORT`` overrides per kind (``configured_effort``).
 
 **Shutdown dates** come from the installed SDK, whose ``ChatModel`` type lists
 deprecated model names with their announced shutdown date, so Memora learns of
@@ -41,6 +40,8 @@ DEFAULT_MODEL = "gpt-5.4-mini"
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 CHAT_EFFORT = "low"
 NO_REASONING = "off"  # MEMORA_REASONING_EFFORT=off: never send the parameter
+# The kinds of call, each with its own effort.
+CHAT, STRUCTURED = "chat", "structured"
 
 # (model name pattern, the efforts it takes, lowest first). First match wins;
 # a model that matches nothing is not known to reason.
@@ -54,12 +55,13 @@ REASONING_EFFORTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (r"gpt-(5\.([2-9]|\d\d+)|[6-9](\.\d+)?)\S*", ("none", "low", "medium", "high", "xhigh")),
     (r"o\d(-mini|-pro)?" + _DATED, ("low", "medium", "high")),
 )
+ANY_SERVER_EFFORTS = ("none", "low")  # what every other server reads (see above)
 
-# Output tokens added to a cap for the reasoning an effort may use. Measured
-# reasoning on short tutoring turns stays well inside these; a cap only bounds.
+# Output tokens a cap leaves for the thinking an effort may do, until the server
+# has reported how much the model really thinks (``llm.ModelClient.room``). A cap
+# only bounds: the tokens used are billed, not the cap.
 REASONING_ROOM = {"none": 0, "minimal": 512, "low": 2048, "medium": 6144, "high": 16384, "xhigh": 32768, "max": 32768}
-# A model that reasons at its own default (the parameter was refused, or the
-# server's model thinks by itself): room for a medium effort.
+# A model that may think at its own default (no effort sent): room for a medium effort.
 UNKNOWN_ROOM = REASONING_ROOM["medium"]
 
 
@@ -81,18 +83,24 @@ def efforts_for(model: str) -> tuple[str, ...] | None:
     return None
 
 
-def lowest_effort(model: str) -> str | None:
-    efforts = efforts_for(model)
-    return efforts[0] if efforts else None
-
-
-def chat_effort(model: str) -> str | None:
-    """``low``, or the lowest effort above it that the model takes."""
-    efforts = efforts_for(model)
+def default_effort(model: str, kind: str, *, on_openai: bool) -> str | None:
+    """The effort a call of ``kind`` asks for: the least the model takes, or for the
+    reply ``low`` or the least above it; None for an OpenAI model that takes none."""
+    efforts = efforts_for(model) if on_openai else ANY_SERVER_EFFORTS
     if not efforts:
         return None
-    floor = EFFORTS.index(CHAT_EFFORT)
+    floor = EFFORTS.index(CHAT_EFFORT) if kind == CHAT else 0
     return next((e for e in efforts if EFFORTS.index(e) >= floor), efforts[-1])
+
+
+def configured_effort(setting: str | None, kind: str) -> str | None:
+    """What ``MEMORA_REASONING_EFFORT`` asks of a call of ``kind``: ``medium`` sets the
+    reply's, ``off`` every call's, ``chat:low,structured:minimal`` each kind's."""
+    for part in (setting or "").split(","):
+        name, _, effort = part.strip().rpartition(":")
+        if name == kind or (not name and (kind == CHAT or effort == NO_REASONING)):
+            return effort
+    return None
 
 
 def known_model(model: str) -> bool:
@@ -108,14 +116,6 @@ def known_model(model: str) -> bool:
         return base_model(model) in get_args(ChatModel)
     except Exception:
         return False
-
-
-def room_for(effort: str | None, *, reasons: bool) -> int:
-    """Output tokens to add to a cap for reasoning (``reasons``: the model may reason
-    even with no effort sent)."""
-    if effort is not None:
-        return REASONING_ROOM.get(effort, UNKNOWN_ROOM)
-    return UNKNOWN_ROOM if reasons else 0
 
 
 _DEPRECATION = re.compile(r"^- ((?:\"[^\"]+\",?\s*)+):\s*Announced shutdown\s+date:\s*(\d{4}-\d\d-\d\d)", re.M)
