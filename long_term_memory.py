@@ -243,13 +243,10 @@ def _latest_first(steps: Sequence[tuple[str | None, str | None]]) -> list[tuple[
 
 
 def _resized(error: Exception) -> None:
-    """Chroma refuses a vector of another size than the store's: the embedding model
-    changed under its own name (a server's model replaced), and only 'reindex' helps."""
+    """Chroma refuses a vector of another size: the embedding model changed under its name."""
     if "expecting embedding with dimension" in str(error):
-        raise EmbeddingModelMismatch(
-            f"The embedding model now returns vectors of another size than the memory store's ({error}). "
-            "Type 'reindex' to re-embed every memory with it."
-        ) from None
+        message = f"The embedding model's vectors changed size ({error}); type 'reindex' to re-embed every memory."
+        raise EmbeddingModelMismatch(message) from None
 
 
 def _upsert(collection, records: Sequence[MemoryRecord], vectors: Sequence[Sequence[float] | None]) -> None:

@@ -10,13 +10,10 @@ key appear in a message.
 * ``summarize``: folds old turns into the running summary (``memory.py``).
 
 Every call goes through ``_create``, which adds what the model and the server
-need (``model_facts``, ``servers``): a reasoning effort for the call's kind, a
-temperature where the server would otherwise override the model's own, and an
-output cap with room for the thinking the server has reported this session,
-within what the model's context window leaves. A parameter the server refuses
-(a 400 naming it) is dropped for the rest of the session. The model's thinking
-never reaches the learner or the conversation: reasoning items are not text,
-and thinking passed on inside the text is cut out (``structured.without_thinking``).
+need (``model_facts``, ``servers``): the call kind's reasoning effort and
+temperature, and an output cap with room for the thinking the server has
+reported this session, within the model's context window. The model's thinking
+never reaches the learner or the conversation (``structured.without_thinking``).
 
 Requests are sent with ``store=False``: the learner's data is not kept on the
 provider's side for later retrieval.
@@ -26,7 +23,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -34,30 +33,9 @@ from typing import TypeVar
 
 from memora.engine.config import MIN_OUTPUT_TOKENS, Settings
 from memora.engine.errors import ModelCallError, ModelNotConfigured
-from memora.engine.model_facts import (
-    CHAT,
-    CHAT_EFFORT,
-    DEFAULT_MODEL,
-    NO_REASONING,
-    REASONING_ROOM,
-    STRUCTURED,
-    UNKNOWN_ROOM,
-    configured_effort,
-    default_effort,
-    efforts_for,
-    known_model,
-    shutdown_date,
-)
+from memora.engine.model_facts import CHAT, DEFAULT_MODEL, REASONING_ROOM, STRUCTURED, effort_for, shutdown_date
 from memora.engine.prompts import REPAIR_PROMPT, SCHEMA_HINT, SUMMARY_PROMPT
-from memora.engine.servers import (
-    OPENAI,
-    PROBE_TIMEOUT_SECONDS,
-    RoleChoice,
-    ServerInfo,
-    background_role,
-    detect_server,
-    is_openai_url,
-)
+from memora.engine.servers import OPENAI, RoleChoice, ServerInfo, background_role, detect_server
 from memora.engine.structured import CLOSING, MalformedAnswer, parse_answer, without_thinking
 from memora.engine.text_utils import clean_text, counted, shorten
 from memora.engine.timeutil import system_clock
@@ -80,24 +58,20 @@ CUT_OFF_LEAD = "(reply cut off)"
 NOT_KEPT = "That message was not kept; send it again."
 CUT_OFF = f"{CUT_OFF_LEAD} The connection closed before the reply was complete. {NOT_KEPT}"
 OUTPUT_LIMIT = "max_output_tokens"
-# A response cut by its cap before any visible text (the thinking used it all) is
-# asked again once with this many times the visible cap, and the room for the
-# thinking that response reported: the learner has seen nothing yet.
+# A response cut by its cap before any visible text (the thinking used it all) is asked
+# again once with this many times the visible cap: the learner has seen nothing yet.
 EMPTY_RETRY_FACTOR = 4
 # Two output message items of one response are two paragraphs, not one run-on line.
 ITEM_SEPARATOR = "\n\n"
-# The first reply waits this long at most for the server's kind (the probes go on
-# in the background; meanwhile the base URL alone decides).
-DETECTION_WAIT = 0.5
-# Structured calls and summaries read a short input into a schema: the most likely
-# reading, with a little room so a model that cannot stop thinking does not loop.
+DETECTION_WAIT = 0.5  # the most a call waits for the server's kind (meanwhile the base URL decides)
+PROBE_TIMEOUT_SECONDS = 5.0  # a probe's, in the background
+# Structured calls and summaries: the most likely reading, with a little randomness so
+# that a model that cannot stop thinking does not loop (docs/servers.md).
 STRUCTURED_TEMPERATURE = 0.2
-# A reply's last characters wait until they cannot be the start of a thinking tag.
-HOLD_CHARS = len("<reasoning>")
-# Servers that pass a model's thinking on in the text unless told otherwise (vLLM
-# without --reasoning-parser, its default): a template that opens the block itself
-# leaves nothing to tell the thinking by but its closing tag, so the first reply is
-# shown when complete, and later ones too if it thought in its text.
+HOLD_CHARS = len("<reasoning>")  # a streamed reply's last characters may open a thinking tag
+# vLLM without --reasoning-parser (its default) passes the thinking on in the text, and a
+# template that opens the block itself leaves only its closing tag to tell it by: the
+# first reply is shown when complete, later ones too if it thought in its text.
 THINKING_AS_TEXT = ("vllm",)
 
 
@@ -114,13 +88,9 @@ class _Received:
     shown: str = ""  # what the learner has been shown of it
 
     @property
-    def raw(self) -> str:
-        return "".join(self.parts)
-
-    @property
     def text(self) -> str:
         """The reply, without the model's thinking."""
-        return without_thinking(self.raw).lstrip()
+        return without_thinking("".join(self.parts)).lstrip()
 
 
 @dataclass(frozen=True)
@@ -143,10 +113,7 @@ class StructuredStats:
 
 class ModelClient:
     """Lazily-built ``openai.OpenAI`` client plus Memora's three kinds of call.
-
-    ``count`` counts tokens of visible text (the thinking a server reports is what its
-    output has beyond that); ``on_lost(kind, tokens)`` is told the tokens of a call
-    that failed, which no caller gets back ("chat", "extraction", "summaries")."""
+    ``on_lost(kind, tokens)`` is told the tokens of a failed call, which no caller gets."""
 
     def __init__(
         self,
@@ -154,7 +121,7 @@ class ModelClient:
         *,
         http_client=None,
         clock: Callable[[], datetime] = system_clock,
-        count: Callable[[str], int] = approximate_tokens,
+        count=approximate_tokens,
     ):
         self.settings = settings
         self.clock = clock
@@ -167,9 +134,9 @@ class ModelClient:
         self._detecting = False
         self._detected = threading.Event()
         self.refused: set[str] = set()  # parameters the server refused: never sent again this session
-        self.reasoned = 0  # the most thinking tokens the server reported for one response this session
-        self.thinks_in_text: bool | None = None  # the last reply's thinking came as text (None: no reply yet)
-        self.fitted: tuple[int, int] | None = None  # (input budget, output limit) in the model's context window
+        self.reasoned = 0  # the most thinking the server reported for one response this session
+        self.thinks_in_text: bool | None = None  # the last reply thought in its text (None: no reply yet)
+        self.fitted: tuple[int, int] | None = None  # (input budget, output limit) in the context window
         self.schema_in_instructions = False  # a strict server's answer needed repair: the schema goes along
         self.structured = StructuredStats()
 
@@ -197,8 +164,7 @@ class ModelClient:
     @property
     def server(self) -> ServerInfo:
         """The server at the base URL and what it says of the model (``servers.py``),
-        found once, in the background: a caller waits ``DETECTION_WAIT`` at most and is
-        meanwhile told what the base URL alone says."""
+        found once, in the background."""
         with self._lock:
             start, self._detecting = not self._detecting, True
         if start:
@@ -207,16 +173,14 @@ class ModelClient:
         return self._server or detect_server(self.settings.base_url, None)
 
     def _detect(self) -> None:
-        ask = self._ask if self.configured and not is_openai_url(self.settings.base_url) else None
+        ask = self._ask if self.configured else None  # OpenAI's own URL is never asked
         self._server = detect_server(self.settings.base_url, ask, self.settings.model)
         log.info("server: %s", self._server.describe())
         self._detected.set()
 
     def _ask(self, method: str, url: str, body: object) -> object:
-        options = {"max_retries": 0, "timeout": PROBE_TIMEOUT_SECONDS}
-        if method == "POST":
-            return self.openai().post(url, body=body, cast_to=object, options=options)
-        return self.openai().get(url, cast_to=object, options=options)
+        send, options = getattr(self.openai(), method.lower()), {"max_retries": 0, "timeout": PROBE_TIMEOUT_SECONDS}
+        return send(url, cast_to=object, options=options, **({"body": body} if body else {}))
 
     @property
     def background_role(self) -> RoleChoice:
@@ -225,43 +189,34 @@ class ModelClient:
 
     def effort(self, kind: str) -> str | None:
         """The reasoning effort sent with a call of ``kind``; None sends no parameter."""
-        asked = configured_effort(self.settings.reasoning_effort, kind)
-        if asked == NO_REASONING or "reasoning" in self.refused:
+        if "reasoning" in self.refused:
             return None
-        return asked or default_effort(self.settings.model, kind, on_openai=self.server.kind is OPENAI)
+        return effort_for(
+            kind, self.settings.reasoning_effort, self.settings.model, on_openai=self.server.kind is OPENAI
+        )
 
     def room(self, effort: str | None) -> int:
         """Output tokens a cap leaves for thinking: twice the most the server has reported
-        for one response this session, and never less than the effort may use (a model
-        that may think with no effort sent: a medium effort's)."""
-        model = self.settings.model
-        floor = 0 if known_model(model) and not efforts_for(model) else UNKNOWN_ROOM
-        return max(REASONING_ROOM.get(effort, UNKNOWN_ROOM) if effort else floor, 2 * self.reasoned)
+        for one response this session, and never less than the effort may use (a medium
+        effort's when none is sent: the model may think at its own default)."""
+        return max(REASONING_ROOM[effort or "medium"], 2 * self.reasoned)
 
     def temperature(self, kind: str) -> float | None:
-        """The temperature sent with a call of ``kind`` (docs/servers.md says why): none to
-        OpenAI (its reasoning models refuse one), a low one for structured calls and
-        summaries elsewhere, and for the reply only what the server says (Ollama's
-        model's own; the others apply it when none is sent)."""
+        """None to OpenAI (its reasoning models refuse one); elsewhere a low one for
+        structured calls and the server's own for the reply (docs/servers.md)."""
         if self.server.kind is OPENAI or "temperature" in self.refused:
             return None
         return self.server.temperature if kind == CHAT else STRUCTURED_TEMPERATURE
 
     def fit_context(self, budget: int) -> int:
-        """The input budget that fits the model's context window (``MEMORA_CONTEXT_TOKENS``,
-        else what the server says) with the reply's cap, which gets at most half of it;
-        from then on no cap sent is more than the window leaves after that budget."""
+        """The input budget that fits the context window with the reply's cap (at most
+        half of it); from then on no cap sent is more than the window leaves."""
         window = self.settings.context_tokens or self.server.context
         if not window:
             return budget
-        reserve = min(self.settings.max_output_tokens + REASONING_ROOM[CHAT_EFFORT], window // 2)
-        self.fitted = (min(budget, window - reserve), window - min(budget, window - reserve))
-        return self.fitted[0]
-
-    def _cap(self, tokens: int) -> int:
-        """``tokens``, or what the context window and the server allow if that is less."""
-        limits = [n for n in (self.fitted and self.fitted[1], self.server.max_output) if n]
-        return max(MIN_OUTPUT_TOKENS, min([tokens, *limits]))
+        budget = min(budget, window - min(self.settings.max_output_tokens + REASONING_ROOM["low"], window // 2))
+        self.fitted = (budget, window - budget)
+        return budget
 
     def shutdown(self) -> date | None:
         """OpenAI's announced shutdown date of the configured model, if the SDK lists one."""
@@ -271,18 +226,15 @@ class ModelClient:
         """What 'status' says about reasoning."""
         if "reasoning" in self.refused:
             return "not sent: the server refused the parameter this session"
-        line = (
-            f"chat {self.effort(CHAT) or 'not sent'}, extraction and summaries {self.effort(STRUCTURED) or 'not sent'}"
-        )
+        chat, rest = self.effort(CHAT) or "not sent", self.effort(STRUCTURED) or "not sent"
+        line = f"chat {chat}, extraction and summaries {rest}"
         return line + (f"; the most thinking in one response: {self.reasoned} tokens" if self.reasoned else "")
 
     def context_line(self) -> str:
-        """What 'status', and the start for a small one, say about the context window."""
         window, source = self.settings.context_tokens, "MEMORA_CONTEXT_TOKENS"
-        if not window:
-            window, source = self.server.context, self.server.context_from
-        if not window:
+        if not window and not self.server.context:
             return "not said by the server (MEMORA_CONTEXT_TOKENS sets it)"
+        window, source = (window, source) if window else (self.server.context, self.server.context_from)
         fitted = f": requests up to {self.fitted[0]} tokens, replies up to {self.fitted[1]}" if self.fitted else ""
         return f"{window} tokens ({source}){fitted}"
 
@@ -342,22 +294,18 @@ class ModelClient:
 
     # -- one request ---------------------------------------------------------------------
     def _create(self, kind: str, *, cap: int | None = None, **params):
-        """``responses.create`` with the model, ``store=False``, the call kind's reasoning
-        effort and temperature, and ``cap`` (visible output tokens) plus room for thinking.
-
-        A 400 naming the reasoning or the temperature parameter is answered once more
-        without it, and it is never sent again this session: some models (gpt-4.1, a
-        model Ollama knows not to think) and servers refuse them, and a tutor that
-        stops answering over it helps no one."""
-        client = self.openai()
-        effort, temperature = self.effort(kind), self.temperature(kind)
+        """``responses.create`` with the model, ``store=False``, the call kind's effort and
+        temperature, and ``cap`` (visible output tokens) plus room for thinking. A 400
+        naming one of those parameters is answered once more without it, never sent
+        again this session: some models (gpt-4.1, a model Ollama knows not to think)
+        and servers refuse them, and a tutor that stops answering over it helps no one."""
+        client, effort = self.openai(), self.effort(kind)
+        chosen = {"reasoning": effort and {"effort": effort}, "temperature": self.temperature(kind)}
         body = {"model": self.settings.model, "store": False, **params}
-        if effort is not None:
-            body["reasoning"] = {"effort": effort}
-        if temperature is not None:
-            body["temperature"] = temperature
-        if cap is not None:
-            body["max_output_tokens"] = self._cap(cap + self.room(effort))
+        body |= {key: value for key, value in chosen.items() if value is not None}
+        if cap is not None:  # never more than the context window and the server allow
+            limits = [n for n in (self.fitted and self.fitted[1], self.server.max_output) if n]
+            body["max_output_tokens"] = max(MIN_OUTPUT_TOKENS, min([cap + self.room(effort), *limits]))
         while True:
             try:
                 return client.responses.create(**body), body.get("max_output_tokens")
@@ -370,29 +318,22 @@ class ModelClient:
             body.pop(refused)
 
     def _reported(self, usage, text: str) -> None:
-        """Keep the most thinking the server has reported for one response: its
-        ``reasoning_tokens``, or the output tokens the visible text does not account for
-        (Ollama reports no reasoning tokens; vLLM without a reasoning parser passes the
-        thinking in the text)."""
+        """The most thinking reported for one response: ``reasoning_tokens``, or the output
+        the visible text does not account for (Ollama reports none; vLLM may pass it as text)."""
         output = getattr(usage, "output_tokens", None) or 0
         details = getattr(getattr(usage, "output_tokens_details", None), "reasoning_tokens", None) or 0
         self.reasoned = max(self.reasoned, details, output - self.count(text))
 
     # -- calls ------------------------------------------------------------------------
     def stream_reply(
-        self,
-        *,
-        instructions: str,
-        messages: Sequence[dict],
-        on_delta: Callable[[str], None],
+        self, *, instructions: str, messages: Sequence[dict], on_delta: Callable[[str], None]
     ) -> ReplyResult:
         """Stream the tutor's reply; ``on_delta`` receives each text fragment.
 
         A reply cut by the output cap before any text (the thinking used it all) is
         asked for once more with a larger cap; the learner has seen nothing of it.
-        An empty reply is never returned: it raises, so it never enters the
-        conversation, and its tokens go to ``on_lost``. KeyboardInterrupt propagates
-        (after closing the stream) so the caller can roll the turn back."""
+        An empty reply raises, so it never enters the conversation. KeyboardInterrupt
+        propagates (after closing the stream) so the caller can roll the turn back."""
         self.openai()  # not configured: ModelNotConfigured, before anything else
         spent: list[int | None] = [None, None, None]
         try:
@@ -416,14 +357,12 @@ class ModelClient:
         return ReplyResult(received.text, *spent, incomplete=received.incomplete)
 
     def _no_reply(self, received: _Received, sent_cap: int | None) -> str:
-        """Why a reply has no text, in one line naming what to do."""
         if received.refusal:
             refusal = shorten(" ".join("".join(received.refusal).split()), 200)
             return self.redact(f"The model declined to answer: {refusal} {NOT_KEPT}")
         if received.incomplete in (OUTPUT_LIMIT, "incomplete"):
-            fix = "Raise MEMORA_MAX_OUTPUT_TOKENS"
-            if self.effort(CHAT) not in (None, "none"):
-                fix = "Set MEMORA_REASONING_EFFORT=none to turn its thinking off"
+            fix = "Set MEMORA_REASONING_EFFORT=none to turn its thinking off"
+            fix = fix if self.effort(CHAT) not in (None, "none") else "Raise MEMORA_MAX_OUTPUT_TOKENS"
             used = f"The model used its whole output allowance ({sent_cap} tokens) before writing any reply."
             return f"{used} {NOT_KEPT} {fix}."
         if received.incomplete:  # content_filter and the like: more room would not help
@@ -434,14 +373,12 @@ class ModelClient:
         """A leading system background goes into the instructions on servers that make
         the instructions their one system message (``servers.py``)."""
         messages = list(messages)
-        if messages and messages[0].get("role") == "system" and self.server.kind.system_in_instructions:
+        if messages and messages[0].get("role") == "system" and self.server.kind is not OPENAI:
             return f"{instructions}\n\n{messages[0]['content']}", messages[1:]
         return instructions, messages
 
     def _stream_once(self, instructions, messages, on_delta, cap: int) -> tuple[_Received, int | None]:
-        received = _Received()
-        stream = None
-        sent_cap = None
+        received, stream, sent_cap = _Received(), None, None
         instructions, messages = self._on_the_wire(instructions, messages)
         try:
             stream, sent_cap = self._create(CHAT, cap=cap, instructions=instructions, input=list(messages), stream=True)
@@ -462,7 +399,7 @@ class ModelClient:
             # connection closed, a proxy gave up): what arrived is a fragment, and
             # keeping it would let the next turns build on half an answer.
             raise ModelCallError(CUT_OFF)
-        thought = bool(CLOSING.search(received.raw))
+        thought = bool(CLOSING.search("".join(received.parts)))
         if received.incomplete and self._may_be_thinking(received):
             thought, received.parts = True, []  # cut before the thinking's closing tag: no reply yet
         self._show(received, on_delta, final=True)
@@ -471,9 +408,7 @@ class ModelClient:
         return received, sent_cap
 
     def _show(self, received: _Received, on_delta: Callable[[str], None], *, final: bool = False) -> None:
-        """Show what is new of the reply, never the model's thinking: until the end, the
-        last characters wait (they may open a thinking tag), and so does everything
-        while it may still turn out to be thinking passed on as text."""
+        """Show what is new of the reply, never the model's thinking (``THINKING_AS_TEXT``)."""
         text = received.text if final else received.text[:-HOLD_CHARS]
         if not final and self._may_be_thinking(received):
             return
@@ -482,11 +417,11 @@ class ModelClient:
             received.shown = text
 
     def _may_be_thinking(self, received: _Received) -> bool:
-        if CLOSING.search(received.raw):
-            return False  # whatever came before the closing tag was thinking, and is over
-        if self.thinks_in_text is None:
-            return self.server.kind.key in THINKING_AS_TEXT
-        return self.thinks_in_text
+        """No closing tag yet (after one, all before it was thinking, and is over)."""
+        known = self.thinks_in_text
+        return not CLOSING.search("".join(received.parts)) and (
+            self.server.kind.key in THINKING_AS_TEXT if known is None else known
+        )
 
     def _read_event(self, event, received: _Received, on_delta: Callable[[str], None], cap: int | None) -> None:
         """One streamed event: text is shown and kept, the end is noted, a failure raises."""
@@ -520,8 +455,7 @@ class ModelClient:
         (``compact_schema``): the provider puts it in front of every such request
         and bills it as input. A server that does not enforce it (LM Studio) also
         gets it in the instructions, and its answer may come fenced or after a
-        line of text (``structured.parse_answer``), never from the model's thinking
-        or an object it quotes from ``input_text``. An answer that does not
+        line of text (``structured.parse_answer``). An answer that does not
         validate gets one repair request quoting the error; if that fails too,
         the call fails (the caller keeps the job, as for any failed call)."""
         self.openai()
@@ -696,7 +630,8 @@ def compact_schema(model: type) -> dict:
         from openai.lib._pydantic import to_strict_json_schema
 
         schema = _without_noise(to_strict_json_schema(model))
-        _SCHEMA_CACHE[model] = _shortened(schema, schema.get("$defs", {}), _ref_counts(schema))
+        uses = Counter(re.findall(r'"\$ref": "([^"]*)"', json.dumps(schema)))  # each definition's uses
+        _SCHEMA_CACHE[model] = _shortened(schema, schema.get("$defs", {}), uses)
     return _SCHEMA_CACHE[model]
 
 
@@ -712,19 +647,6 @@ def _without_noise(node, *, naming: bool = False):
         for key, value in node.items()
         if naming or key not in _SCHEMA_NOISE
     }
-
-
-def _ref_counts(node, counts: dict[str, int] | None = None) -> dict[str, int]:
-    counts = {} if counts is None else counts
-    if isinstance(node, dict):
-        if isinstance(node.get("$ref"), str):
-            counts[node["$ref"]] = counts.get(node["$ref"], 0) + 1
-        for value in node.values():
-            _ref_counts(value, counts)
-    elif isinstance(node, list):
-        for item in node:
-            _ref_counts(item, counts)
-    return counts
 
 
 def _shortened(node, defs: dict, counts: dict[str, int], *, naming: bool = False):
@@ -760,12 +682,6 @@ def _shortened(node, defs: dict, counts: dict[str, int], *, naming: bool = False
 
 def _error_detail(error) -> str:
     body = getattr(error, "body", None)
-    if isinstance(body, dict):
-        message = (
-            body.get("message") or (body.get("error") or {}).get("message")
-            if isinstance(body.get("error"), dict)
-            else body.get("message")
-        )
-        if message:
-            return shorten(str(message), 160)
-    return ""
+    body = body if isinstance(body, dict) else {}
+    inner = body["error"] if isinstance(body.get("error"), dict) else {}
+    return shorten(str(body.get("message") or inner.get("message") or ""), 160)

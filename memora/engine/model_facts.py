@@ -2,7 +2,7 @@
 
 **Reasoning.** Reasoning models think before they answer, and their thinking
 counts inside ``max_output_tokens``: a cap can end a response before any text.
-Each call kind gets its own effort (``default_effort``):
+Each call kind gets its own effort (``effort_for``):
 
 * structured calls (extraction, decisions, grading) and the summary: the
   least the model takes. They fill a schema from a short input, and thinking
@@ -17,7 +17,7 @@ a low level (``openai/openai.go``), vLLM to the chat template's
 ``enable_thinking`` and ``reasoning_effort`` (``responses/protocol.py``), and
 LiteLLM passes ``reasoning_effort`` to the model behind it. A server or model
 that refuses the parameter is asked once more without it (``llm.py``).
-``MEMORA_REASONING_EFFORT`` overrides per kind (``configured_effort``).
+``MEMORA_REASONING_EFFORT`` overrides it per kind.
 
 **Shutdown dates** come from the installed SDK, whose ``ChatModel`` type lists
 deprecated model names with their announced shutdown date, so Memora learns of
@@ -61,8 +61,6 @@ ANY_SERVER_EFFORTS = ("none", "low")  # what every other server reads (see above
 # has reported how much the model really thinks (``llm.ModelClient.room``). A cap
 # only bounds: the tokens used are billed, not the cap.
 REASONING_ROOM = {"none": 0, "minimal": 512, "low": 2048, "medium": 6144, "high": 16384, "xhigh": 32768, "max": 32768}
-# A model that may think at its own default (no effort sent): room for a medium effort.
-UNKNOWN_ROOM = REASONING_ROOM["medium"]
 
 
 def base_model(model: str) -> str:
@@ -83,39 +81,20 @@ def efforts_for(model: str) -> tuple[str, ...] | None:
     return None
 
 
-def default_effort(model: str, kind: str, *, on_openai: bool) -> str | None:
-    """The effort a call of ``kind`` asks for: the least the model takes, or for the
-    reply ``low`` or the least above it; None for an OpenAI model that takes none."""
+def effort_for(kind: str, setting: str | None, model: str, *, on_openai: bool) -> str | None:
+    """The effort a call of ``kind`` asks for (None: no parameter): what
+    ``MEMORA_REASONING_EFFORT`` (``setting``) says of it (``medium`` sets the reply's,
+    ``off`` every call's, ``chat:low,structured:minimal`` each kind's), else the least
+    the model takes, or for the reply ``low`` or the least above it."""
+    for part in filter(None, (setting or "").split(",")):
+        name, _, effort = part.strip().rpartition(":")
+        if name == kind or (not name and (kind == CHAT or effort == NO_REASONING)):
+            return None if effort == NO_REASONING else effort
     efforts = efforts_for(model) if on_openai else ANY_SERVER_EFFORTS
     if not efforts:
         return None
     floor = EFFORTS.index(CHAT_EFFORT) if kind == CHAT else 0
     return next((e for e in efforts if EFFORTS.index(e) >= floor), efforts[-1])
-
-
-def configured_effort(setting: str | None, kind: str) -> str | None:
-    """What ``MEMORA_REASONING_EFFORT`` asks of a call of ``kind``: ``medium`` sets the
-    reply's, ``off`` every call's, ``chat:low,structured:minimal`` each kind's."""
-    for part in (setting or "").split(","):
-        name, _, effort = part.strip().rpartition(":")
-        if name == kind or (not name and (kind == CHAT or effort == NO_REASONING)):
-            return effort
-    return None
-
-
-def known_model(model: str) -> bool:
-    """Whether the table or the SDK knows ``model`` (a reasoning model or not); an
-    unknown name on OpenAI (an Azure deployment, a new model) may reason."""
-    if efforts_for(model) is not None or any(re.fullmatch(p, base_model(model)) for p, _ in REASONING_EFFORTS):
-        return True
-    try:
-        from typing import get_args
-
-        from openai.types.shared.chat_model import ChatModel
-
-        return base_model(model) in get_args(ChatModel)
-    except Exception:
-        return False
 
 
 _DEPRECATION = re.compile(r"^- ((?:\"[^\"]+\",?\s*)+):\s*Announced shutdown\s+date:\s*(\d{4}-\d\d-\d\d)", re.M)

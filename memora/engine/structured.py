@@ -20,10 +20,8 @@ from pydantic import BaseModel, ValidationError
 T = TypeVar("T", bound=BaseModel)
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.S)
-# A reasoning model's thinking, which a server without a reasoning parser passes on
-# in the text (vLLM's default, serving without --reasoning-parser): <think>...</think>
-# (Qwen3, DeepSeek-R1), [THINK]...[/THINK] (Magistral). A chat template that opens the
-# block itself leaves only the closing tag in the text (vllm-project/vllm#31045).
+# Thinking a server without a reasoning parser passes on in the text (vLLM's default): <think>
+# (Qwen3, DeepSeek-R1), [THINK] (Magistral); a template that opens it leaves only its end (vllm#31045).
 OPENING = re.compile(r"<(?:think|thinking|reasoning)>|\[THINK\]", re.IGNORECASE)
 CLOSING = re.compile(r"</(?:think|thinking|reasoning)>|\[/THINK\]", re.IGNORECASE)
 _DECODER = json.JSONDecoder(strict=False)  # a raw newline inside a string is a slip, not a reason to refuse
