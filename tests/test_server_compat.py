@@ -937,14 +937,22 @@ def test_an_object_the_model_quotes_from_the_learners_message_is_not_stored(make
 
 
 def test_on_ollama_a_4096_token_context_is_asked_for_and_kept(make_app, server, run_repl):
+    import threading
+
     from helpers.fake_openai import _prompt_words
 
+    import chatbot
+
     server.persona = "ollama"  # no num_ctx in the Modelfile: 4,096 tokens below 23 GiB of VRAM
-    app = make_app(extraction_batch=1)
+    notices: list[str] = []
+    app = make_app(extraction_batch=1, notices=notices)
+    chatbot.preload(app, threading.Event())  # the start, while the learner types
+    [said] = [n for n in notices if "context window" in n]
+    assert said.startswith("The model's context window is 4096 tokens") and "\n" not in said
     app.profiles.set_english_level("b1")
     long = "I practised the airport vocabulary and the check-in dialogue with my sister again today. " * 6
     t = run_repl(app, [f"{i}. {long}" for i in range(8)] + ["status"])
-    assert t.text.count("The model's context window is 4096 tokens") == 1  # one line, at the first turn
+    assert "The model's context window is" not in t.text  # said once, at start
     assert "4096 tokens (Ollama's default below 23 GiB of VRAM): requests up to 2048 tokens, replies up to 2048" in (
         t.text
     )
@@ -1054,3 +1062,21 @@ def test_an_embedding_model_that_changed_size_under_its_name_says_reindex_in_one
     assert len(lines) == 2 and all("type 'reindex' to re-embed every memory" in line for line in lines)
     assert "Unexpected" not in t.text
     assert "The learner sings in a choir" in t.text.rsplit("You: search choir", 1)[1]
+
+
+def test_on_vllm_a_first_reply_that_breaks_off_shows_nothing_that_may_be_thinking(make_app, server, run_repl):
+    server.persona = "vllm"
+    server.script("chat", StreamThenFail("I should plan the answer first, the learner asked about", end="close"))
+    t = run_repl(make_app(), ["Can you explain the present perfect?"])
+    assert "plan the answer" not in t.text and "Error: (reply cut off)" in t.text
+
+
+def test_on_vllm_with_a_reasoning_parser_the_thinking_it_reports_sets_the_room(make_app, server, run_repl):
+    server.persona, server.reasoning_parser, server.thinks = "vllm", True, {"chat": 3000}
+    app = make_app()
+    t = run_repl(app, ["Can you explain the present perfect?", "And the past simple?", "status"])
+    assert "Memora: Reply 2." in t.text and "Memora: Reply 3." in t.text and "hmm" not in t.text
+    cut, retried, next_turn = server.chats  # the first cut while thinking; the second turn one request
+    assert cut.body["max_output_tokens"] == 2848 and next_turn.body["max_output_tokens"] == 800 + 2 * 3000
+    assert app.model.reasoned == 3000  # its reasoning_tokens, as vLLM's usage reports them
+    assert "the most thinking in one response: 3000 tokens" in t.text

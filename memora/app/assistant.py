@@ -284,12 +284,17 @@ class Memora:
             ledger=self.ledger, counter=self.counter, settings=self.settings, role=self.model.background_role.role,
         )  # fmt: skip
 
-    def _fit(self, background, notes: list[str]):
-        budget = self.model.fit_context(self.settings.token_budget) if self.model.configured else None
+    def fit_context(self, notes: list[str] | None = None) -> None:
+        """The input budget within the model's context window; a smaller one is said once."""
+        budget = self.model.fit_context(self.settings.token_budget)
         with self._lock:
-            if budget is not None and budget != self.memory.budget.total:  # a small context window, found now
-                self.memory.budget = replace(self.memory.budget, total=budget)
-                notes.append(f"The model's context window is {self.model.context_line()}.")
+            if budget != self.memory.budget.total:  # found at start, or at the first turn from a slow server
+                self.memory.budget, line = replace(self.memory.budget, total=budget), self.model.context_line()
+                (self.notify if notes is None else notes.append)(f"The model's context window is {line}.")
+
+    def _fit(self, background, notes: list[str]):
+        self.fit_context(notes)
+        with self._lock:
             prepared = self.memory.prepare_context(background_messages=background)
         if prepared.summary_failed:
             notes.append(f"Could not summarise older turns ({prepared.summary_failed}); kept them in full.")

@@ -25,10 +25,11 @@ import json
 import logging
 import re
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date
 from typing import TypeVar
 
 from memora.engine.config import MIN_OUTPUT_TOKENS, Settings
@@ -63,11 +64,9 @@ OUTPUT_LIMIT = "max_output_tokens"
 EMPTY_RETRY_FACTOR = 4
 # Two output message items of one response are two paragraphs, not one run-on line.
 ITEM_SEPARATOR = "\n\n"
-DETECTION_WAIT = 0.5  # the most a call waits for the server's kind (meanwhile the base URL decides)
+DETECTION_WAIT = 0.5  # the longest calls wait for the server's kind (meanwhile the base URL decides)
 PROBE_TIMEOUT_SECONDS = 5.0  # a probe's, in the background
-# Structured calls and summaries: the most likely reading, with a little randomness so
-# that a model that cannot stop thinking does not loop (docs/servers.md).
-STRUCTURED_TEMPERATURE = 0.2
+STRUCTURED_TEMPERATURE = 0.2  # the likeliest reading, yet no loop of a model that must think (docs/servers.md)
 HOLD_CHARS = len("<reasoning>")  # a streamed reply's last characters may open a thinking tag
 # vLLM without --reasoning-parser (its default) passes the thinking on in the text, and a
 # template that opens the block itself leaves only its closing tag to tell it by: the
@@ -115,14 +114,7 @@ class ModelClient:
     """Lazily-built ``openai.OpenAI`` client plus Memora's three kinds of call.
     ``on_lost(kind, tokens)`` is told the tokens of a failed call, which no caller gets."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        http_client=None,
-        clock: Callable[[], datetime] = system_clock,
-        count=approximate_tokens,
-    ):
+    def __init__(self, settings: Settings, *, http_client=None, clock=system_clock, count=approximate_tokens):
         self.settings = settings
         self.clock = clock
         self.count = count
@@ -131,7 +123,7 @@ class ModelClient:
         self._client = None
         self._lock = threading.Lock()
         self._server: ServerInfo | None = None
-        self._detecting = False
+        self._deadline: float | None = None
         self._detected = threading.Event()
         self.refused: set[str] = set()  # parameters the server refused: never sent again this session
         self.reasoned = 0  # the most thinking the server reported for one response this session
@@ -163,13 +155,12 @@ class ModelClient:
     # -- the server and the model --------------------------------------------------------
     @property
     def server(self) -> ServerInfo:
-        """The server at the base URL and what it says of the model (``servers.py``),
-        found once, in the background."""
+        """The server at the base URL and what it says of the model, found once in the background."""
         with self._lock:
-            start, self._detecting = not self._detecting, True
-        if start:
-            threading.Thread(target=self._detect, name="memora-detect", daemon=True).start()
-        self._detected.wait(DETECTION_WAIT)
+            if self._deadline is None:  # the first to ask starts it; every caller waits until this at most
+                self._deadline = time.monotonic() + DETECTION_WAIT
+                threading.Thread(target=self._detect, name="memora-detect", daemon=True).start()
+        self._detected.wait(max(0.0, self._deadline - time.monotonic()))
         return self._server or detect_server(self.settings.base_url, None)
 
     def _detect(self) -> None:
@@ -384,7 +375,15 @@ class ModelClient:
             stream, sent_cap = self._create(CHAT, cap=cap, instructions=instructions, input=list(messages), stream=True)
             for event in stream:
                 self._read_event(event, received, on_delta, sent_cap)
-        except (ModelCallError, KeyboardInterrupt):
+            if not received.finished:
+                # The stream ended without the server saying the response was over (the
+                # connection closed, a proxy gave up): what arrived is a fragment, and
+                # keeping it would let the next turns build on half an answer.
+                raise ModelCallError(CUT_OFF)
+        except ModelCallError:
+            self._show(received, on_delta, final=True)  # the fragment as far as it got, above the error
+            raise
+        except KeyboardInterrupt:
             raise
         except Exception as error:
             raise self._error(error, "The model request") from None
@@ -394,11 +393,6 @@ class ModelClient:
                     stream.close()
                 except Exception:
                     pass
-        if not received.finished:
-            # The stream ended without the server saying the response was over (the
-            # connection closed, a proxy gave up): what arrived is a fragment, and
-            # keeping it would let the next turns build on half an answer.
-            raise ModelCallError(CUT_OFF)
         thought = bool(CLOSING.search("".join(received.parts)))
         if received.incomplete and self._may_be_thinking(received):
             thought, received.parts = True, []  # cut before the thinking's closing tag: no reply yet
@@ -410,7 +404,7 @@ class ModelClient:
     def _show(self, received: _Received, on_delta: Callable[[str], None], *, final: bool = False) -> None:
         """Show what is new of the reply, never the model's thinking (``THINKING_AS_TEXT``)."""
         text = received.text if final else received.text[:-HOLD_CHARS]
-        if not final and self._may_be_thinking(received):
+        if self._may_be_thinking(received) and not received.finished:  # a fragment may be all thinking
             return
         if text.startswith(received.shown) and text != received.shown:
             on_delta(text[len(received.shown) :])
@@ -451,12 +445,10 @@ class ModelClient:
     def parse(self, *, instructions: str, input_text: str, text_format: type[T], what: str) -> tuple[T, int]:
         """Structured output into ``text_format``; returns (parsed, total tokens).
 
-        The schema goes out as ``text.format`` without its titles and descriptions
-        (``compact_schema``): the provider puts it in front of every such request
-        and bills it as input. A server that does not enforce it (LM Studio) also
-        gets it in the instructions, and its answer may come fenced or after a
-        line of text (``structured.parse_answer``). An answer that does not
-        validate gets one repair request quoting the error; if that fails too,
+        The schema goes out as ``text.format`` (``compact_schema``); a server that does
+        not enforce it (LM Studio) also gets it in the instructions, and its answer may
+        come fenced or after a line of text (``structured.parse_answer``). An answer that
+        does not validate gets one repair request quoting the error; if that fails too,
         the call fails (the caller keeps the job, as for any failed call)."""
         self.openai()
         schema = compact_schema(text_format)

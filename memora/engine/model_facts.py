@@ -1,23 +1,13 @@
 """What Memora knows about models: reasoning efforts and OpenAI's shutdown dates.
 
-**Reasoning.** Reasoning models think before they answer, and their thinking
-counts inside ``max_output_tokens``: a cap can end a response before any text.
-Each call kind gets its own effort (``effort_for``):
-
-* structured calls (extraction, decisions, grading) and the summary: the
-  least the model takes. They fill a schema from a short input, and thinking
-  there is pure cost and latency;
-* the tutor's reply: ``low`` (or the least above it the model takes), which
-  keeps replies quick.
-
-OpenAI's families take the efforts of a table (``REASONING_EFFORTS``, first
-match wins). On any other server the model is unknown and gets ``none`` and
-``low``, which every such server reads: Ollama maps them to ``think`` false and
-a low level (``openai/openai.go``), vLLM to the chat template's
-``enable_thinking`` and ``reasoning_effort`` (``responses/protocol.py``), and
-LiteLLM passes ``reasoning_effort`` to the model behind it. A server or model
-that refuses the parameter is asked once more without it (``llm.py``).
-``MEMORA_REASONING_EFFORT`` overrides it per kind.
+**Reasoning.** A model's thinking counts inside ``max_output_tokens``: a cap can
+end a response before any text. Structured calls and the summary fill a schema
+from a short input, so they ask for the least thinking the model takes; the
+tutor's reply asks for ``low`` (or the least above it), which keeps it quick
+(``effort_for``; ``MEMORA_REASONING_EFFORT`` overrides it per kind). OpenAI's
+families take the efforts of a table (``REASONING_EFFORTS``, first match wins);
+any other server's model gets ``none`` and ``low``, which every such server
+reads (docs/servers.md), and one that refuses them is asked again without.
 
 **Shutdown dates** come from the installed SDK, whose ``ChatModel`` type lists
 deprecated model names with their announced shutdown date, so Memora learns of

@@ -19,13 +19,10 @@ a fact the server states (``ServerInfo``), not a branch somewhere in the code:
   fit in (``llm.ModelClient.fit_context``), and **the temperature** a chat request
   to Ollama must send (it samples at 1.0 otherwise, ``openai/responses.go``).
 
-The kind is told from the base URL (OpenAI's own hosts: nothing is asked), else
-by asking, in turn until one answers, the endpoints only one kind answers, each
-of which says the model's context window: Ollama ``POST /api/show``, LM Studio
-0.4's ``GET /api/v1/models``, vLLM ``GET /v1/models`` and LiteLLM ``GET
-/model/info`` (docs/servers.md names the source of each). A server that answers
-none is "an OpenAI-compatible server", told by its default port if it has one.
-Detection never raises.
+The kind is told from the base URL (OpenAI's own hosts: nothing is asked), else by
+the first of ``PROBES`` to answer: endpoints only one kind answers, each saying the
+model's context window (docs/servers.md names their sources). A server answering
+none is "an OpenAI-compatible server", or its default port's kind. Never raises.
 """
 
 from __future__ import annotations
@@ -128,9 +125,8 @@ def _litellm(body: dict, model: str) -> dict:
     return {k: v for k, v in facts.items() if v} | {"context_from": "max_input_tokens in LiteLLM's GET /model/info"}
 
 
-# (kind, method, path under the server's root, what its answer says), in the order they
-# are asked: only that kind answers each, and what it says changes what is sent. A
-# reader fails on any other answer.
+# (kind, method, path under the root, what its answer says; failing on any other), asked
+# in turn: only that kind answers each, and what it says changes what is sent.
 PROBES: tuple[tuple[str, str, str, Callable[[dict, str], dict]], ...] = (
     ("ollama", "POST", "/api/show", _ollama),
     ("lmstudio", "GET", "/api/v1/models", _lmstudio),
