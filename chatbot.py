@@ -314,7 +314,7 @@ def preload(app: Memora, stop: threading.Event) -> None:
         if app.model.configured:
             import openai  # noqa: F401
 
-            app.model.server  # noqa: B018 -- probe the server kind now, not before the first reply
+            app.fit_context()  # ask the server now, not before the first reply
 
     # The server's kind first: the first reply needs it (which role the background goes in),
     # and a slow server's probe then overlaps the learner's typing, not their wait.

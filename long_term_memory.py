@@ -242,6 +242,13 @@ def _latest_first(steps: Sequence[tuple[str | None, str | None]]) -> list[tuple[
     return ordered
 
 
+def _resized(error: Exception) -> None:
+    """Chroma refuses a vector of another size: the embedding model changed under its name."""
+    if "expecting embedding with dimension" in str(error):
+        message = f"The embedding model's vectors changed size ({error}); type 'reindex' to re-embed every memory."
+        raise EmbeddingModelMismatch(message) from None
+
+
 def _upsert(collection, records: Sequence[MemoryRecord], vectors: Sequence[Sequence[float] | None]) -> None:
     """Write records with their vectors to Chroma, in batches Chroma accepts. A record
     whose vector is still to come (``None``) is in the catalog only, until it has one."""
@@ -249,12 +256,16 @@ def _upsert(collection, records: Sequence[MemoryRecord], vectors: Sequence[Seque
     records, vectors = [r for r, _ in pairs], [v for _, v in pairs]
     for start in range(0, len(records), 1000):
         chunk = records[start : start + 1000]
-        collection.upsert(
-            ids=[r.id for r in chunk],
-            embeddings=list(vectors[start : start + 1000]),
-            documents=[r.content for r in chunk],
-            metadatas=[to_chroma_metadata(r) for r in chunk],
-        )
+        try:
+            collection.upsert(
+                ids=[r.id for r in chunk],
+                embeddings=list(vectors[start : start + 1000]),
+                documents=[r.content for r in chunk],
+                metadatas=[to_chroma_metadata(r) for r in chunk],
+            )
+        except Exception as error:
+            _resized(error)
+            raise
 
 
 def _chroma_snapshot(collection, ids: Sequence[str]) -> dict[str, tuple]:
@@ -1268,6 +1279,7 @@ class LongTermMemoryStore:
         try:
             result = self._coll().query(query_embeddings=[vector], n_results=n, include=["distances"])
         except Exception as error:
+            _resized(error)
             if self.connection.url is not None or "hnsw" not in str(error).lower():
                 if self._vanished_under(error):
                     raise VectorsMissing(self.missing_vectors_message()) from error

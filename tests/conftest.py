@@ -146,6 +146,15 @@ def no_retry_backoff(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def server_detection_waits(monkeypatch):
+    """The server's kind is always known before the first call: on a loaded machine the
+    product's half-second wait could run out and a test would see the base URL's guess."""
+    from memora.model import llm
+
+    monkeypatch.setattr(llm, "DETECTION_WAIT", 60.0)
+
+
+@pytest.fixture(autouse=True)
 def isolated_env(monkeypatch, tmp_path):
     for name in list(os.environ):
         if name.startswith(("MEMORA_", "OPENAI_", "CHROMA_")) and name not in _TEST_SETTINGS:

@@ -268,8 +268,10 @@ def test_a_whole_session_through_a_litellm_proxy(make_app, litellm, server):
         assert chat.messages[0]["content"].startswith(SYSTEM_PROMPT + "\n\n")
         assert "<user_profile>" in chat.messages[0]["content"]
         assert chat.body["stream"] is True and chat.body["stream_options"] == {"include_usage": True}
-        # max_output_tokens, renamed: the visible cap plus room for a model that may think
+        # max_output_tokens, renamed: the visible cap plus room for a model that may think (a low
+        # effort's: this backend does not think), reasoning.effort renamed, no temperature: the model's own
         assert chat.body["max_tokens"] == app.settings.max_output_tokens + REASONING_ROOM["low"]
+        assert chat.body["reasoning_effort"] == "low" and "temperature" not in chat.body
         assert "response_format" not in chat.body
     levels = [chat.section("user_profile") for chat in chats]
     assert all("- English level: B1" in p for p in levels[:5]) and all("- English level: B2" in p for p in levels[5:])
@@ -290,6 +292,7 @@ def test_a_whole_session_through_a_litellm_proxy(make_app, litellm, server):
             assert call.json_schema["name"] == name and call.json_schema["strict"] is True
             assert call.json_schema["schema"]["additionalProperties"] is False
             assert call.roles == ["system", "user"] and "stream" not in call.body
+            assert call.body["reasoning_effort"] == "none" and call.body["temperature"] == 0.2
         return found
 
     readings = structured("extraction", "ExtractionResult")
@@ -318,7 +321,8 @@ def test_a_whole_session_through_a_litellm_proxy(make_app, litellm, server):
     assert fold.roles == ["system", "user"] and fold.instruction_messages[0].startswith(
         "You maintain the running summary"
     )
-    assert fold.body["max_tokens"] == app.settings.summary_tokens + REASONING_ROOM["low"]
+    assert fold.body["reasoning_effort"] == "none" and fold.body["temperature"] == 0.2  # no thinking, low sampling
+    assert app.settings.summary_tokens <= fold.body["max_tokens"] < app.settings.summary_tokens + 100
     assert LINES[0] in fold.last_user  # the oldest turn went into it
     after = [c for c in chats if received.index(c) > received.index(fold)]
     assert after and all(SUMMARY in (c.section("conversation_summary") or "") for c in after)
@@ -418,4 +422,86 @@ def test_by_default_embeddings_stay_local_behind_a_keyed_proxy(make_settings, li
     settings = make_settings(base_url=litellm.base_url, api_key=litellm.api_key, model=litellm.model)
     app = Memora.from_settings(settings, clock=clock, notify=lambda m: None)
     assert isinstance(app.embedder, LocalEmbedder)
-    assert app.model.server.kind.key == "litellm"  # told by its /health/liveliness
+    assert app.model.server.kind.key == "litellm"  # told by its GET /model/info
+
+
+# -- a thinking model behind LiteLLM, a whole session with the default settings ------------------
+
+THINKING_SESSION = [
+    "Hi! I just moved to Tokyo for a new job at a design studio.",
+    "My manager asked me to write emails in English every day.",
+    "Can you check this sentence: I am working here since March.",
+    "Why is it have been working and not am working?",
+    "Yesterday I goed to a meeting with our clients from Sydney.",
+    "Oh right, went. I always forget the irregular verbs.",
+    "Next Friday I have a presentation about our new app.",
+    "Could you help me start the presentation with a short story?",
+    "My hobby is climbing, I go to a climbing gym on Sundays.",
+    "How do I say that I am nervous without sounding unprofessional?",
+    "I prefer short explanations with one example, please.",
+    "What is the difference between make and do in emails?",
+    "I made a mistake in the report and I must do an apology.",
+    "Is it correct to write I look forward to hear from you?",
+    "My sister lives in Osaka and she visits me next month.",
+    "Can you give me three phrases for closing a meeting politely?",
+    "I think my pronunciation of the th sound is not good.",
+    "Please remind me to practise the presentation on Thursday.",
+    "How should I answer when a client asks a question I cannot answer?",
+    "Yesterday we have finished the first version of the app.",
+    "Thanks, that makes sense. What should I practise tomorrow?",
+    "See you tomorrow, I have to cook dinner now.",
+]
+THINKING_REPLIES = [
+    f"Reply {n}: " + "Here is a clear explanation with an example sentence you can reuse at work. " * 5
+    for n in range(1, len(THINKING_SESSION) + 1)
+]
+THINKING_FACTS = [
+    ("The learner moved to Tokyo for a job at a design studio.", "identity"),
+    ("The learner writes English emails at work every day.", "habit"),
+    ("The learner has a presentation about a new app next Friday.", "schedule"),
+    ("The learner goes to a climbing gym on Sundays.", "hobby"),
+    ("The learner prefers short explanations with one example.", "preference"),
+    ("The learner's sister lives in Osaka.", "identity"),
+]
+
+
+@pytest.mark.slow  # the LiteLLM proxy, and 22 turns of a model that thinks thousands of tokens each
+def test_a_thinking_model_behind_litellm_answers_a_whole_session_with_the_default_settings(make_app, litellm):
+    """A model that thinks 3,000 tokens before a summary or a structured answer and 4,000
+    before a reply, and cannot be told not to, behind LiteLLM's bridge to a backend
+    that behaves as Ollama's chat-completions source says: every turn is answered, the
+    memories are stored, summaries fold older turns and every token is counted."""
+    from helpers.litellm_proxy import MAX_OUTPUT_TOKENS
+
+    backend = litellm.backend.think(chat=4000, summary=3000, structured=3000, obeys_none=False)
+    backend.script(  # each reply to its line, however often it is asked
+        "chat",
+        *[lambda body: THINKING_REPLIES[THINKING_SESSION.index(_as_responses(body)["input"][0]["content"])]] * 60,
+    )
+    backend.script("extraction", *[extraction(fact(text, category)) for text, category in THINKING_FACTS])
+    app = _through(make_app, litellm)  # the default settings otherwise
+    text, code = _repl(app, THINKING_SESSION)
+
+    assert code == 0 and text.rstrip().endswith("Goodbye!")
+    for line, reply in zip(THINKING_SESSION, THINKING_REPLIES, strict=True):
+        assert f"Memora: {reply.strip()}" in _after(text, line), line
+    assert "Error" not in text and "Could not summarise" not in text and "does not fit" not in text
+    assert "hmm" not in text and all("hmm" not in m["content"] for m in app.memory.messages)
+    stored = sorted(r.content for r in app.store.list())
+    readings = backend.of_kind("extraction")  # held short messages are read together: fewer calls than turns
+    assert len(readings) >= 4 and stored == sorted(text for text, _ in THINKING_FACTS[: len(readings)])
+    summaries = backend.of_kind("summary")
+    assert summaries and app.memory.summary.startswith("Summary so far")
+    usage = app.memory.usage
+    counted = usage.chat + usage.summaries + usage.extraction + usage.grading
+    assert counted == backend.generated  # every token the backend generated, cut attempts too
+    chats = backend.chats
+    assert all(c.body["max_tokens"] <= MAX_OUTPUT_TOKENS for c in chats)  # what LiteLLM's model info allows
+    cut = [c for c in chats if c.body["max_tokens"] <= len(c.thought.split())]
+    assert len(cut) <= 1  # only the first reply, before the model was seen to think
+    print(
+        f"\nFIGURES turns={len(THINKING_SESSION)} answered={sum(f'Memora: Reply {n}:' in text for n in range(1, 23))} "
+        f"chat_requests={len(chats)} memories={len(stored)} summaries={len(summaries)} "
+        f"extractions={len(readings)} counted={counted} generated={backend.generated} "
+        f"chat={usage.chat} summaries_tokens={usage.summaries} extraction={usage.extraction}"
+    )

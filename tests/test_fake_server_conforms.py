@@ -419,12 +419,18 @@ def test_the_whole_app_conforms(make_app, server, run_repl):
 @pytest.mark.parametrize("persona", fake.PERSONAS)
 def test_unknown_get_paths_answer_a_404_in_openais_shape(persona):
     with FakeOpenAIServer(persona=persona) as server:
-        status, body = get(server, "/v1/models")
+        status, body = get(server, "/v1/nothing")
         assert status == 404 and fake.check_error_body(body) == []
-        assert body["error"]["message"] == "Invalid URL (GET /v1/models)"
-        for path, persona_of in [("/api/version", "ollama"), ("/version", "vllm"), ("/api/v0/models", "lmstudio")]:
+        assert body["error"]["message"] == "Invalid URL (GET /v1/nothing)"
+        for path, persona_of in [
+            ("/api/version", "ollama"),
+            ("/version", "vllm"),
+            ("/v1/models", "vllm"),
+            ("/api/v0/models", "lmstudio"),
+            ("/api/v1/models", "lmstudio"),
+        ]:
             assert get(server, path)[0] == (200 if persona == persona_of else 404)
-        assert [p.path for p in server.of_kind("probe")][0] == "/v1/models"
+        assert [p.path for p in server.of_kind("probe")][0] == "/v1/nothing"
         assert server.violations == []
 
 

@@ -159,15 +159,30 @@ def test_a_400_naming_the_reasoning_parameter_is_retried_once_without_it_for_the
     assert "not sent: the server refused the parameter this session" in t.text
 
 
-def test_on_another_server_reasoning_is_sent_only_when_asked_for(make_app, server):
+def test_on_another_server_the_reply_asks_low_thinking_and_the_rest_none(make_app, server):
     server.script("extraction", extraction(), extraction())
-    app = make_app(extraction_batch=1)  # a local server: its models are unknown
+    app = make_app(extraction_batch=1)  # a local server: its models are unknown, and may think
     say(app, "I walked to the station in the rain this morning.")
-    assert "reasoning" not in server.chats[-1].body and "reasoning" not in server.of_kind("extraction")[-1].body
-    asked = make_app(extraction_batch=1, reasoning_effort="medium")
-    say(asked, "I walked to the station in the rain again this evening.")
-    assert server.chats[-1].body["reasoning"] == {"effort": "medium"}
-    assert server.of_kind("extraction")[-1].body["reasoning"] == {"effort": "medium"}
+    assert server.chats[-1].body["reasoning"] == {"effort": "low"}
+    assert server.of_kind("extraction")[-1].body["reasoning"] == {"effort": "none"}
+
+
+@pytest.mark.parametrize(
+    "setting, chat, structured",
+    [
+        ("medium", "medium", "none"),  # a bare effort is the reply's
+        ("none", "none", "none"),  # the fix a thinking model's cut-off reply names
+        ("structured:low", "low", "low"),
+        ("chat:high,structured:minimal", "high", "minimal"),
+        ("off", None, None),  # no call sends the parameter
+    ],
+)
+def test_memora_reasoning_effort_overrides_per_kind(make_app, server, setting, chat, structured):
+    server.script("extraction", extraction())
+    app = make_app(extraction_batch=1, reasoning_effort=setting)
+    say(app, "I walked to the station in the rain again this evening.")
+    assert server.chats[-1].body.get("reasoning") == ({"effort": chat} if chat else None)
+    assert server.of_kind("extraction")[-1].body.get("reasoning") == ({"effort": structured} if structured else None)
 
 
 def test_reasoning_off_sends_the_parameter_to_no_call(make_app, server):
@@ -196,7 +211,7 @@ def test_a_reply_that_stays_empty_is_one_line_and_never_enters_the_conversation(
     with pytest.raises(ModelCallError) as failure:
         app.chat("Explain the present perfect, please.", on_delta=lambda _: None)
     message = str(failure.value)
-    assert "used its whole output allowance" in message and "MEMORA_MAX_OUTPUT_TOKENS" in message
+    assert "used its whole output allowance" in message and "Set MEMORA_REASONING_EFFORT=none" in message
     assert "\n" not in message
     assert app.memory.messages == []
     session = app.paths.session.read_text() if app.paths.session.exists() else ""
@@ -524,8 +539,8 @@ def test_on_ollama_the_background_reaches_the_model(make_app, server, run_repl):
     reached = request.body["instructions"] + "".join(m["content"] for m in request.model_input)
     assert "- English level: B1" in reached and "nurse in Taichung" in reached  # nothing was dropped
     assert "developer" not in request.roles
-    assert "/api/version" in [p.path for p in server.probes]  # the probe that told the kind
-    assert "Ollama at 127.0.0.1" in t.text and "answered GET /api/version (0.12.6)" in t.text
+    assert "/api/show" in [p.path for p in server.probes]  # the probe that told the kind
+    assert "Ollama at 127.0.0.1" in t.text and "answered POST /api/show" in t.text
     assert "drops developer messages" in t.text
 
 
@@ -546,7 +561,7 @@ def test_on_vllm_the_background_is_never_a_developer_message(make_app, server, r
     assert "Memora: Reply 1." in t.text and "Unexpected message role" not in t.text
     [request] = server.chats
     assert request.status == 200 and "- English level: C1" in request.body["instructions"]
-    assert "vLLM at 127.0.0.1" in t.text and "answered GET /version (0.11.0)" in t.text
+    assert "vLLM at 127.0.0.1" in t.text and "answered GET /v1/models" in t.text
 
 
 @pytest.mark.parametrize("wrapping", ["fenced", "prose"])
@@ -570,7 +585,7 @@ def test_the_server_is_probed_once_per_session(make_app, server):
     say(app, "I walked back home in the evening sunshine.")
     from memora.model.servers import PROBES
 
-    assert sorted(p.path for p in server.probes) == sorted(path for _, path, _ in PROBES)  # each once, at once
+    assert PROBES[0][2] == "/api/show" and [p.path for p in server.probes] == ["/api/show"]  # once: Ollama is first
 
 
 @pytest.mark.parametrize(
@@ -766,3 +781,305 @@ def test_litellms_invalid_model_name_names_memora_model(make_app, server):
     with pytest.raises(ModelCallError) as failure:
         turn(make_app(model="llama9"))
     assert "does not know the model 'llama9' (400). Set MEMORA_MODEL" in str(failure.value)
+
+
+# -- thinking models on the servers learners run (their sources: docs/servers.md) -----------------
+
+
+def chat_usage(text: str) -> int:
+    """The chat tokens 'status' shows."""
+    return int(re.search(r"^chat\s+(\d+)$", text, re.M).group(1))
+
+
+def test_on_ollama_a_thinking_reply_gets_the_room_its_thinking_took(make_app, server):
+    """Ollama thinks by default and counts the thinking inside max_output_tokens: the first
+    reply is cut while thinking and asked again; from then on the cap leaves room for
+    what the model was seen to think."""
+    server.persona, server.context, server.thinks = "ollama", 32768, {"chat": 4000}
+    app = make_app()
+    first, shown_first = turn(app)
+    second, shown_second = turn(app, "And how is it different from the past simple?")
+    assert (shown_first, shown_second) == (first.reply.text, second.reply.text) == ("Reply 2.", "Reply 3.")
+    cut, retried, next_turn = server.chats  # the second turn needed one request
+    assert cut.body["max_output_tokens"] == 800 + 2048  # before any report: a low effort's room
+    assert retried.body["max_output_tokens"] == 4 * 800 + 2 * 2848  # the cut attempt thought 2,848 tokens
+    assert next_turn.body["max_output_tokens"] >= 800 + 2 * (4000 - 5)  # twice what it was seen to think
+    assert all(c.body["reasoning"] == {"effort": "low"} for c in server.chats)
+    assert [m["content"] for m in app.memory.messages][1::2] == ["Reply 2.", "Reply 3."]  # no thinking kept
+    assert app.memory.usage.chat == (10 + 2848) + 2 * (10 + 4000 + 2)  # the cut attempt's tokens too
+
+
+def test_on_ollama_structured_calls_and_summaries_ask_for_no_thinking(make_app, server, run_repl):
+    server.persona, server.context = "ollama", 32768
+    server.thinks = {"summary": 3000, "structured": 3000}  # what it would think if asked nothing
+    app = make_app(extraction_batch=1, recent_tokens=150, summary_tokens=100)
+    lines = [f"Turn {i}: yesterday I practised the airport vocabulary with my sister again. " * 3 for i in range(6)]
+    t = run_repl(app, [*lines, "status"])
+    calls = server.of_kind("summary") + server.of_kind("extraction")
+    assert server.of_kind("summary") and server.of_kind("extraction")
+    assert all(c.body["reasoning"] == {"effort": "none"} and c.body["temperature"] == 0.2 for c in calls)
+    assert "Could not summarise" not in t.text and app.memory.summary.startswith("Summary so far")
+    assert "chat low, extraction and summaries none" in t.text
+
+
+def test_a_reply_still_cut_off_names_the_setting_that_fixes_it_and_its_tokens_are_counted(make_app, server, run_repl):
+    server.persona, server.context, server.thinks = "ollama", 32768, {"chat": 100_000}
+    app = make_app()
+    t = run_repl(app, ["Can you explain the present perfect?", "status"])
+    [error] = [line for line in t.text.splitlines() if line.startswith("Error:")]
+    assert "used its whole output allowance" in error and "Set MEMORA_REASONING_EFFORT=none" in error
+    assert app.memory.messages == []
+    caps = [c.body["max_output_tokens"] for c in server.chats]
+    assert len(caps) == 2 and chat_usage(t.text) == sum(10 + cap for cap in caps)  # a failed turn's tokens
+    fixed = make_app(reasoning_effort="none")  # the setting the line names
+    result, shown = turn(fixed)
+    assert shown == result.reply.text == "Reply 3." and server.chats[-1].body["reasoning"] == {"effort": "none"}
+
+
+@pytest.mark.parametrize(
+    "kind, answer, dropped",
+    [
+        ("chat", Error(400, '"llama3.2" does not support thinking'), "reasoning"),  # Ollama, a model that cannot
+        ("extraction", Error(400, "1 validation error: reasoning.effort: Input should be 'low'"), "reasoning"),  # vLLM
+        (
+            "extraction",
+            Error(400, "litellm.UnsupportedParamsError: openai does not support parameters: ['temperature']"),
+            "temperature",  # LiteLLM in front of a model that takes none
+        ),
+        ("chat", Error(400, "Unsupported value: 'reasoning_effort' does not support 'low'"), "reasoning"),
+    ],
+)
+def test_a_parameter_a_server_refuses_is_dropped_once_for_the_session(make_app, server, kind, answer, dropped):
+    server.script(kind, answer)
+    server.script("extraction", extraction(), extraction())
+    app = make_app(extraction_batch=1)
+    say(app, "I walked to the station in the rain this morning.")
+    say(app, "I walked back home in the evening sunshine.")
+    refused, retried, *later = server.of_kind(kind)
+    assert dropped in refused.body and dropped not in retried.body
+    assert all(dropped not in r.body for r in later + server.chats[1:] + server.of_kind("extraction")[1:])
+    assert "Error" not in "".join(app.turn.take_unsaved_notes())
+
+
+THINKING_IN_TEXT = [
+    "<think>I should plan the answer first.</think>\n\nThe present perfect links the past to now.",
+    "I should plan the answer first.\n</think>\n\nThe present perfect links the past to now.",  # vllm#31045
+    "[THINK]I should plan the answer first.[/THINK]The present perfect links the past to now.",  # Magistral
+    "<thinking>I should plan the answer first.</thinking>\nThe present perfect links the past to now.",
+    "The present perfect links the past to now.<think>I should plan the answer first, but",  # never closed
+]
+
+
+@pytest.mark.parametrize("raw", THINKING_IN_TEXT)
+def test_thinking_passed_on_in_the_text_is_never_shown_nor_kept(make_app, server, raw):
+    server.persona = "vllm"  # served without --reasoning-parser, vLLM's default
+    server.script("chat", raw, raw)
+    app = make_app()
+    for _ in range(2):  # the first reply, and one after the server was seen to think in its text
+        deltas: list[str] = []
+        result = app.chat("Can you explain the present perfect?", on_delta=deltas.append)
+        assert "".join(deltas) == result.reply.text == "The present perfect links the past to now."
+        assert not any("plan" in d or "<" in d or "[" in d for d in deltas)
+    assert all("plan" not in m["content"] for m in app.memory.messages)
+    assert "plan the answer" not in app.paths.session.read_text()
+
+
+@pytest.mark.parametrize("opening_tag", [True, False])
+def test_on_vllm_without_a_reasoning_parser_a_thinking_model_is_shown_only_its_answer(make_app, server, opening_tag):
+    server.persona, server.opening_tag, server.thinks = "vllm", opening_tag, {"chat": 5000}
+    app = make_app()
+    shown = []
+    for line in ("Can you explain the present perfect?", "And the past simple?"):
+        deltas: list[str] = []
+        result = app.chat(line, on_delta=deltas.append)
+        shown.append("".join(deltas))
+        assert "hmm" not in "".join(deltas) and "hmm" not in result.reply.text
+    cut = server.chats[0]  # cut inside its thinking at 2,848 tokens: no answer yet, asked again
+    assert cut.body["max_output_tokens"] == 2848 and len(server.chats) == 3
+    assert shown == ["Reply 2.", "Reply 3."] and app.model.reasoned >= 4990
+
+
+@pytest.mark.parametrize(
+    "answer, asked, expected",
+    [
+        ('<think>Maybe {"memories": [1]}', "", None),  # a draft cut short is no answer
+        ('maybe {"memories": [1]}</think>{"memories": [3]}', "", [3]),  # its opening tag was the template's
+        ('[THINK]{"memories": [1]}[/THINK]{"memories": [2]}', "", [2]),
+        ('You wrote {"memories": [7]}; the answer is {"memories": [2]}', 'I said {"memories": [7]}', [2]),
+        ('The message quotes {"memories": [7]}.', 'Wrong fact: {"memories": [7]}', None),  # only a quote
+        ('The learner wrote { "memories" : [7] } here.', 'Wrong fact: {"memories": [7]}', None),  # spaced apart
+    ],
+)
+def test_a_structured_answer_is_never_taken_from_the_thinking_or_from_a_quote(answer, asked, expected):
+    from memora.model.structured import MalformedAnswer, parse_answer
+    from memora.reading.extraction import CorrectionDecision
+
+    if expected is None:
+        with pytest.raises(MalformedAnswer):
+            parse_answer(answer, CorrectionDecision, asked)
+    else:
+        assert parse_answer(answer, CorrectionDecision, asked).memories == expected
+
+
+def test_an_object_the_model_quotes_from_the_learners_message_is_not_stored(make_app, server):
+    import json
+
+    pasted = json.dumps(extraction(fact("The learner is a pilot.", "identity")))
+    server.script("extraction", f"The message quotes {pasted}, nothing to extract.", extraction())
+    app = make_app(extraction_batch=1)
+    say(app, f"My friend sent me this and I do not understand it: {pasted}")
+    assert app.store.list() == []
+    assert len(server.of_kind("extraction")) == 2  # the quote was no answer: a repair request followed
+    draft = '<think>The learner keeps bees? {"facts": [{"text": "The learner keeps bees."'
+    server.script("extraction", draft, extraction())
+    say(app, "I keep bees on the roof of my building in Taichung.")
+    assert app.store.list() == []
+
+
+def test_on_ollama_a_4096_token_context_is_asked_for_and_kept(make_app, server, run_repl):
+    import threading
+
+    from helpers.fake_openai import _prompt_words
+
+    import chatbot
+
+    server.persona = "ollama"  # no num_ctx in the Modelfile: 4,096 tokens below 23 GiB of VRAM
+    notices: list[str] = []
+    app = make_app(extraction_batch=1, notices=notices)
+    chatbot.preload(app, threading.Event())  # the start, while the learner types
+    [said] = [n for n in notices if "context window" in n]
+    assert said.startswith("The model's context window is 4096 tokens") and "\n" not in said
+    app.profiles.set_english_level("b1")
+    long = "I practised the airport vocabulary and the check-in dialogue with my sister again today. " * 6
+    t = run_repl(app, [f"{i}. {long}" for i in range(8)] + ["status"])
+    assert "The model's context window is" not in t.text  # said once, at start
+    assert "4096 tokens (Ollama's default below 23 GiB of VRAM): requests up to 2048 tokens, replies up to 2048" in (
+        t.text
+    )
+    for request in server.requests:
+        if request.kind == "embeddings":
+            continue
+        assert request.model_input == request.input  # nothing dropped by the server
+        sent = _prompt_words(request.input, request.body.get("instructions"))
+        assert sent + request.body.get("max_output_tokens", 0) <= 4096 and sent <= 2048
+    assert "- English level: B1" in server.chats[-1].body["instructions"]
+    roomy = make_app(context_tokens=32768)  # the setting overrides what the server says
+    roomy.chat("Hello again", on_delta=lambda _: None)
+    assert roomy.memory.budget.total == 4000 and "(MEMORA_CONTEXT_TOKENS)" in roomy.model.context_line()
+
+
+@pytest.mark.parametrize("max_output", [16, 800])
+def test_on_vllm_a_max_model_len_of_2048_is_never_exceeded(make_app, server, run_repl, max_output):
+    from helpers.fake_openai import _prompt_words
+
+    server.persona, server.context = "vllm", 2048
+    app = make_app(max_output_tokens=max_output, recent_tokens=300, summary_tokens=100)
+    t = run_repl(
+        app, [f"Turn {i}: " + "tell me more about the present perfect and the past simple " * 8 for i in range(6)]
+    )
+    assert "Error" not in t.text and len(server.chats) == 6 and server.of_kind("summary")
+    for request in server.chats + server.of_kind("summary"):
+        assert request.status == 200
+        cap = request.body["max_output_tokens"]
+        assert cap <= 2048 and _prompt_words(request.input, request.body["instructions"]) + cap <= 2048
+
+
+def test_lm_studio_is_found_through_its_current_api_with_the_loaded_context(make_app, server, run_repl):
+    from helpers.fake_openai import LMSTUDIO_KEY
+
+    server.persona, server.context = "lmstudio", 8192
+    t = run_repl(make_app(model=LMSTUDIO_KEY), ["Hello there", "status"])
+    assert "answered GET /api/v1/models" in t.text
+    assert "8192 tokens (the loaded model's context_length in LM Studio)" in t.text
+    assert "/api/v0/models" not in [p.path for p in server.probes]
+
+
+@pytest.mark.parametrize(
+    "persona, chat, structured",
+    [
+        ("openai", None, None),  # its reasoning models refuse a temperature
+        ("ollama", 0.6, 0.2),  # it would sample at 1.0: the model's own (its Modelfile's) for the reply
+        ("vllm", None, 0.2),  # it applies the model's generation config when none is sent
+        ("lmstudio", None, 0.2),
+    ],
+)
+def test_the_temperature_is_chosen_per_server_and_call_kind(make_app, server, persona, chat, structured):
+    server.persona = persona
+    server.script("extraction", extraction())
+    app = make_app(as_openai=persona == "openai", extraction_batch=1, context_tokens=32768)
+    say(app, "I walked to the station in the rain this morning.")
+    assert server.chats[-1].body.get("temperature") == chat
+    assert server.of_kind("extraction")[-1].body.get("temperature") == structured
+
+
+def test_the_first_reply_does_not_wait_for_a_server_slow_to_answer_its_probes(make_app, server, monkeypatch):
+    from memora.model import llm
+
+    monkeypatch.setattr(llm, "DETECTION_WAIT", 0.5)  # the product's wait (tests elsewhere wait for the answer)
+    server.persona = "ollama"
+    held = server.hold_probes()
+    app = make_app(context_tokens=32768)
+    result, _ = turn(app)  # answered while every probe is still waiting
+    held.wait_arrived()
+    assert result.reply.text == "Reply 1." and not held.released.is_set()
+    assert "temperature" not in server.chats[-1].body  # meanwhile the base URL alone decided
+    held.release()
+    assert app.model._detected.wait(10)
+    turn(app)
+    assert server.chats[-1].body["temperature"] == 0.6  # Ollama, found: the model's own
+
+
+def test_openai_itself_is_never_probed(make_app, server):
+    turn(make_app(as_openai=True))
+    assert server.probes == []
+
+
+@pytest.mark.parametrize("invisible", ["\u200b", "\u200b\u200d\u2060", " \ufeff\n", "\u200c" * 40])
+def test_a_reply_of_zero_width_characters_alone_is_not_kept(make_app, server, invisible):
+    server.script("chat", invisible)
+    app = make_app()
+    with pytest.raises(ModelCallError) as failure:
+        turn(app)
+    assert "empty reply" in str(failure.value) and app.memory.messages == []
+
+
+def test_a_structured_answer_that_fails_still_has_its_tokens_counted(make_app, server):
+    server.script("extraction", "no json here", "still no json")
+    app = make_app(extraction_batch=1)
+    say(app, "I keep bees on the roof of my building in Taichung.")
+    assert app.memory.usage.extraction == 2 * 15  # both attempts (the stand-in's 10 in, 5 out each)
+
+
+def test_an_embedding_model_that_changed_size_under_its_name_says_reindex_in_one_line(make_app, run_repl):
+    from memora.model.embeddings import HashEmbedder
+
+    first = make_app()
+    first.store.add("The learner sings in a choir on Sundays")
+    first.close()
+    resized = HashEmbedder(512)
+    resized.name = HashEmbedder().name  # the server's model kept its name and changed its size
+    t = run_repl(
+        make_app(embedder=resized), ["remember I also play the cello", "search choir", "reindex", "search choir"]
+    )
+    lines = [line for line in t.text.splitlines() if "vectors changed size" in line]
+    assert len(lines) == 2 and all("type 'reindex' to re-embed every memory" in line for line in lines)
+    assert "Unexpected" not in t.text
+    assert "The learner sings in a choir" in t.text.rsplit("You: search choir", 1)[1]
+
+
+def test_on_vllm_a_first_reply_that_breaks_off_shows_nothing_that_may_be_thinking(make_app, server, run_repl):
+    server.persona = "vllm"
+    server.script("chat", StreamThenFail("I should plan the answer first, the learner asked about", end="close"))
+    t = run_repl(make_app(), ["Can you explain the present perfect?"])
+    assert "plan the answer" not in t.text and "Error: (reply cut off)" in t.text
+
+
+def test_on_vllm_with_a_reasoning_parser_the_thinking_it_reports_sets_the_room(make_app, server, run_repl):
+    server.persona, server.reasoning_parser, server.thinks = "vllm", True, {"chat": 3000}
+    app = make_app()
+    t = run_repl(app, ["Can you explain the present perfect?", "And the past simple?", "status"])
+    assert "Memora: Reply 2." in t.text and "Memora: Reply 3." in t.text and "hmm" not in t.text
+    cut, retried, next_turn = server.chats  # the first cut while thinking; the second turn one request
+    assert cut.body["max_output_tokens"] == 2848 and next_turn.body["max_output_tokens"] == 800 + 2 * 3000
+    assert app.model.reasoned == 3000  # its reasoning_tokens, as vLLM's usage reports them
+    assert "the most thinking in one response: 3000 tokens" in t.text

@@ -27,6 +27,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 
 from long_term_memory import LongTermMemoryStore
@@ -82,7 +83,7 @@ class Memora:
         Chroma connection the settings name, unless given (tests give them)."""
         notifier = Notifier(notify)
         counter = TokenCounter(settings.model, warn=notifier)
-        model = ModelClient(settings, http_client=http_client, clock=clock)
+        model = ModelClient(settings, http_client=http_client, clock=clock, count=counter.count)
         embedder = embedder or make_embedder(
             settings.effective_embedding_model,
             client_factory=model.openai if settings.chat_configured else None,
@@ -111,6 +112,7 @@ class Memora:
         self.notify = notifier or Notifier(print)
         self._lock = threading.RLock()
         self.counter, self.model, self.embedder, self.connection = counter, model, embedder, connection
+        model.on_lost = self.add_usage  # a failed call's tokens, which no caller gets back
         self.switch_to: Embedder | None = None  # the configured model, while the store's own is kept
         ensure_private_dir(settings.data_dir)
         ensure_private_dir(self.paths.folder)
@@ -280,7 +282,16 @@ class Memora:
             ledger=self.ledger, counter=self.counter, settings=self.settings, role=self.model.background_role.role,
         )  # fmt: skip
 
+    def fit_context(self, notes: list[str] | None = None) -> None:
+        """The input budget within the model's context window; a smaller one is said once."""
+        budget = self.model.fit_context(self.settings.token_budget)
+        with self._lock:
+            if budget != self.memory.budget.total:  # found at start, or at the first turn from a slow server
+                self.memory.budget, line = replace(self.memory.budget, total=budget), self.model.context_line()
+                (self.notify if notes is None else notes.append)(f"The model's context window is {line}.")
+
     def _fit(self, background, notes: list[str]):
+        self.fit_context(notes)
         with self._lock:
             prepared = self.memory.prepare_context(background_messages=background)
         if prepared.summary_failed:

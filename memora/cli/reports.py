@@ -45,6 +45,7 @@ def status_rows(app: Memora) -> list[Table]:
             ["server", model.server.describe()],
             ["background role", model.background_role.describe()],
             ["reasoning effort", model.reasoning_line()],
+            ["context window", model.context_line()],
             [
                 "structured answers",
                 f"{stats.answers} this session, {stats.repaired} needed a repair request"

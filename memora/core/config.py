@@ -29,6 +29,8 @@ DEFAULT_MODEL = "gpt-5.4-mini"
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 NO_REASONING = "off"  # MEMORA_REASONING_EFFORT=off: never send the parameter
 BACKGROUND_ROLES = ("developer", "system")
+# The kinds of call, each with its own effort.
+CHAT, STRUCTURED = "chat", "structured"
 
 
 def is_openai_url(base_url: str | None) -> bool:
@@ -168,6 +170,7 @@ class Settings:
     model: str = DEFAULT_MODEL
     embedding_model: str | None = None  # None: OpenAI with an API key and OpenAI's URL, else local
     reasoning_effort: str | None = None  # None: per call kind (model_facts); "off": never sent
+    context_tokens: int | None = None  # the model's context window; None: what the server says (servers.py)
     background_role: str | None = None  # None: the role the server reads (servers.py)
     api_key: str | None = field(default=None, repr=False)
     base_url: str | None = None
@@ -219,6 +222,7 @@ class Settings:
             "summary_tokens": "MEMORA_SUMMARY_TOKENS",
             "background_tokens": "MEMORA_BACKGROUND_TOKENS",
             "max_output_tokens": "MEMORA_MAX_OUTPUT_TOKENS",
+            "context_tokens": "MEMORA_CONTEXT_TOKENS",
             "max_retries": "MEMORA_MAX_RETRIES",
             "memory_cap": "MEMORA_MEMORY_CAP",
             "proactive_days": "MEMORA_PROACTIVE_DAYS",
@@ -253,6 +257,7 @@ class Settings:
             "summary tokens (MEMORA_SUMMARY_TOKENS)": self.summary_tokens,
             "background tokens (MEMORA_BACKGROUND_TOKENS)": self.background_tokens,
             "max output tokens (MEMORA_MAX_OUTPUT_TOKENS)": self.max_output_tokens,
+            "context window (MEMORA_CONTEXT_TOKENS)": 1 if self.context_tokens is None else self.context_tokens,
             "memory cap (MEMORA_MEMORY_CAP)": self.memory_cap,
             "profile list limit (MEMORA_MAX_PROFILE_ITEMS)": self.max_profile_items,
             "extraction batch (MEMORA_EXTRACTION_BATCH)": self.extraction_batch,
@@ -268,11 +273,12 @@ class Settings:
         ):
             if 0 < value < MIN_OUTPUT_TOKENS:  # each is an output cap the API refuses below 16
                 raise ConfigError(f"The {label} must be at least {MIN_OUTPUT_TOKENS}, got {value}.")
-        if self.reasoning_effort is not None and self.reasoning_effort not in (*EFFORTS, NO_REASONING):
-            raise ConfigError(
-                f"MEMORA_REASONING_EFFORT must be one of {', '.join((*EFFORTS, NO_REASONING))}, "
-                f"got {self.reasoning_effort!r}."
-            )
+        for name, _, effort in (p.strip().rpartition(":") for p in (self.reasoning_effort or "").split(",") if p):
+            if name not in ("", CHAT, STRUCTURED) or effort not in (*EFFORTS, NO_REASONING):
+                raise ConfigError(
+                    f"MEMORA_REASONING_EFFORT must be one of {', '.join((*EFFORTS, NO_REASONING))} (the reply's), "
+                    f"or chat:EFFORT,structured:EFFORT; got {self.reasoning_effort!r}."
+                )
         if self.background_role is not None and self.background_role not in BACKGROUND_ROLES:
             raise ConfigError(
                 f"MEMORA_BACKGROUND_ROLE must be developer or system, got {self.background_role!r} "

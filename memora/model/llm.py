@@ -10,9 +10,10 @@ key appear in a message.
 * ``summarize``: folds old turns into the running summary (``memory.py``).
 
 Every call goes through ``_create``, which adds what the model and the server
-need (``model_facts``, ``servers``): a reasoning effort for the call's kind,
-an output cap with room for the reasoning, and, once a server has refused the
-reasoning parameter, never that parameter again this session.
+need (``model_facts``, ``servers``): the call kind's reasoning effort and
+temperature, and an output cap with room for the thinking the server has
+reported this session, within the model's context window. The model's thinking
+never reaches the learner or the conversation (``structured.without_thinking``).
 
 Requests are sent with ``store=False``: the learner's data is not kept on the
 provider's side for later retrieval.
@@ -22,27 +23,24 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
+import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date
 from typing import TypeVar
 
-from memora.core.config import DEFAULT_MODEL, NO_REASONING, Settings
+from memora.core.config import CHAT, DEFAULT_MODEL, MIN_OUTPUT_TOKENS, STRUCTURED, Settings
 from memora.core.errors import ModelCallError, ModelNotConfigured
-from memora.core.text_utils import counted, shorten
+from memora.core.text_utils import clean_text, counted, shorten
 from memora.core.timeutil import system_clock
-from memora.model.model_facts import (
-    chat_effort,
-    efforts_for,
-    known_model,
-    lowest_effort,
-    room_for,
-    shutdown_date,
-)
+from memora.model.model_facts import REASONING_ROOM, effort_for, shutdown_date
 from memora.model.prompts import REPAIR_PROMPT, SCHEMA_HINT, SUMMARY_PROMPT
-from memora.model.servers import PROBE_TIMEOUT_SECONDS, RoleChoice, ServerInfo, background_role, detect_server
-from memora.model.structured import MalformedAnswer, parse_answer
+from memora.model.servers import OPENAI, RoleChoice, ServerInfo, background_role, detect_server
+from memora.model.structured import CLOSING, MalformedAnswer, parse_answer, without_thinking
+from memora.model.tokens import approximate_tokens
 
 log = logging.getLogger("memora")
 
@@ -61,14 +59,19 @@ CUT_OFF_LEAD = "(reply cut off)"
 NOT_KEPT = "That message was not kept; send it again."
 CUT_OFF = f"{CUT_OFF_LEAD} The connection closed before the reply was complete. {NOT_KEPT}"
 OUTPUT_LIMIT = "max_output_tokens"
-# A response cut by its cap before any visible text (the reasoning used it all) is
-# asked again once with this many times the cap: the learner has seen nothing yet.
+# A response cut by its cap before any visible text (the thinking used it all) is asked
+# again once with this many times the visible cap: the learner has seen nothing yet.
 EMPTY_RETRY_FACTOR = 4
 # Two output message items of one response are two paragraphs, not one run-on line.
 ITEM_SEPARATOR = "\n\n"
-
-# The kinds of call, for the reasoning effort each gets (model_facts).
-CHAT, STRUCTURED = "chat", "structured"
+DETECTION_WAIT = 0.5  # the longest calls wait for the server's kind (meanwhile the base URL decides)
+PROBE_TIMEOUT_SECONDS = 5.0  # a probe's, in the background
+STRUCTURED_TEMPERATURE = 0.2  # the likeliest reading, yet no loop of a model that must think (docs/servers.md)
+HOLD_CHARS = len("<reasoning>")  # a streamed reply's last characters may open a thinking tag
+# vLLM without --reasoning-parser (its default) passes the thinking on in the text, and a
+# template that opens the block itself leaves only its closing tag to tell it by: the
+# first reply is shown when complete, later ones too if it thought in its text.
+THINKING_AS_TEXT = ("vllm",)
 
 
 @dataclass
@@ -81,11 +84,12 @@ class _Received:
     incomplete: str | None = None  # why the server stopped early (a token limit), if it did
     finished: bool = False  # the server said the response is over
     item: object = None  # the output item the last text came from
-    pending_space: str = ""  # whitespace not shown yet (shown with the text after it)
+    shown: str = ""  # what the learner has been shown of it
 
     @property
     def text(self) -> str:
-        return "".join(self.parts)
+        """The reply, without the model's thinking."""
+        return without_thinking("".join(self.parts)).lstrip()
 
 
 @dataclass(frozen=True)
@@ -107,17 +111,24 @@ class StructuredStats:
 
 
 class ModelClient:
-    """Lazily-built ``openai.OpenAI`` client plus Memora's three kinds of call."""
+    """Lazily-built ``openai.OpenAI`` client plus Memora's three kinds of call.
+    ``on_lost(kind, tokens)`` is told the tokens of a failed call, which no caller gets."""
 
-    def __init__(self, settings: Settings, *, http_client=None, clock: Callable[[], datetime] = system_clock):
+    def __init__(self, settings: Settings, *, http_client=None, clock=system_clock, count=approximate_tokens):
         self.settings = settings
         self.clock = clock
+        self.count = count
+        self.on_lost: Callable[[str, int], None] = lambda kind, tokens: None
         self._http_client = http_client
         self._client = None
         self._lock = threading.Lock()
         self._server: ServerInfo | None = None
-        self._probing = threading.Lock()
-        self.reasoning_refused = False  # the server refused the reasoning parameter: never sent again
+        self._deadline: float | None = None
+        self._detected = threading.Event()
+        self.refused: set[str] = set()  # parameters the server refused: never sent again this session
+        self.reasoned = 0  # the most thinking the server reported for one response this session
+        self.thinks_in_text: bool | None = None  # the last reply thought in its text (None: no reply yet)
+        self.fitted: tuple[int, int] | None = None  # (input budget, output limit) in the context window
         self.schema_in_instructions = False  # a strict server's answer needed repair: the schema goes along
         self.structured = StructuredStats()
 
@@ -144,24 +155,23 @@ class ModelClient:
     # -- the server and the model --------------------------------------------------------
     @property
     def server(self) -> ServerInfo:
-        """The kind of server at the base URL, probed once (see ``servers.py``)."""
+        """The server at the base URL and what it says of the model, found once in the background."""
         with self._lock:
-            known = self._server
-        if known is not None:
-            return known
-        with self._probing:  # one probe at a time: a thread that asks meanwhile waits for its answer
-            with self._lock:
-                if self._server is not None:
-                    return self._server
-            get = self._probe_get if self.configured else None
-            found = detect_server(self.settings.base_url, get)
-            with self._lock:
-                self._server = found
-            log.info("server: %s", found.describe())
-            return found
+            if self._deadline is None:  # the first to ask starts it; every caller waits until this at most
+                self._deadline = time.monotonic() + DETECTION_WAIT
+                threading.Thread(target=self._detect, name="memora-detect", daemon=True).start()
+        self._detected.wait(max(0.0, self._deadline - time.monotonic()))
+        return self._server or detect_server(self.settings.base_url, None)
 
-    def _probe_get(self, url: str) -> object:
-        return self.openai().get(url, cast_to=object, options={"max_retries": 0, "timeout": PROBE_TIMEOUT_SECONDS})
+    def _detect(self) -> None:
+        ask = self._ask if self.configured else None  # OpenAI's own URL is never asked
+        self._server = detect_server(self.settings.base_url, ask, self.settings.model)
+        log.info("server: %s", self._server.describe())
+        self._detected.set()
+
+    def _ask(self, method: str, url: str, body: object) -> object:
+        send, options = getattr(self.openai(), method.lower()), {"max_retries": 0, "timeout": PROBE_TIMEOUT_SECONDS}
+        return send(url, cast_to=object, options=options, **({"body": body} if body else {}))
 
     @property
     def background_role(self) -> RoleChoice:
@@ -170,23 +180,34 @@ class ModelClient:
 
     def effort(self, kind: str) -> str | None:
         """The reasoning effort sent with a call of ``kind``; None sends no parameter."""
-        configured = self.settings.reasoning_effort
-        if configured == NO_REASONING or self.reasoning_refused:
+        if "reasoning" in self.refused:
             return None
-        if not self.server.kind.reasoning_known:
-            return configured  # another server: only what the learner asked for
-        model = self.settings.model
-        if kind == CHAT:
-            return configured or chat_effort(model)
-        return lowest_effort(model) if efforts_for(model) else None
+        return effort_for(
+            kind, self.settings.reasoning_effort, self.settings.model, on_openai=self.server.kind is OPENAI
+        )
 
-    def _room(self, effort: str | None) -> int:
-        """Output tokens to add to a visible cap for reasoning: a known model's own,
-        or a low effort's on another server, whose model may think by itself."""
-        model = self.settings.model
-        if self.server.kind.reasoning_known:
-            return room_for(effort, reasons=efforts_for(model) is not None or not known_model(model))
-        return room_for(effort or "low", reasons=True)
+    def room(self, effort: str | None) -> int:
+        """Output tokens a cap leaves for thinking: twice the most the server has reported
+        for one response this session, and never less than the effort may use (a medium
+        effort's when none is sent: the model may think at its own default)."""
+        return max(REASONING_ROOM[effort or "medium"], 2 * self.reasoned)
+
+    def temperature(self, kind: str) -> float | None:
+        """None to OpenAI (its reasoning models refuse one); elsewhere a low one for
+        structured calls and the server's own for the reply (docs/servers.md)."""
+        if self.server.kind is OPENAI or "temperature" in self.refused:
+            return None
+        return self.server.temperature if kind == CHAT else STRUCTURED_TEMPERATURE
+
+    def fit_context(self, budget: int) -> int:
+        """The input budget that fits the context window with the reply's cap (at most
+        half of it); from then on no cap sent is more than the window leaves."""
+        window = self.settings.context_tokens or self.server.context
+        if not window:
+            return budget
+        budget = min(budget, window - min(self.settings.max_output_tokens + REASONING_ROOM["low"], window // 2))
+        self.fitted = (budget, window - budget)
+        return budget
 
     def shutdown(self) -> date | None:
         """OpenAI's announced shutdown date of the configured model, if the SDK lists one."""
@@ -194,14 +215,19 @@ class ModelClient:
 
     def reasoning_line(self) -> str:
         """What 'status' says about reasoning."""
-        if self.settings.reasoning_effort == NO_REASONING:
-            return "not sent (MEMORA_REASONING_EFFORT=off)"
-        if self.reasoning_refused:
+        if "reasoning" in self.refused:
             return "not sent: the server refused the parameter this session"
-        chat, structured = self.effort(CHAT), self.effort(STRUCTURED)
-        if chat is None and structured is None:
-            return "not sent (the model is not known to take it; MEMORA_REASONING_EFFORT sets one)"
-        return f"chat {chat or 'not sent'}, extraction and summaries {structured or 'not sent'}"
+        chat, rest = self.effort(CHAT) or "not sent", self.effort(STRUCTURED) or "not sent"
+        line = f"chat {chat}, extraction and summaries {rest}"
+        return line + (f"; the most thinking in one response: {self.reasoned} tokens" if self.reasoned else "")
+
+    def context_line(self) -> str:
+        window, source = self.settings.context_tokens, "MEMORA_CONTEXT_TOKENS"
+        if not window and not self.server.context:
+            return "not said by the server (MEMORA_CONTEXT_TOKENS sets it)"
+        window, source = (window, source) if window else (self.server.context, self.server.context_from)
+        fitted = f": requests up to {self.fitted[0]} tokens, replies up to {self.fitted[1]}" if self.fitted else ""
+        return f"{window} tokens ({source}){fitted}"
 
     # -- error mapping ----------------------------------------------------------------
     def redact(self, text: str) -> str:
@@ -259,99 +285,105 @@ class ModelClient:
 
     # -- one request ---------------------------------------------------------------------
     def _create(self, kind: str, *, cap: int | None = None, **params):
-        """``responses.create`` with the model, ``store=False``, the call kind's reasoning
-        effort and ``cap`` (visible output tokens) plus room for that reasoning.
-
-        A 400 naming the reasoning parameter is answered once more without it, and
-        the parameter is never sent again this session: some models (gpt-4.1) and
-        servers refuse it, and a tutor that stops answering over it helps no one."""
-        client = self.openai()
-        effort = self.effort(kind)
+        """``responses.create`` with the model, ``store=False``, the call kind's effort and
+        temperature, and ``cap`` (visible output tokens) plus room for thinking. A 400
+        naming one of those parameters is answered once more without it, never sent
+        again this session: some models (gpt-4.1, a model Ollama knows not to think)
+        and servers refuse them, and a tutor that stops answering over it helps no one."""
+        client, effort = self.openai(), self.effort(kind)
+        chosen = {"reasoning": effort and {"effort": effort}, "temperature": self.temperature(kind)}
         body = {"model": self.settings.model, "store": False, **params}
-        if effort is not None:
-            body["reasoning"] = {"effort": effort}
-        if cap is not None:
-            body["max_output_tokens"] = cap + self._room(effort)
-        try:
-            return client.responses.create(**body), body.get("max_output_tokens")
-        except Exception as error:
-            if effort is None or not _names_reasoning(error):
-                raise
-        body.pop("reasoning")
-        if cap is not None:
-            body["max_output_tokens"] = cap + self._room(None)
-        answer = client.responses.create(**body)
-        log.info("the server refused the reasoning parameter; not sending it again this session")
-        self.reasoning_refused = True  # only once a request without it went through
-        return answer, body.get("max_output_tokens")
+        body |= {key: value for key, value in chosen.items() if value is not None}
+        if cap is not None:  # never more than the context window and the server allow
+            limits = [n for n in (self.fitted and self.fitted[1], self.server.max_output) if n]
+            body["max_output_tokens"] = max(MIN_OUTPUT_TOKENS, min([cap + self.room(effort), *limits]))
+        while True:
+            try:
+                return client.responses.create(**body), body.get("max_output_tokens")
+            except Exception as error:
+                refused = _refused(error, body)
+                if refused is None:
+                    raise
+            log.info("the server refused the %s parameter; not sending it again this session", refused)
+            self.refused.add(refused)
+            body.pop(refused)
+
+    def _reported(self, usage, text: str) -> None:
+        """The most thinking reported for one response: ``reasoning_tokens``, or the output
+        the visible text does not account for (Ollama reports none; vLLM may pass it as text)."""
+        output = getattr(usage, "output_tokens", None) or 0
+        details = getattr(getattr(usage, "output_tokens_details", None), "reasoning_tokens", None) or 0
+        self.reasoned = max(self.reasoned, details, output - self.count(text))
 
     # -- calls ------------------------------------------------------------------------
     def stream_reply(
-        self,
-        *,
-        instructions: str,
-        messages: Sequence[dict],
-        on_delta: Callable[[str], None],
+        self, *, instructions: str, messages: Sequence[dict], on_delta: Callable[[str], None]
     ) -> ReplyResult:
         """Stream the tutor's reply; ``on_delta`` receives each text fragment.
 
-        A reply cut by the output cap before any text (the reasoning used it all) is
+        A reply cut by the output cap before any text (the thinking used it all) is
         asked for once more with a larger cap; the learner has seen nothing of it.
-        An empty reply is never returned: it raises, so it never enters the
-        conversation. KeyboardInterrupt propagates (after closing the stream) so
-        the caller can roll the turn back."""
+        An empty reply raises, so it never enters the conversation. KeyboardInterrupt
+        propagates (after closing the stream) so the caller can roll the turn back."""
         self.openai()  # not configured: ModelNotConfigured, before anything else
-        cap = self.settings.max_output_tokens
-        received, sent_cap = self._stream_once(instructions, messages, on_delta, cap)
-        spent = _usage_counts(received.usage)  # a retried attempt is billed too
-        if received.incomplete in (OUTPUT_LIMIT, "incomplete") and not received.text.strip() and not received.refusal:
-            log.info("the reply used its whole cap (%s tokens) before any text; asking again", sent_cap)
-            received, sent_cap = self._stream_once(instructions, messages, on_delta, cap * EMPTY_RETRY_FACTOR)
-            spent = [
-                None if a is None and b is None else (a or 0) + (b or 0)
-                for a, b in zip(spent, _usage_counts(received.usage))
-            ]
-        text = received.text
-        if not text.strip():
-            if received.refusal:
-                refusal = shorten(" ".join("".join(received.refusal).split()), 200)
-                raise ModelCallError(self.redact(f"The model declined to answer: {refusal} {NOT_KEPT}"))
-            if received.incomplete in (OUTPUT_LIMIT, "incomplete"):
-                raise ModelCallError(
-                    f"The model used its whole output allowance ({sent_cap} tokens) before writing any reply. "
-                    f"{NOT_KEPT} Raise MEMORA_MAX_OUTPUT_TOKENS or lower MEMORA_REASONING_EFFORT."
+        spent: list[int | None] = [None, None, None]
+        try:
+            for factor in (1, EMPTY_RETRY_FACTOR):
+                received, sent_cap = self._stream_once(
+                    instructions, messages, on_delta, self.settings.max_output_tokens * factor
                 )
-            if received.incomplete:  # content_filter and the like: more room would not help
-                raise ModelCallError(
-                    f"The server stopped the reply before any text ({received.incomplete}). {NOT_KEPT}"
-                )
-            raise ModelCallError(f"The model returned an empty reply. {NOT_KEPT}")
-        return ReplyResult(
-            text=text,
-            input_tokens=spent[0],
-            output_tokens=spent[1],
-            total_tokens=spent[2],
-            incomplete=received.incomplete,
-        )
+                spent = [  # a retried attempt is billed too
+                    None if a is None and b is None else (a or 0) + (b or 0)
+                    for a, b in zip(spent, _usage_counts(received.usage))
+                ]
+                cut = received.incomplete in (OUTPUT_LIMIT, "incomplete")
+                if clean_text(received.text) or received.refusal or not cut:
+                    break
+                log.info("the reply used its whole cap (%s tokens) before any text; asking again", sent_cap)
+            if not clean_text(received.text):  # zero-width characters alone are no reply either
+                raise ModelCallError(self._no_reply(received, sent_cap))
+        except ModelCallError:
+            self.on_lost("chat", spent[2] or 0)
+            raise
+        return ReplyResult(received.text, *spent, incomplete=received.incomplete)
+
+    def _no_reply(self, received: _Received, sent_cap: int | None) -> str:
+        if received.refusal:
+            refusal = shorten(" ".join("".join(received.refusal).split()), 200)
+            return self.redact(f"The model declined to answer: {refusal} {NOT_KEPT}")
+        if received.incomplete in (OUTPUT_LIMIT, "incomplete"):
+            fix = "Set MEMORA_REASONING_EFFORT=none to turn its thinking off"
+            fix = fix if self.effort(CHAT) not in (None, "none") else "Raise MEMORA_MAX_OUTPUT_TOKENS"
+            used = f"The model used its whole output allowance ({sent_cap} tokens) before writing any reply."
+            return f"{used} {NOT_KEPT} {fix}."
+        if received.incomplete:  # content_filter and the like: more room would not help
+            return f"The server stopped the reply before any text ({received.incomplete}). {NOT_KEPT}"
+        return f"The model returned an empty reply. {NOT_KEPT}"
 
     def _on_the_wire(self, instructions: str, messages: Sequence[dict]) -> tuple[str, list[dict]]:
         """A leading system background goes into the instructions on servers that make
         the instructions their one system message (``servers.py``)."""
         messages = list(messages)
-        if messages and messages[0].get("role") == "system" and self.server.kind.system_in_instructions:
+        if messages and messages[0].get("role") == "system" and self.server.kind is not OPENAI:
             return f"{instructions}\n\n{messages[0]['content']}", messages[1:]
         return instructions, messages
 
     def _stream_once(self, instructions, messages, on_delta, cap: int) -> tuple[_Received, int | None]:
-        received = _Received()
-        stream = None
-        sent_cap = None
+        received, stream, sent_cap = _Received(), None, None
         instructions, messages = self._on_the_wire(instructions, messages)
         try:
             stream, sent_cap = self._create(CHAT, cap=cap, instructions=instructions, input=list(messages), stream=True)
             for event in stream:
                 self._read_event(event, received, on_delta, sent_cap)
-        except (ModelCallError, KeyboardInterrupt):
+            if not received.finished:
+                # The stream ended without the server saying the response was over (the
+                # connection closed, a proxy gave up): what arrived is a fragment, and
+                # keeping it would let the next turns build on half an answer.
+                raise ModelCallError(CUT_OFF)
+        except ModelCallError:
+            self._show(received, on_delta, final=True)  # the fragment as far as it got, above the error
+            raise
+        except KeyboardInterrupt:
             raise
         except Exception as error:
             raise self._error(error, "The model request") from None
@@ -361,12 +393,29 @@ class ModelClient:
                     stream.close()
                 except Exception:
                     pass
-        if not received.finished:
-            # The stream ended without the server saying the response was over (the
-            # connection closed, a proxy gave up): what arrived is a fragment, and
-            # keeping it would let the next turns build on half an answer.
-            raise ModelCallError(CUT_OFF)
+        thought = bool(CLOSING.search("".join(received.parts)))
+        if received.incomplete and self._may_be_thinking(received):
+            thought, received.parts = True, []  # cut before the thinking's closing tag: no reply yet
+        self._show(received, on_delta, final=True)
+        self._reported(received.usage, received.text)
+        self.thinks_in_text = thought
         return received, sent_cap
+
+    def _show(self, received: _Received, on_delta: Callable[[str], None], *, final: bool = False) -> None:
+        """Show what is new of the reply, never the model's thinking (``THINKING_AS_TEXT``)."""
+        text = received.text if final else received.text[:-HOLD_CHARS]
+        if self._may_be_thinking(received) and not received.finished:  # a fragment may be all thinking
+            return
+        if text.startswith(received.shown) and text != received.shown:
+            on_delta(text[len(received.shown) :])
+            received.shown = text
+
+    def _may_be_thinking(self, received: _Received) -> bool:
+        """No closing tag yet (after one, all before it was thinking, and is over)."""
+        known = self.thinks_in_text
+        return not CLOSING.search("".join(received.parts)) and (
+            self.server.kind.key in THINKING_AS_TEXT if known is None else known
+        )
 
     def _read_event(self, event, received: _Received, on_delta: Callable[[str], None], cap: int | None) -> None:
         """One streamed event: text is shown and kept, the end is noted, a failure raises."""
@@ -374,16 +423,10 @@ class ModelClient:
         if kind == "response.output_text.delta":
             item = (getattr(event, "output_index", None), getattr(event, "item_id", None))
             if received.parts and received.item is not None and item != received.item and received.text.strip():
-                # a second message item: its own paragraph
-                received.parts.append(ITEM_SEPARATOR)
-                received.pending_space += ITEM_SEPARATOR
+                received.parts.append(ITEM_SEPARATOR)  # a second message item: its own paragraph
             received.item = item
             received.parts.append(event.delta)
-            if received.text.strip():  # leading whitespace waits for text: an empty attempt shows nothing
-                on_delta(received.pending_space + event.delta)
-                received.pending_space = ""
-            else:
-                received.pending_space += event.delta
+            self._show(received, on_delta)
         elif kind == "response.refusal.delta":
             received.refusal.append(getattr(event, "delta", "") or "")
         elif kind in ("response.completed", "response.incomplete"):
@@ -402,12 +445,10 @@ class ModelClient:
     def parse(self, *, instructions: str, input_text: str, text_format: type[T], what: str) -> tuple[T, int]:
         """Structured output into ``text_format``; returns (parsed, total tokens).
 
-        The schema goes out as ``text.format`` without its titles and descriptions
-        (``compact_schema``): the provider puts it in front of every such request
-        and bills it as input. A server that does not enforce it (LM Studio) also
-        gets it in the instructions, and its answer may come fenced or after a
-        line of text (``structured.parse_answer``). An answer that does not
-        validate gets one repair request quoting the error; if that fails too,
+        The schema goes out as ``text.format`` (``compact_schema``); a server that does
+        not enforce it (LM Studio) also gets it in the instructions, and its answer may
+        come fenced or after a line of text (``structured.parse_answer``). An answer that
+        does not validate gets one repair request quoting the error; if that fails too,
         the call fails (the caller keeps the job, as for any failed call)."""
         self.openai()
         schema = compact_schema(text_format)
@@ -417,33 +458,40 @@ class ModelClient:
         conversation: list[dict] = [{"role": "user", "content": input_text}]
         tokens = 0
         self.structured.answers += 1
-        for attempt in (1, 2):
-            try:
-                response, _ = self._create(STRUCTURED, instructions=instructions, input=conversation, text=text_param)
-            except Exception as error:
-                raise self._error(error, what) from None
-            tokens += _total_tokens(response)
-            answer, refusal = response_text(response)
-            try:
-                return parse_answer(answer, text_format), tokens
-            except MalformedAnswer as malformed:
-                problem = str(malformed)
-            if refusal and not answer.strip():
-                raise ModelCallError(self.redact(f"{what} failed: the model declined ({shorten(refusal, 120)})."))
-            log.warning("%s: malformed structured output (attempt %d): %s", what, attempt, problem)
-            if attempt == 1:
-                self.structured.repaired += 1
-                self.schema_in_instructions = True  # this server's answers need the schema spelled out
-                conversation = conversation + [
-                    {"role": "assistant", "content": answer.strip() or "(no answer)"},
-                    {"role": "user", "content": REPAIR_PROMPT.format(error=shorten(problem, 300))},
-                ]
-        self.structured.failed += 1
-        # pydantic's own text is for developers; the learner is told what happened
-        raise ModelCallError(
-            f"{what} failed: the model's answer was not in the expected format, even after a repair request "
-            f"({shorten(problem, 120)})."
-        )
+        try:
+            for attempt in (1, 2):
+                try:
+                    response, _ = self._create(
+                        STRUCTURED, instructions=instructions, input=conversation, text=text_param
+                    )
+                except Exception as error:
+                    raise self._error(error, what) from None
+                tokens += _total_tokens(response)
+                answer, refusal = response_text(response)
+                self._reported(getattr(response, "usage", None), without_thinking(answer))
+                try:
+                    return parse_answer(answer, text_format, input_text), tokens
+                except MalformedAnswer as malformed:
+                    problem = str(malformed)
+                if refusal and not answer.strip():
+                    raise ModelCallError(self.redact(f"{what} failed: the model declined ({shorten(refusal, 120)})."))
+                log.warning("%s: malformed structured output (attempt %d): %s", what, attempt, problem)
+                if attempt == 1:
+                    self.structured.repaired += 1
+                    self.schema_in_instructions = True  # this server's answers need the schema spelled out
+                    conversation = conversation + [
+                        {"role": "assistant", "content": without_thinking(answer).strip() or "(no answer)"},
+                        {"role": "user", "content": REPAIR_PROMPT.format(error=shorten(problem, 300))},
+                    ]
+            self.structured.failed += 1
+            # pydantic's own text is for developers; the learner is told what happened
+            raise ModelCallError(
+                f"{what} failed: the model's answer was not in the expected format, even after a repair request "
+                f"({shorten(problem, 120)})."
+            )
+        except ModelCallError:
+            self.on_lost("extraction", tokens)
+            raise
 
     def summarize(self, previous: str, messages: list[dict], max_tokens: int) -> tuple[str, int]:
         """``memory.Summarizer``: previous summary + folded messages -> new summary."""
@@ -459,12 +507,14 @@ class ModelClient:
             try:
                 response, sent_cap = self._create(STRUCTURED, cap=cap, **params)
             except Exception as error:
+                self.on_lost("summaries", tokens)
                 raise self._error(error, "The summary request") from None
             tokens += _total_tokens(response)
-            text, _ = response_text(response)
-            if text.strip() or _stopped_early(response, sent_cap, False) != OUTPUT_LIMIT:
+            text = without_thinking(response_text(response)[0]).strip()
+            self._reported(getattr(response, "usage", None), text)
+            if text or _stopped_early(response, sent_cap, False) != OUTPUT_LIMIT:
                 break  # an answer, or an empty one that more room would not change
-        return text.strip(), tokens
+        return text, tokens
 
 
 def response_text(response) -> tuple[str, str]:
@@ -506,18 +556,19 @@ def _stopped_early(response, cap: int | None, incomplete_event: bool) -> str | N
     return None
 
 
-def _names_reasoning(error: BaseException) -> bool:
-    """A 400 (or 422) about the reasoning parameter: its ``param`` names it (OpenAI), or
-    the error's own message does (Ollama's "does not support thinking", LiteLLM's
-    unsupported ``reasoning_effort``, vLLM's validation error). Only the message is
-    read, not the whole body, so a request echoed back cannot trip it."""
+# The parameters a server may refuse, and the words its refusal names them by.
+_REFUSABLE = {"reasoning": ("reasoning", "thinking", "effort"), "temperature": ("temperature",)}
+
+
+def _refused(error: BaseException, body: dict) -> str | None:
+    """The parameter of ``body`` a 400 (or 422) refuses: its ``param`` names it (OpenAI),
+    or the error's own message does (Ollama's "does not support thinking", LiteLLM's
+    unsupported ``reasoning_effort`` or ``temperature``, vLLM's validation error). Only
+    the message is read, not the whole body, so a request echoed back cannot trip it."""
     if getattr(error, "status_code", None) not in (400, 422):
-        return False
-    param = str(getattr(error, "param", None) or "").lower()
-    if param.startswith("reasoning"):
-        return True
-    said = _error_detail(error).lower()
-    return any(word in said for word in ("reasoning", "thinking", "effort"))
+        return None
+    said = f"{getattr(error, 'param', None) or ''} {_error_detail(error)}".lower()
+    return next((p for p, words in _REFUSABLE.items() if p in body and any(w in said for w in words)), None)
 
 
 def _names_unknown_model(error: BaseException) -> bool:
@@ -571,7 +622,8 @@ def compact_schema(model: type) -> dict:
         from openai.lib._pydantic import to_strict_json_schema
 
         schema = _without_noise(to_strict_json_schema(model))
-        _SCHEMA_CACHE[model] = _shortened(schema, schema.get("$defs", {}), _ref_counts(schema))
+        uses = Counter(re.findall(r'"\$ref": "([^"]*)"', json.dumps(schema)))  # each definition's uses
+        _SCHEMA_CACHE[model] = _shortened(schema, schema.get("$defs", {}), uses)
     return _SCHEMA_CACHE[model]
 
 
@@ -587,19 +639,6 @@ def _without_noise(node, *, naming: bool = False):
         for key, value in node.items()
         if naming or key not in _SCHEMA_NOISE
     }
-
-
-def _ref_counts(node, counts: dict[str, int] | None = None) -> dict[str, int]:
-    counts = {} if counts is None else counts
-    if isinstance(node, dict):
-        if isinstance(node.get("$ref"), str):
-            counts[node["$ref"]] = counts.get(node["$ref"], 0) + 1
-        for value in node.values():
-            _ref_counts(value, counts)
-    elif isinstance(node, list):
-        for item in node:
-            _ref_counts(item, counts)
-    return counts
 
 
 def _shortened(node, defs: dict, counts: dict[str, int], *, naming: bool = False):
@@ -635,12 +674,6 @@ def _shortened(node, defs: dict, counts: dict[str, int], *, naming: bool = False
 
 def _error_detail(error) -> str:
     body = getattr(error, "body", None)
-    if isinstance(body, dict):
-        message = (
-            body.get("message") or (body.get("error") or {}).get("message")
-            if isinstance(body.get("error"), dict)
-            else body.get("message")
-        )
-        if message:
-            return shorten(str(message), 160)
-    return ""
+    body = body if isinstance(body, dict) else {}
+    inner = body["error"] if isinstance(body.get("error"), dict) else {}
+    return shorten(str(body.get("message") or inner.get("message") or ""), 160)

@@ -1,24 +1,13 @@
-"""What Memora knows about OpenAI's models: reasoning efforts and shutdown dates.
+"""What Memora knows about models: reasoning efforts and OpenAI's shutdown dates.
 
-**Reasoning.** OpenAI's current small models reason before they answer, and
-their reasoning tokens count inside ``max_output_tokens``: an 800-token cap can
-end a response before any text. Each call kind gets its own effort:
-
-* structured calls (extraction, decisions, grading) and the summary: the
-  lowest effort the model takes. They fill a schema from a short input, and
-  reasoning tokens there are pure cost and latency;
-* the tutor's reply: ``low`` (or the lowest the model takes above it), which
-  keeps replies quick; ``MEMORA_REASONING_EFFORT`` sets it, ``off`` sends no
-  reasoning parameter to any call.
-
-The efforts each family takes are a table (``REASONING_EFFORTS``), first match
-wins. A model the table does not know (any model on another server) gets no
-reasoning parameter unless ``MEMORA_REASONING_EFFORT`` asks for one, and a 400
-naming the parameter is answered once without it (``llm.py``).
-
-**Output room.** The caps Memora sets are for visible text; the cap sent adds
-``REASONING_ROOM`` for the effort used, so reasoning cannot starve the reply.
-A cap is a ceiling, not a charge: only the tokens used are billed.
+**Reasoning.** A model's thinking counts inside ``max_output_tokens``: a cap can
+end a response before any text. Structured calls and the summary fill a schema
+from a short input, so they ask for the least thinking the model takes; the
+tutor's reply asks for ``low`` (or the least above it), which keeps it quick
+(``effort_for``; ``MEMORA_REASONING_EFFORT`` overrides it per kind). OpenAI's
+families take the efforts of a table (``REASONING_EFFORTS``, first match wins);
+any other server's model gets ``none`` and ``low``, which every such server
+reads (docs/servers.md), and one that refuses them is asked again without.
 
 **Shutdown dates** come from the installed SDK, whose ``ChatModel`` type lists
 deprecated model names with their announced shutdown date, so Memora learns of
@@ -32,7 +21,7 @@ import re
 from datetime import date
 from pathlib import Path
 
-from memora.core.config import DEFAULT_MODEL, EFFORTS
+from memora.core.config import CHAT, DEFAULT_MODEL, EFFORTS, NO_REASONING
 from memora.core.text_utils import counted
 
 CHAT_EFFORT = "low"
@@ -49,13 +38,12 @@ REASONING_EFFORTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (r"gpt-(5\.([2-9]|\d\d+)|[6-9](\.\d+)?)\S*", ("none", "low", "medium", "high", "xhigh")),
     (r"o\d(-mini|-pro)?" + _DATED, ("low", "medium", "high")),
 )
+ANY_SERVER_EFFORTS = ("none", "low")  # what every other server reads (see above)
 
-# Output tokens added to a cap for the reasoning an effort may use. Measured
-# reasoning on short tutoring turns stays well inside these; a cap only bounds.
+# Output tokens a cap leaves for the thinking an effort may do, until the server
+# has reported how much the model really thinks (``llm.ModelClient.room``). A cap
+# only bounds: the tokens used are billed, not the cap.
 REASONING_ROOM = {"none": 0, "minimal": 512, "low": 2048, "medium": 6144, "high": 16384, "xhigh": 32768, "max": 32768}
-# A model that reasons at its own default (the parameter was refused, or the
-# server's model thinks by itself): room for a medium effort.
-UNKNOWN_ROOM = REASONING_ROOM["medium"]
 
 
 def base_model(model: str) -> str:
@@ -76,41 +64,20 @@ def efforts_for(model: str) -> tuple[str, ...] | None:
     return None
 
 
-def lowest_effort(model: str) -> str | None:
-    efforts = efforts_for(model)
-    return efforts[0] if efforts else None
-
-
-def chat_effort(model: str) -> str | None:
-    """``low``, or the lowest effort above it that the model takes."""
-    efforts = efforts_for(model)
+def effort_for(kind: str, setting: str | None, model: str, *, on_openai: bool) -> str | None:
+    """The effort a call of ``kind`` asks for (None: no parameter): what
+    ``MEMORA_REASONING_EFFORT`` (``setting``) says of it (``medium`` sets the reply's,
+    ``off`` every call's, ``chat:low,structured:minimal`` each kind's), else the least
+    the model takes, or for the reply ``low`` or the least above it."""
+    for part in filter(None, (setting or "").split(",")):
+        name, _, effort = part.strip().rpartition(":")
+        if name == kind or (not name and (kind == CHAT or effort == NO_REASONING)):
+            return None if effort == NO_REASONING else effort
+    efforts = efforts_for(model) if on_openai else ANY_SERVER_EFFORTS
     if not efforts:
         return None
-    floor = EFFORTS.index(CHAT_EFFORT)
+    floor = EFFORTS.index(CHAT_EFFORT) if kind == CHAT else 0
     return next((e for e in efforts if EFFORTS.index(e) >= floor), efforts[-1])
-
-
-def known_model(model: str) -> bool:
-    """Whether the table or the SDK knows ``model`` (a reasoning model or not); an
-    unknown name on OpenAI (an Azure deployment, a new model) may reason."""
-    if efforts_for(model) is not None or any(re.fullmatch(p, base_model(model)) for p, _ in REASONING_EFFORTS):
-        return True
-    try:
-        from typing import get_args
-
-        from openai.types.shared.chat_model import ChatModel
-
-        return base_model(model) in get_args(ChatModel)
-    except Exception:
-        return False
-
-
-def room_for(effort: str | None, *, reasons: bool) -> int:
-    """Output tokens to add to a cap for reasoning (``reasons``: the model may reason
-    even with no effort sent)."""
-    if effort is not None:
-        return REASONING_ROOM.get(effort, UNKNOWN_ROOM)
-    return UNKNOWN_ROOM if reasons else 0
 
 
 _DEPRECATION = re.compile(r"^- ((?:\"[^\"]+\",?\s*)+):\s*Announced shutdown\s+date:\s*(\d{4}-\d\d-\d\d)", re.M)

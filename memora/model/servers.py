@@ -1,32 +1,28 @@
 """Which server Memora talks to, and what that server needs.
 
 Memora speaks the Responses API to whatever ``OPENAI_BASE_URL`` names. The
-servers that implement it differ in ways a request cannot see and that cost the
-learner their memory without an error, so each difference is a column of
-``SERVER_KINDS`` rather than a branch somewhere in the code:
+servers differ in ways a request cannot see and that cost the learner their
+memory without an error, so each difference is a column of ``SERVER_KINDS`` or
+a fact the server states (``ServerInfo``), not a branch somewhere in the code:
 
 * **the background role.** OpenAI reads the one background message as
-  ``developer``. Ollama's ``/v1/responses`` answers 200 and silently drops
-  ``developer`` items, and vLLM answers 400 "Unexpected message role" to them
-  when the model's chat template has no developer role; every chat template
-  reads ``system``. So every server but OpenAI gets the background as
-  ``system`` (``MEMORA_BACKGROUND_ROLE`` overrides it), and it travels in the
-  request's ``instructions``, after Memora's own: each of these servers turns
-  ``instructions`` into the first system message, and one system message is
-  all some chat templates take (a second one makes Mistral's and Qwen's raise,
-  LM Studio answers 500, and vLLM's gpt-oss path drops system input items).
-  It is still one background message, built and budgeted by ``prepare_context``;
-  only the wire puts it beside the instructions.
-* **strict structured output.** LM Studio ignores ``text.format``; the schema
-  then goes into the instructions as well, and a fenced or prefixed answer is
-  accepted (``structured.py``).
+  ``developer``. Ollama's ``/v1/responses`` silently drops ``developer`` items,
+  and vLLM answers 400 to them when the chat template has no developer role;
+  every template reads ``system``. So every server but OpenAI gets it as
+  ``system`` (``MEMORA_BACKGROUND_ROLE`` overrides it), in the request's
+  ``instructions`` after Memora's own: each of these servers makes them the
+  first system message, and one is all some chat templates take (a second makes
+  Mistral's and Qwen's raise, LM Studio answer 500, vLLM's gpt-oss path drop it).
+* **strict structured output.** LM Studio ignores ``text.format``: the schema
+  also goes into the instructions, and a fenced or prefixed answer is accepted.
+* **the model's context window**, which the input budget and the output cap must
+  fit in (``llm.ModelClient.fit_context``), and **the temperature** a chat request
+  to Ollama must send (it samples at 1.0 otherwise, ``openai/responses.go``).
 
-The kind is told from the base URL (OpenAI's own hosts), else by a cheap probe
-of the endpoints only one kind answers: Ollama ``GET /api/version``, vLLM
-``GET /version``, LM Studio ``GET /api/v0/models``, LiteLLM
-``GET /health/liveliness``; a server that answers none of them is "an
-OpenAI-compatible server" and is treated as the careful choice for it. The
-probe runs once, when the first model call needs it, and never raises.
+The kind is told from the base URL (OpenAI's own hosts: nothing is asked), else by
+the first of ``PROBES`` to answer: endpoints only one kind answers, each saying the
+model's context window (docs/servers.md names their sources). A server answering
+none is "an OpenAI-compatible server", or its default port's kind. Never raises.
 """
 
 from __future__ import annotations
@@ -40,7 +36,10 @@ from memora.core.config import is_openai_url
 
 log = logging.getLogger("memora")
 
-PROBE_TIMEOUT_SECONDS = 2.0
+# Ollama's context without a num_ctx in the Modelfile below 23 GiB of VRAM (server/routes.go);
+# a larger machine gets more, which only MEMORA_CONTEXT_TOKENS can tell Memora.
+OLLAMA_DEFAULT_CONTEXT = 4096
+OLLAMA_TEMPERATURE = 0.8  # api.DefaultOptions: what Ollama's own API samples at
 
 
 @dataclass(frozen=True)
@@ -51,96 +50,92 @@ class ServerKind:
     label: str
     background_role: str
     role_reason: str  # why that role, for 'why' and 'status'
-    strict_output: bool  # enforces text.format (else the schema is also put in the instructions)
-    reasoning_known: bool  # Memora knows which reasoning efforts its models take (only OpenAI's)
-
-    @property
-    def system_in_instructions(self) -> bool:
-        """A system background travels in ``instructions`` (see the module docstring)."""
-        return self.key != "openai"
+    strict_output: bool = True  # enforces text.format (else the schema is also put in the instructions)
 
 
-OPENAI = ServerKind(
-    "openai", "OpenAI", "developer", "OpenAI reads the developer role below the instructions", True, True
-)
-COMPATIBLE = ServerKind(
-    "compatible",
-    "an OpenAI-compatible server",
-    "system",
-    "every chat template reads the system role, not every one reads developer",
-    True,
-    False,
-)
-SERVER_KINDS: dict[str, ServerKind] = {
-    kind.key: kind
-    for kind in (
-        OPENAI,
-        ServerKind(
-            "ollama",
-            "Ollama",
-            "system",
-            "Ollama's Responses API drops developer messages without an error (ollama/ollama#18305)",
-            True,
-            False,
+OPENAI = ServerKind("openai", "OpenAI", "developer", "OpenAI reads the developer role below the instructions")
+SERVER_KINDS: dict[str, ServerKind] = {OPENAI.key: OPENAI} | {
+    key: ServerKind(key, label, "system", reason, strict_output=key != "lmstudio")
+    for key, label, reason in (
+        ("ollama", "Ollama", "Ollama's Responses API drops developer messages without an error (ollama/ollama#18305)"),
+        ("vllm", "vLLM", "vLLM refuses developer messages when the model's chat template has no developer role"),
+        ("lmstudio", "LM Studio", "LM Studio passes messages to the model's chat template, which reads system"),
+        ("litellm", "LiteLLM", "LiteLLM hands the background to a chat-completions model, which reads system"),
+        (
+            "compatible",
+            "an OpenAI-compatible server",
+            "every chat template reads the system role, not every one reads developer",
         ),
-        ServerKind(
-            "vllm",
-            "vLLM",
-            "system",
-            "vLLM refuses developer messages when the model's chat template has no developer role",
-            True,
-            False,
-        ),
-        ServerKind(
-            "lmstudio",
-            "LM Studio",
-            "system",
-            "LM Studio passes messages to the model's chat template, which reads system",
-            False,
-            False,
-        ),
-        ServerKind(
-            "litellm",
-            "LiteLLM",
-            "system",
-            "LiteLLM hands the background to a chat-completions model, which reads system",
-            True,
-            False,
-        ),
-        COMPATIBLE,
     )
 }
-
-# (kind, path under the server's root, what the JSON answer must hold): the
-# endpoints only that kind answers, cheapest and most distinctive first.
-PROBES: tuple[tuple[str, str, Callable[[object], bool]], ...] = (
-    ("ollama", "/api/version", lambda body: isinstance(body, dict) and isinstance(body.get("version"), str)),
-    ("vllm", "/version", lambda body: isinstance(body, dict) and isinstance(body.get("version"), str)),
-    (
-        "lmstudio",
-        "/api/v0/models",
-        lambda body: (
-            isinstance(body, dict)
-            and isinstance(body.get("data"), list)
-            and any(isinstance(m, dict) and "publisher" in m for m in body["data"])
-        ),
-    ),
-    ("litellm", "/health/liveliness", lambda body: isinstance(body, str) and "alive" in body.lower()),
-)
-# The port each kind listens on unless told otherwise: the evidence left when no probe answers.
-DEFAULT_PORTS = {11434: "ollama", 1234: "lmstudio", 4000: "litellm"}
+COMPATIBLE = SERVER_KINDS["compatible"]
 
 
 @dataclass(frozen=True)
 class ServerInfo:
-    """The server Memora talks to, and how that was found out."""
+    """The server Memora talks to, how that was found out, and what it says of the model."""
 
     kind: ServerKind
-    evidence: str  # "no OPENAI_BASE_URL", "answered GET /api/version (0.12.6)"...
+    evidence: str  # "no OPENAI_BASE_URL", "answered POST /api/show"...
     where: str  # host[:port], for messages
+    context: int | None = None  # the model's context window in tokens, where the server says it
+    context_from: str = ""  # where that figure comes from, for 'status'
+    max_output: int | None = None  # the most output tokens one request may ask for, where the server says it
+    temperature: float | None = None  # what a chat request sends (None: none, the server applies the model's own)
 
     def describe(self) -> str:
         return f"{self.kind.label} at {self.where} ({self.evidence})"
+
+
+def _entry(items: object, field: str, model: str) -> dict:
+    """The item of a model list that names ``model``, else the only one, else {}."""
+    items = [m for m in items if isinstance(m, dict)] if isinstance(items, list) else []
+    return next((m for m in items if m.get(field) == model), items[0] if len(items) == 1 else {})
+
+
+def _ollama(body: dict, model: str) -> dict:
+    """``POST /api/show``: the Modelfile's ``parameters`` and the trained ``<arch>.context_length``."""
+    lines = str(body.get("parameters") or "").splitlines()
+    params = {k: v.strip() for k, _, v in (line.strip().partition(" ") for line in lines)}
+    trained = [v for k, v in body["model_info"].items() if k.endswith(".context_length") and isinstance(v, int)]
+    num_ctx = int(params["num_ctx"]) if params.get("num_ctx", "").isdigit() else None
+    return {
+        "context": min([num_ctx or OLLAMA_DEFAULT_CONTEXT, *trained]),
+        "context_from": "num_ctx in the model's Modelfile" if num_ctx else "Ollama's default below 23 GiB of VRAM",
+        "temperature": float(params.get("temperature", OLLAMA_TEMPERATURE)),
+    }
+
+
+def _lmstudio(body: dict, model: str) -> dict:
+    """``GET /api/v1/models``: the loaded instance's context length (none till it is loaded)."""
+    loaded = _entry(body["models"], "key", model).get("loaded_instances") or [{}]
+    context = (loaded[0].get("config") or {}).get("context_length")
+    return {"context": context, "context_from": "the loaded model's context_length in LM Studio"} if context else {}
+
+
+def _vllm(body: dict, model: str) -> dict:
+    """``GET /v1/models``: ``max_model_len`` bounds input and output together, and the output."""
+    length = _entry(body["data"], "id", model)["max_model_len"]
+    return {"context": length, "max_output": length, "context_from": "max_model_len in vLLM's GET /v1/models"}
+
+
+def _litellm(body: dict, model: str) -> dict:
+    """``GET /model/info``: a deployment's limits (null for a model LiteLLM does not know)."""
+    info = _entry([m for m in body["data"] if "litellm_params" in m], "model_name", model)["model_info"]
+    facts = {"context": info.get("max_input_tokens"), "max_output": info.get("max_output_tokens")}
+    return {k: v for k, v in facts.items() if v} | {"context_from": "max_input_tokens in LiteLLM's GET /model/info"}
+
+
+# (kind, method, path under the root, what its answer says; failing on any other), asked
+# in turn: only that kind answers each, and what it says changes what is sent.
+PROBES: tuple[tuple[str, str, str, Callable[[dict, str], dict]], ...] = (
+    ("ollama", "POST", "/api/show", _ollama),
+    ("lmstudio", "GET", "/api/v1/models", _lmstudio),
+    ("vllm", "GET", "/v1/models", _vllm),
+    ("litellm", "GET", "/model/info", _litellm),
+)
+# The port each kind listens on unless told otherwise: the evidence left when no probe answers.
+DEFAULT_PORTS = {11434: "ollama", 1234: "lmstudio", 4000: "litellm"}
 
 
 def server_root(base_url: str) -> str:
@@ -150,52 +145,27 @@ def server_root(base_url: str) -> str:
 
 
 def where(base_url: str | None) -> str:
-    if not base_url:
-        return "api.openai.com"
-    parts = urlsplit(base_url)
-    return parts.netloc or base_url
+    return (urlsplit(base_url).netloc or base_url) if base_url else "api.openai.com"
 
 
-def detect_server(base_url: str | None, get: Callable[[str], object] | None) -> ServerInfo:
-    """The kind of server at ``base_url``; ``get(url)`` returns the decoded JSON
-    (or text) of a GET, or raises. Never raises itself."""
+def detect_server(base_url: str | None, ask: Callable[[str, str, object], object] | None, model="") -> ServerInfo:
+    """The kind of server at ``base_url`` and what it says of ``model``; ``ask(method,
+    url, body)`` returns an answer or raises, and None asks nothing. Never raises."""
     if is_openai_url(base_url):
-        evidence = "no OPENAI_BASE_URL" if not base_url else "OpenAI's own host"
-        return ServerInfo(OPENAI, evidence, where(base_url))
+        return ServerInfo(OPENAI, "no OPENAI_BASE_URL" if not base_url else "OpenAI's own host", where(base_url))
     assert base_url is not None
-    root = server_root(base_url)
-    answered = _probe_all(root, get) if get is not None else {}
-    for key, path, answers in PROBES:
-        if path not in answered:
+    for key, method, path, read in PROBES if ask is not None else ():
+        try:
+            facts = read(ask(method, server_root(base_url) + path, method == "POST" and {"model": model}), model)
+        except Exception as error:  # not this kind, or not reachable
+            log.debug("server probe %s: %s", path, type(error).__name__)
             continue
-        body = answered[path]
-        if answers(body):
-            version = body.get("version") if isinstance(body, dict) else None
-            return ServerInfo(
-                SERVER_KINDS[key], f"answered GET {path}" + (f" ({version})" if version else ""), where(base_url)
-            )
+        return ServerInfo(SERVER_KINDS[key], f"answered {method} {path}", where(base_url), **facts)
     port = urlsplit(base_url).port
     if port in DEFAULT_PORTS:
         kind = SERVER_KINDS[DEFAULT_PORTS[port]]
         return ServerInfo(kind, f"port {port}, {kind.label}'s default; no probe answered", where(base_url))
     return ServerInfo(COMPATIBLE, "it answered none of the known servers' probes", where(base_url))
-
-
-def _probe_all(root: str, get: Callable[[str], object]) -> dict[str, object]:
-    """Every probe at once (a server that never answers costs one timeout, not four):
-    path -> the answer, for the probes that answered."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    def one(path: str):
-        try:
-            return path, get(root + path)
-        except Exception as error:  # not this kind, or not reachable
-            log.debug("server probe %s: %s", path, type(error).__name__)
-            return path, None
-
-    with ThreadPoolExecutor(max_workers=len(PROBES), thread_name_prefix="memora-probe") as pool:
-        results = list(pool.map(one, [path for _, path, _ in PROBES]))
-    return {path: body for path, body in results if body is not None}
 
 
 @dataclass(frozen=True)
@@ -211,6 +181,6 @@ def background_role(server: ServerInfo, override: str | None) -> RoleChoice:
     """The role the background message is sent in, and why."""
     role = override or server.kind.background_role
     reason = "set by MEMORA_BACKGROUND_ROLE" if override else f"{server.describe()}; {server.kind.role_reason}"
-    if role == "system" and server.kind.system_in_instructions:
+    if role == "system" and server.kind is not OPENAI:  # see the module docstring
         reason += "; it travels in the request's instructions, which the server makes its one system message"
     return RoleChoice(role, reason)

@@ -20,8 +20,10 @@ from pydantic import BaseModel, ValidationError
 T = TypeVar("T", bound=BaseModel)
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.S)
-# A reasoning model's draft, which local servers often pass on in the text: never the answer.
-_THINKING = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.IGNORECASE)
+# Thinking a server without a reasoning parser passes on in the text (vLLM's default): <think>
+# (Qwen3, DeepSeek-R1), [THINK] (Magistral); a template that opens it leaves only its end (vllm#31045).
+OPENING = re.compile(r"<(?:think|thinking|reasoning)>|\[THINK\]", re.IGNORECASE)
+CLOSING = re.compile(r"</(?:think|thinking|reasoning)>|\[/THINK\]", re.IGNORECASE)
 _DECODER = json.JSONDecoder(strict=False)  # a raw newline inside a string is a slip, not a reason to refuse
 
 
@@ -30,12 +32,15 @@ class MalformedAnswer(ValueError):
     in a line short enough to quote back to the model."""
 
 
-def candidates(text: str) -> list[str]:
-    """The texts that may hold the object, most likely first: the whole answer, then
-    each fenced block, then each JSON object found in the text, the last first (a
-    model that corrects itself ends with its answer). A ``<think>`` draft is left out."""
-    text = _THINKING.sub("", text or "").strip()
-    found = [text] + [block.strip() for block in reversed(_FENCE.findall(text))]
+def without_thinking(text: str) -> str:
+    """``text`` without the model's thinking: all before the last closing tag (the
+    block, or its end when the template opened it), and all from an opening tag
+    never closed (a draft cut short)."""
+    return OPENING.split(CLOSING.split(text)[-1], maxsplit=1)[0]
+
+
+def json_objects(text: str) -> list[str]:
+    """Each JSON object in ``text``, in order."""
     objects = []
     for start in (m.start() for m in re.finditer(r"\{", text)):
         try:
@@ -43,7 +48,16 @@ def candidates(text: str) -> list[str]:
         except ValueError:
             continue
         objects.append(text[start:end])
-    found += reversed(objects)
+    return objects
+
+
+def candidates(text: str) -> list[str]:
+    """The texts that may hold the object, most likely first: the whole answer, then
+    each fenced block, then each JSON object found in the text, the last first (a
+    model that corrects itself ends with its answer). The thinking is left out."""
+    text = without_thinking(text or "").strip()
+    found = [text] + [block.strip() for block in reversed(_FENCE.findall(text))]
+    found += reversed(json_objects(text))
     unique: list[str] = []
     for candidate in found:
         if candidate and candidate not in unique:
@@ -64,16 +78,19 @@ def _fits(value: object, schema: type[BaseModel]) -> bool:
     return schema.model_config.get("extra") != "forbid" or set(value) <= set(fields)
 
 
-def parse_answer(text: str, schema: type[T]) -> T:
-    """The first candidate that validates as ``schema``; ``MalformedAnswer`` otherwise."""
+def parse_answer(text: str, schema: type[T], asked: str = "") -> T:
+    """The first candidate that validates as ``schema``; ``MalformedAnswer`` otherwise.
+    An object found inside the answer that the question ``asked`` holds too is the
+    model quoting it (the learner's own words), never its answer."""
     shape_error = json_error = None  # a JSON object of the wrong shape says more than prose does
+    quoted = [_DECODER.decode(o) for o in json_objects(asked)] if "{" in asked else []
     for index, candidate in enumerate(candidates(text or "")):
         try:
             value = _DECODER.decode(candidate)
         except ValueError:
             json_error = json_error or "the answer is not a JSON object"
             continue
-        if index > 0 and not _fits(value, schema):
+        if index > 0 and (not _fits(value, schema) or value in quoted):
             continue
         try:
             return schema.model_validate(value)

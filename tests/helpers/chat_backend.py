@@ -14,6 +14,16 @@ Everything it sends is checked against the ``openai`` SDK's own types
 (``ChatCompletion``, ``ChatCompletionChunk``) first: a payload that does not fit is
 answered with HTTP 500 and kept in ``problems``, so a test cannot pass on an answer
 no real server would give.
+
+A thinking model (``backend.think(chat=4000, summary=3000, structured=3000)``, words
+of thinking before the answer of each kind) answers as Ollama's chat-completions
+endpoint does for one (openai/openai.go): the thinking comes in the message's and
+each delta's ``reasoning`` field, before the content; it counts inside ``max_tokens``
+(``num_predict``), so a cap it reaches ends the answer with ``finish_reason:
+"length"`` and no content; ``usage.completion_tokens`` counts it (``EvalCount``); and
+``reasoning_effort: "none"`` turns it off (``think: false``) unless
+``obeys_none=False``, as for a model whose thinking cannot be turned off.
+``backend.generated`` adds up the tokens of every answer it sent.
 """
 
 from __future__ import annotations
@@ -52,6 +62,7 @@ class Received:
     headers: dict
     kind: str
     reply: str | None = None  # the text answered, once it was
+    thought: str = ""  # the thinking sent before it
     usage: dict | None = None  # the usage reported with it
 
     def header(self, name: str) -> str | None:
@@ -135,36 +146,32 @@ def default_answer(kind: str, body: dict, n: int) -> Any:
     return f"Reply {n}."
 
 
-def usage(body: dict, text: str) -> dict:
-    """Made-up but consistent token counts: about four characters a token."""
+def usage(body: dict, text: str, thought: str = "") -> dict:
+    """Made-up but consistent token counts: about four characters a token, and a word
+    of thinking a token."""
     prompt = max(1, len(json.dumps(body.get("messages") or [])) // 4)
-    completion = max(1, len(text) // 4)
+    completion = max(1, len(text) // 4) + len(thought.split())
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-def completion_json(body: dict, text: str, number: int, finish: str = "stop") -> dict:
+def completion_json(body: dict, text: str, number: int, finish: str = "stop", thought: str = "") -> dict:
+    message = {"role": "assistant", "content": text, "refusal": None} | ({"reasoning": thought} if thought else {})
     return {
         "id": f"chatcmpl-backend-{number}",
         "object": "chat.completion",
         "created": 1_700_000_000 + number,
         "model": body.get("model") or "backend-model",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text, "refusal": None},
-                "finish_reason": finish,
-                "logprobs": None,
-            }
-        ],
-        "usage": usage(body, text),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "usage": usage(body, text, thought),
     }
 
 
-def completion_chunks(body: dict, text: str, number: int, finish: str | None = "stop") -> list[dict]:
-    """The ``chat.completion.chunk`` events of a streamed answer: the role first, the text
-    in pieces, the finish reason, then (when ``stream_options.include_usage``) the usage
-    in a chunk of its own with no choices, as OpenAI sends it. ``finish`` None: the text
-    only (a stream cut off before its end)."""
+def completion_chunks(body: dict, text: str, number: int, finish: str | None = "stop", thought: str = "") -> list[dict]:
+    """The ``chat.completion.chunk`` events of a streamed answer: the role first, the
+    thinking in ``reasoning`` deltas (Ollama's), the text in pieces, the finish reason,
+    then (when ``stream_options.include_usage``) the usage in a chunk of its own with no
+    choices, as OpenAI sends it. ``finish`` None: the text only (a stream cut off before
+    its end)."""
     base = {
         "id": f"chatcmpl-backend-{number}",
         "object": "chat.completion.chunk",
@@ -176,12 +183,14 @@ def completion_chunks(body: dict, text: str, number: int, finish: str | None = "
         return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
 
     chunks = [chunk({"role": "assistant", "content": ""})]
+    words = thought.split()
+    chunks += [chunk({"reasoning": " ".join(words[i : i + 200]) + " "}) for i in range(0, len(words), 200)]
     chunks += [chunk({"content": text[i : i + CHUNK_CHARS]}) for i in range(0, len(text), CHUNK_CHARS)]
     if finish is None:
         return chunks
     chunks.append(chunk({}, finish))
     if (body.get("stream_options") or {}).get("include_usage"):
-        chunks.append({**base, "choices": [], "usage": usage(body, text)})
+        chunks.append({**base, "choices": [], "usage": usage(body, text, thought)})
     return chunks
 
 
@@ -201,6 +210,15 @@ class ChatBackendState:
     lock: threading.Lock = field(default_factory=threading.Lock)
     answered: int = 0
     chat_count: int = 0
+    thinks: dict[str, int] = field(default_factory=dict)  # words of thinking before an answer, by kind
+    obeys_none: bool = True  # reasoning_effort "none" turns the thinking off
+    generated: int = 0  # the tokens of every answer sent (their usage.total_tokens)
+
+    def thought(self, kind: str, body: dict) -> str:
+        if self.obeys_none and body.get("reasoning_effort") == "none":
+            return ""
+        words = self.thinks.get(kind, self.thinks.get("structured", 0) if kind in SCHEMA_KINDS.values() else 0)
+        return " ".join(["hmm,"] * words)
 
     def next_item(self, kind: str, body: dict) -> tuple[Any, int]:
         with self.lock:
@@ -258,17 +276,25 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(item, Cut):
             item, finish = item.text, (item.end if item.end == "length" else None)
         text = json.dumps(item) if isinstance(item, (dict, list)) else str(item)
+        thought = self.state.thought(kind, body)
+        cap = body.get("max_tokens") or body.get("max_completion_tokens")
+        if thought and isinstance(cap, int) and len(thought.split()) >= cap:  # the cap ends it while thinking
+            thought, text, finish = " ".join(thought.split()[:cap]), "", "length"
+        elif thought and isinstance(cap, int) and len(text) // 4 > cap - len(thought.split()):  # or in the text
+            text, finish = text[: (cap - len(thought.split())) * 4], "length"
         try:
             if body.get("stream"):
-                events = [checked(c, chunk=True) for c in completion_chunks(body, text, number, finish)]
+                events = [checked(c, chunk=True) for c in completion_chunks(body, text, number, finish, thought)]
             else:
-                payload = checked(completion_json(body, text, number, finish or "stop"), chunk=False)
+                payload = checked(completion_json(body, text, number, finish or "stop", thought), chunk=False)
         except Exception as error:  # our own answer does not fit the SDK's types: say so loudly
             with self.state.lock:
                 self.state.problems.append(f"invalid answer for {kind}: {error}")
             self._json(500, {"error": {"message": "the backend built an invalid answer", "type": "server_error"}})
             return
-        record.reply, record.usage = text, usage(body, text)
+        record.reply, record.thought, record.usage = text, thought, usage(body, text, thought)
+        with self.state.lock:
+            self.state.generated += record.usage["total_tokens"]
         if body.get("stream"):
             self._sse(events, done=finish is not None)
         else:
@@ -336,13 +362,25 @@ class ChatBackend:
             self.state.scripts[kind].extend(items)
         return self
 
+    def think(self, *, obeys_none: bool = True, **words: int) -> ChatBackend:
+        """From now on a thinking model: ``words`` of thinking before each answer, by kind."""
+        with self.state.lock:
+            self.state.thinks, self.state.obeys_none = dict(words), obeys_none
+        return self
+
+    @property
+    def generated(self) -> int:
+        with self.state.lock:
+            return self.state.generated
+
     def reset(self) -> None:
         """Forget what was received and scripted (the backend outlives a test)."""
         with self.state.lock:
             self.state.received.clear()
             self.state.scripts.clear()
             self.state.problems.clear()
-            self.state.chat_count = 0
+            self.state.chat_count = self.state.generated = 0
+            self.state.thinks, self.state.obeys_none = {}, True
 
     @property
     def received(self) -> list[Received]:

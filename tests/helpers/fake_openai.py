@@ -33,10 +33,21 @@ real-format sequences and bodies to put in ``Events`` and ``Body``.
 
 Personas (``FakeOpenAIServer(persona=...)`` or ``server.persona = ...``)
 ----------------------------------------------------------------------
-Each emulates what a real server is documented to do (see the last section of
-``shared/API-NOTES.md``); every persona answers any GET path it does not know
-with a 404 JSON error in OpenAI's shape (a simplification: Ollama's own 404 is
-plain text, vLLM's is FastAPI's ``{"detail": ...}``).
+Each emulates what a real server's source code (or, for LM Studio, its
+documentation) says it does; ``docs/servers.md`` names the files. Every persona
+answers any GET path it does not know with a 404 JSON error in OpenAI's shape (a
+simplification: Ollama's own 404 is plain text, vLLM's is FastAPI's
+``{"detail": ...}``). A POST to ``/api/show`` is a probe too: it is recorded with
+the GETs (``server.probes``), not with the requests.
+
+Thinking (``server.thinks = {"chat": 4000, "summary": 3000, "structured": 100}``,
+words of thinking before the answer of each kind; ``"structured"`` stands for every
+schema kind): the ``ollama`` and ``vllm`` personas think unless the request asks for
+``reasoning.effort: "none"`` (Ollama maps it to ``think: false``, openai/openai.go
+``thinkFromReasoningEffort``; vLLM to the template's ``enable_thinking=False``,
+responses/protocol.py ``build_chat_params``). The thinking counts inside
+``max_output_tokens`` and in ``usage.output_tokens``. The context window is
+``server.context`` (the persona's default when None).
 
 ``openai`` (the default)
     The Responses API as OpenAI serves it. A ``Truncated`` answer ends as
@@ -44,39 +55,57 @@ plain text, vLLM's is FastAPI's ``{"detail": ...}``).
     ``incomplete_details.reason == "max_output_tokens"``. ``vllm`` and ``lmstudio``
     report it the same way (nothing checked says they differ).
 ``ollama``
-    ``GET /api/version`` answers ``{"version": "0.12.6"}`` (outside ``/v1``).
-    ``developer``-role input items are accepted with a 200 and silently dropped
-    (ollama/ollama#18305, open): ``Recorded.model_input`` is the input without
-    them, i.e. what reached the model. ``store`` is ignored (no persona keeps
-    anything; the ``store: false`` Ollama sends is a key the SDK's ``Response`` does
-    not declare, so it is left out, see ``request_echo``). Truncation is
-    never ``response.incomplete``: when ``max_output_tokens`` is smaller than
-    the answer (counted in words, this fake's token unit) the text is cut and
-    the stream ends with ``response.completed``, ``status: "completed"``,
-    ``incomplete_details: null`` and ``usage.output_tokens ==
-    max_output_tokens``, as Ollama's openai/responses.go does (it hardcodes
-    ``IncompleteDetails: nil``; ollama/ollama#17239, open, would report
-    ``incomplete``). Other servers put the reason inside ``response.completed``;
-    ``truncated_completed_events`` builds that variant.
+    ``GET /api/version`` answers ``{"version": "0.12.6"}`` (outside ``/v1``), and
+    ``POST /api/show`` the model's details (server/routes.go ``GetModelInfo``): its
+    ``capabilities`` (thinking), ``model_info["qwen3.context_length"]`` and
+    ``parameters``, the Modelfile's values as ``ollama show`` prints them
+    (temperature 0.6, and ``num_ctx`` only when ``server.context`` is not Ollama's
+    default of 4,096 below 23 GiB of VRAM, routes.go). The prompt is cut to the
+    window as server/prompt.go ``chatPrompt`` cuts it: the oldest non-system
+    messages are dropped (counted in words) until the rest fits, without an error;
+    ``Recorded.model_input`` is what is left. ``developer``-role input items are
+    accepted with a 200 and silently dropped (ollama/ollama#18305, open). ``store``
+    is ignored (the ``store: false`` Ollama sends is a key the SDK's ``Response``
+    does not declare, so it is left out, see ``request_echo``). A thinking model's
+    thinking is streamed as a reasoning item (``response.reasoning_summary_text.delta``,
+    openai/responses.go ``processThinking``) and reported as no reasoning tokens
+    (``ReasoningTokens: 0``, a TODO there). Truncation is never
+    ``response.incomplete``: when ``max_output_tokens`` is smaller than the
+    thinking and answer (counted in words, this fake's token unit) the output is cut
+    and the stream ends with ``response.completed``, ``status: "completed"``,
+    ``incomplete_details: null`` and ``usage.output_tokens == max_output_tokens``, as
+    responses.go does (it hardcodes ``IncompleteDetails: nil``; ollama/ollama#17239,
+    open, would report ``incomplete``). Other servers put the reason inside
+    ``response.completed``; ``truncated_completed_events`` builds that variant.
 ``vllm``
-    ``GET /version`` answers ``{"version": "0.11.0"}``. Any ``developer`` input
-    item is answered 400 ``{"error": {"message": "Unexpected message role.",
-    "type": "BadRequestError", "param": null, "code": 400}}``: a chat template
-    without a developer role, before vllm-project/vllm#43590 folded developer
-    messages into the system prompt (the body as quoted in ogx-ai/ogx#6069;
-    vLLM's ``code`` is the HTTP status as an int, where OpenAI's is a string).
-    Nothing reaches the model (``model_input == []``) and the scripted answer is
-    left for the next request.
+    ``GET /version`` answers ``{"version": "0.11.0"}`` and ``GET /v1/models`` the
+    model card with ``max_model_len`` (entrypoints/openai/models/serving.py;
+    ``server.context``, 40,960 by default). A ``max_output_tokens`` above it is
+    answered 400 (renderers/params.py ``TokenizeParams``), and so is a prompt longer
+    than it; otherwise the output is cut at what the window leaves (serve/utils
+    ``get_max_tokens``). Without a reasoning parser (``server.reasoning_parser =
+    False``, vLLM's default) the thinking is part of the text, ``<think>...</think>``
+    before the answer (the parser's no-parser fallback passes the model's output on as
+    content, parser/abstract_parser.py), without its opening tag when
+    ``server.opening_tag`` is False (a template that opens the block itself,
+    vllm-project/vllm#31045), and a structured answer has none (the grammar holds
+    from the first token); with one, thinking is a reasoning item whose tokens the
+    usage reports. Any ``developer`` input item is answered 400 ``{"error":
+    {"message": "Unexpected message role.", "type": "BadRequestError", "param":
+    null, "code": 400}}``: a chat template without a developer role, before
+    vllm-project/vllm#43590 folded developer messages into the system prompt (the
+    body as quoted in ogx-ai/ogx#6069; vLLM's ``code`` is the HTTP status as an int,
+    where OpenAI's is a string). Nothing reaches the model (``model_input == []``)
+    and the scripted answer is left for the next request.
 ``lmstudio``
     ``text.format`` is ignored (lmstudio-bug-tracker #1396, #2403, open): a
     structured answer comes back as fenced JSON (```` ```json ... ``` ````, as
     quoted in #2403) or, with ``server.json_wrapping = "prose"``, after a line
-    of prose. ``GET /api/v0/models`` answers LM Studio's REST API v0 model list
-    (``{"object": "list", "data": [...]}`` with ``type``, ``publisher``,
-    ``arch``, ``compatibility_type``, ``quantization``, ``state``,
-    ``max_context_length``: the example of LM Studio's REST API v0
-    documentation, lmstudio.ai/docs/api/rest-api, verbatim; not checked against
-    a running LM Studio).
+    of prose. ``GET /api/v1/models`` answers LM Studio 0.4's REST API model list,
+    the example of its documentation (lmstudio-ai/docs, 1_developer/2_rest/list.md)
+    with the loaded instance's ``context_length`` set to ``server.context`` (4,096 by
+    default, as there), and ``GET /api/v0/models`` the v0 list it deprecated (not
+    checked against a running LM Studio).
 """
 
 from __future__ import annotations
@@ -153,10 +182,88 @@ LMSTUDIO_MODELS = {  # the example of LM Studio's REST API v0 docs (lmstudio-ai/
         },
     ],
 }
-PROBE_ANSWERS: dict[tuple[str, str], dict] = {
-    ("ollama", "/api/version"): {"version": OLLAMA_VERSION},
-    ("vllm", "/version"): {"version": VLLM_VERSION},
-    ("lmstudio", "/api/v0/models"): LMSTUDIO_MODELS,
+LMSTUDIO_KEY = "gemma-3-270m-it-qat"  # the LLM of LM Studio's REST API v1 docs example
+
+
+def lmstudio_v1_models(context: int) -> dict:
+    """``GET /api/v1/models`` as LM Studio 0.4 answers it: the example of its docs
+    (lmstudio-ai/docs, 1_developer/2_rest/list.md), the LLM loaded with ``context``."""
+    return {
+        "models": [
+            {
+                "type": "llm",
+                "publisher": "lmstudio-community",
+                "key": LMSTUDIO_KEY,
+                "display_name": "Gemma 3 270m Instruct Qat",
+                "architecture": "gemma3",
+                "quantization": {"name": "Q4_0", "bits_per_weight": 4},
+                "size_bytes": 241410208,
+                "params_string": "270M",
+                "loaded_instances": [{"id": LMSTUDIO_KEY, "config": {"context_length": context}}],
+                "max_context_length": 32768,
+                "format": "gguf",
+                "capabilities": {"vision": False, "trained_for_tool_use": False},
+                "description": None,
+            },
+            {
+                "type": "embedding",
+                "publisher": "gaianet",
+                "key": "text-embedding-nomic-embed-text-v1.5-embedding",
+                "display_name": "Nomic Embed Text v1.5",
+                "quantization": {"name": "F16", "bits_per_weight": 16},
+                "size_bytes": 274290560,
+                "params_string": None,
+                "loaded_instances": [],
+                "max_context_length": 2048,
+                "format": "gguf",
+            },
+        ]
+    }
+
+
+OLLAMA_DEFAULT_CONTEXT = 4096  # num_ctx without a Modelfile value, below 23 GiB of VRAM (server/routes.go)
+DEFAULT_CONTEXT = {"ollama": OLLAMA_DEFAULT_CONTEXT, "vllm": 40960, "lmstudio": 4096}
+
+
+def ollama_show(context: int) -> dict:
+    """``POST /api/show`` for a qwen3 model (server/routes.go ``GetModelInfo``; api/types.go
+    ``ShowResponse``): ``parameters`` as ``ollama show`` prints them, ``"%-30s %#v"`` a line."""
+    params = {"temperature": 0.6, "top_k": 20, "top_p": 0.95}
+    if context != OLLAMA_DEFAULT_CONTEXT:
+        params["num_ctx"] = context
+    return {
+        "license": "Apache License 2.0",
+        "modelfile": '# Modelfile generated by "ollama show"\nFROM qwen3:8b\n',
+        "parameters": "\n".join(f"{k:<30} {v}" for k, v in params.items()),
+        "template": "{{ .Prompt }}",
+        "details": {
+            "parent_model": "",
+            "format": "gguf",
+            "family": "qwen3",
+            "families": ["qwen3"],
+            "parameter_size": "8.2B",
+            "quantization_level": "Q4_K_M",
+        },
+        "model_info": {"general.architecture": "qwen3", "qwen3.context_length": 40960},
+        "capabilities": ["completion", "tools", "thinking"],
+        "modified_at": "2026-01-01T00:00:00Z",
+    }
+
+
+def vllm_models(context: int) -> dict:
+    """``GET /v1/models`` as vLLM answers it (entrypoints/openai/models/serving.py ``ModelCard``)."""
+    card = {"id": "Qwen/Qwen3-8B", "object": "model", "created": CREATED_AT, "owned_by": "vllm"}
+    card |= {"root": "Qwen/Qwen3-8B", "parent": None, "max_model_len": context, "permission": []}
+    return {"object": "list", "data": [card]}
+
+
+PROBE_ANSWERS: dict[tuple[str, str], Callable[[int], dict]] = {
+    ("ollama", "/api/version"): lambda _: {"version": OLLAMA_VERSION},
+    ("ollama", "/api/show"): ollama_show,
+    ("vllm", "/version"): lambda _: {"version": VLLM_VERSION},
+    ("vllm", "/v1/models"): vllm_models,
+    ("lmstudio", "/api/v0/models"): lambda _: LMSTUDIO_MODELS,
+    ("lmstudio", "/api/v1/models"): lmstudio_v1_models,
 }
 VLLM_ROLE_ERROR = {
     "error": {"message": "Unexpected message role.", "type": "BadRequestError", "param": None, "code": 400}
@@ -388,6 +495,21 @@ class FakeOpenAI:
     checked: int = 0  # payloads sent and checked against the SDK's types
     persona: str = "openai"
     json_wrapping: str = "fenced"  # lmstudio: how a structured answer is wrapped ("fenced" or "prose")
+    context: int | None = None  # the model's context window in words (None: the persona's default)
+    thinks: dict[str, int] = field(default_factory=dict)  # words of thinking before an answer, by kind
+    reasoning_parser: bool = False  # vllm: served with --reasoning-parser (thinking as a reasoning item)
+    opening_tag: bool = True  # vllm without a parser: the model writes <think> (False: its template did)
+    probe_hold: Hold | None = None  # probes wait for its release (a server slow to answer them)
+
+    @property
+    def window(self) -> int | None:
+        return self.context or DEFAULT_CONTEXT.get(self.persona)
+
+    def thinking(self, kind: str, body: dict) -> int:
+        """Words of thinking before the answer to ``body``: none when it asks for none."""
+        if ((body.get("reasoning") or {}).get("effort")) == "none":
+            return 0
+        return self.thinks.get(kind, self.thinks.get("structured", 0) if kind in SCHEMA_KINDS.values() else 0)
 
     def hold(self, kind: str, then: Any = None, *, after_chars: int = 0) -> Hold:
         """Script a ``Hold`` as the next answer of ``kind`` and return it."""
@@ -1061,6 +1183,24 @@ def _is_structured(body: dict) -> bool:
     return isinstance(fmt, dict) and fmt.get("type") in ("json_schema", "json_object")
 
 
+def _prompt_words(items: Any, instructions: Any = None) -> int:
+    """The prompt's length in this fake's token unit (words): instructions and every item."""
+    texts = [str(instructions or "")] + [str(m.get("content", "")) for m in items or [] if isinstance(m, dict)]
+    return sum(count_tokens(t) for t in texts)
+
+
+def _fitted(items: list, instructions: Any, window: int | None) -> list:
+    """What of the input reaches an Ollama model with a ``window``-word context: the
+    oldest non-system messages dropped until the rest fits, the last one always kept
+    (server/prompt.go ``chatPrompt``)."""
+    if window is None:
+        return items
+    start = 0
+    while start < len(items) - 1 and _prompt_words(items[start:], instructions) > window:
+        start += 1
+    return [m for m in items[:start] if isinstance(m, dict) and m.get("role") == "system"] + items[start:]
+
+
 def _has_developer(body: dict) -> bool:
     items = body.get("input")
     return isinstance(items, list) and any(isinstance(m, dict) and m.get("role") == "developer" for m in items)
@@ -1081,11 +1221,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.record = Recorded(path=path, body={}, headers=dict(self.headers), kind=PROBE, method="GET")
         with self.fake.lock:
             self.fake.probes.append(self.record)
+        self._probe_answer("GET", path)
+
+    def _probe_answer(self, method: str, path: str) -> None:
+        held = self.fake.probe_hold
+        if held is not None:
+            held.arrived.set()
+            held.wait_released()
         answer = PROBE_ANSWERS.get((self.fake.persona, path))
         if answer is None:
-            self._json(404, error_body(f"Invalid URL (GET {path})"), shape="error")
+            self._json(404, error_body(f"Invalid URL ({method} {path})"), shape="error")
         else:
-            self._json(200, answer, shape=None)
+            self._json(200, answer(self.fake.window), shape=None)
 
     # -- POST: the API -------------------------------------------------------------------------
     def do_POST(self) -> None:
@@ -1099,6 +1246,12 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             body = {}
         path = self.path.split("?")[0]
+        if path == "/api/show":  # Ollama's model details: a probe, as the GETs are
+            self.record = Recorded(path=path, body=body, headers=dict(self.headers), kind=PROBE, method="POST")
+            with self.fake.lock:
+                self.fake.probes.append(self.record)
+            self._probe_answer("POST", path)
+            return
         if path.endswith("/embeddings"):
             kind = "embeddings"
         elif path.endswith("/responses"):
@@ -1110,14 +1263,16 @@ class _Handler(BaseHTTPRequestHandler):
         record = Recorded(path=path, body=body, headers=dict(self.headers), kind=kind)
         if kind != "embeddings" and persona == "ollama" and isinstance(record.input, list):
             record.model_input = [m for m in record.input if not (isinstance(m, dict) and m.get("role") == "developer")]
-        rejected = kind != "embeddings" and persona == "vllm" and _has_developer(body)
-        if rejected:
+        if kind != "embeddings" and persona == "ollama" and isinstance(record.model_input, list):
+            record.model_input = _fitted(record.model_input, body.get("instructions"), self.fake.window)
+        refusal = self._vllm_refusal(body) if kind != "embeddings" and persona == "vllm" else None
+        if refusal is not None:
             record.model_input = []
         self.record = record
         with self.fake.lock:
             self.fake.requests.append(record)
-        if rejected:  # the chat template refuses the role before anything runs: the script is kept
-            self._json(400, VLLM_ROLE_ERROR, shape="error")
+        if refusal is not None:  # refused before anything runs: the script is kept
+            self._json(400, refusal, shape="error")
             return
         if kind == "embeddings":
             with self.fake.lock:
@@ -1132,6 +1287,70 @@ class _Handler(BaseHTTPRequestHandler):
             self._held(item, kind, body)
             return
         self._answer(item, body)
+
+    def _vllm_refusal(self, body: dict) -> dict | None:
+        """vLLM's 400s before a request runs: a developer item its chat template does not
+        take, a ``max_output_tokens`` above ``max_model_len`` (renderers/params.py) and a
+        prompt longer than it."""
+        if _has_developer(body):
+            return VLLM_ROLE_ERROR
+        window, cap = self.fake.window, body.get("max_output_tokens")
+        if isinstance(cap, int) and cap > window:
+            message = (
+                f"max_output_tokens={cap} cannot be greater than max_model_len={window}. "
+                "Please request fewer output tokens."
+            )
+            return {"error": {"message": message, "type": "BadRequestError", "param": "max_output_tokens", "code": 400}}
+        prompt = _prompt_words(body.get("input"), body.get("instructions"))
+        if prompt > window:
+            message = f"This model's maximum context length is {window} tokens. However, your prompt has {prompt}."
+            return {"error": {"message": message, "type": "BadRequestError", "param": "input_text", "code": 400}}
+        return None
+
+    def _thought(self, text: str, body: dict) -> bool:
+        """A thinking model's answer, as the persona serves it (the module docstring);
+        False when it does not think now, and the answer goes out as usual."""
+        fake, kind = self.fake, self.record.kind if self.record else "chat"
+        words = fake.thinking(kind, body) if fake.persona in ("ollama", "vllm") else 0
+        in_text = fake.persona == "vllm" and not fake.reasoning_parser
+        if not words or (in_text and kind != "chat"):  # a structured answer's grammar leaves no room to think
+            return False
+        thought = " ".join(["hmm,"] * words)
+        cap = body.get("max_output_tokens") if isinstance(body.get("max_output_tokens"), int) else None
+        if fake.persona == "vllm" and isinstance(cap, int):
+            cap = min(cap, fake.window - _prompt_words(body.get("input"), body.get("instructions")))
+        if in_text:
+            tagged = ("<think>\n" if fake.opening_tag else "") + thought + "\n</think>\n\n" + text
+            if cap is not None and count_tokens(tagged) > cap:
+                self._truncated(tagged, cap, body)
+            elif body.get("stream"):
+                self._sse(
+                    stream_events([message_item(tagged)], usage=usage_json(10, count_tokens(tagged)), request=body)
+                )
+            else:
+                self._json(
+                    200, response_json(tagged, usage_json(10, count_tokens(tagged)), request=body), shape="response"
+                )
+            return True
+        cut = cap is not None and words + count_tokens(text) > cap
+        spent = min(words, cap) if cap is not None else words
+        output = [reasoning_item(cut_to_tokens(thought, spent))]
+        answer = cut_to_tokens(text, cap - spent) if cap is not None else text
+        if answer:
+            output.append(
+                message_item(answer, status="incomplete" if cut and fake.persona != "ollama" else "completed")
+            )
+        reported = 0 if fake.persona == "ollama" else spent  # Ollama's ReasoningTokens: 0 (responses.go TODO)
+        usage = usage_json(10, spent + count_tokens(answer), reasoning_tokens=reported)
+        ending = {"status": "completed", "incomplete_reason": None}
+        if cut and fake.persona != "ollama":
+            ending = {"status": "incomplete", "incomplete_reason": "max_output_tokens"}
+        if body.get("stream"):
+            end = "incomplete" if ending["status"] == "incomplete" else "completed"
+            self._sse(stream_events(output, end=end, usage=usage, request=body))
+        else:
+            self._json(200, response_json(None, usage, output=output, request=body, **ending), shape="response")
+        return True
 
     def _held(self, held: Hold, kind: str, body: dict) -> None:
         if not held.after_chars:
@@ -1175,6 +1394,8 @@ class _Handler(BaseHTTPRequestHandler):
         text = json.dumps(item) if isinstance(item, (dict, list)) else str(item)
         if self.fake.persona == "lmstudio" and _is_structured(body):
             text = self._wrapped(text)
+        if self._thought(text, body):
+            return
         cap = body.get("max_output_tokens")
         if self.fake.persona == "ollama" and isinstance(cap, int) and count_tokens(text) > cap:
             self._truncated(text, cap, body)  # the model stopped at the cap, and Ollama says "completed"
@@ -1287,6 +1508,9 @@ class _Handler(BaseHTTPRequestHandler):
                     hold = None
 
 
+_FORWARDED = ("context", "thinks", "reasoning_parser", "opening_tag")
+
+
 class FakeOpenAIServer:
     """``with FakeOpenAIServer() as server: server.base_url ...``
 
@@ -1323,6 +1547,17 @@ class FakeOpenAIServer:
         if name not in PERSONAS:
             raise ValueError(f"unknown persona {name!r}: one of {', '.join(PERSONAS)}")
         self.fake.persona = name
+
+    def __getattr__(self, name: str):  # the persona's settings live in the state
+        if name in _FORWARDED:
+            return getattr(self.fake, name)
+        raise AttributeError(name)
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in _FORWARDED:
+            setattr(self.fake, name, value)
+        else:
+            super().__setattr__(name, value)
 
     @property
     def json_wrapping(self) -> str:
@@ -1376,6 +1611,12 @@ class FakeOpenAIServer:
 
     def hold(self, kind: str, then: Any = None, *, after_chars: int = 0) -> Hold:
         return self.fake.hold(kind, then, after_chars=after_chars)
+
+    def hold_probes(self) -> Hold:
+        """Every probe (GET, and POST /api/show) waits until the returned hold is released."""
+        held = self.fake.probe_hold = Hold()
+        self.fake.holds.append(held)
+        return held
 
 
 Responder = Callable[[dict], Any]

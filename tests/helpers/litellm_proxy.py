@@ -34,6 +34,7 @@ MODEL = "memora-test"  # what Memora asks the proxy for
 BACKEND_MODEL = "backend-model"  # what the proxy asks the backend for
 MASTER_KEY = "sk-memora-litellm-test-master"  # the key Memora sends the proxy
 BACKEND_KEY = "sk-memora-litellm-test-backend"  # the key the proxy sends the backend
+MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS = 32768, 8192  # the backend model's limits, as the config states them
 START_TIMEOUT = 120.0  # its start-up takes 8-12 s on the 2-core machine, 20 s under strace
 
 # Each tells LiteLLM to use the copy bundled with the package instead of fetching the
@@ -74,6 +75,9 @@ def config_yaml(backend_url: str) -> str:
                     # ``_bridges_to_chat_completions``): the bridge is what is tested.
                     "use_chat_completions_api": True,
                 },
+                # What a deployment's config says of a model LiteLLM's own map does not
+                # know; the proxy's GET /model/info answers it (Memora fits it).
+                "model_info": {"max_input_tokens": MAX_INPUT_TOKENS, "max_output_tokens": MAX_OUTPUT_TOKENS},
             }
         ],
         "router_settings": {"num_retries": 0},  # the backend sees each request once, as Memora sent it
