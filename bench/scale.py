@@ -520,12 +520,14 @@ def page_worker(app, bare_dir: Path, open_only: bool, timer: Timer) -> None:
 
             holder["app"].after_render += rendered
 
+        # The reference first: once the page is on screen, its conflicts are found in a thread beside it.
+        bare = bare_timed(lambda: select_texts(bare_dir))
         started = time.perf_counter()
         timer(opened)
 
         def typist() -> None:
             drawn.wait(600)
-            emit(op="page open", memora=frames[0] - started, bare=bare_timed(lambda: select_texts(bare_dir)))
+            emit(op="page open", memora=frames[0] - started, bare=bare)
             if open_only:
                 pipe.send_bytes(b"q")
                 return
