@@ -701,7 +701,7 @@ def test_another_terminals_reindex_turns_search_off_here_in_one_line_never_a_cra
 )
 def test_the_object_taken_from_a_lenient_answer_is_the_answer(answer, expected):
     from memora.model.structured import parse_answer
-    from memora.reading.extraction import CorrectionDecision
+    from memora.reading.writes import CorrectionDecision
 
     assert parse_answer(answer, CorrectionDecision).memories == expected
 

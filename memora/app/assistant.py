@@ -51,7 +51,8 @@ from memora.model.llm import ModelClient
 from memora.model.model_facts import shutdown_note
 from memora.model.tokens import TokenCounter
 from memora.reading.cues import looks_like_correction, skips_extraction
-from memora.reading.extraction import ExtractionJob, Extractor, PreparedExtraction
+from memora.reading.extraction import Extractor
+from memora.reading.jobs import ExtractionJob, PreparedExtraction
 from memora.reading.proposals import ProfileProposal, ProposalStore
 from memora.store.chroma_backend import ChromaConnection
 from memora.store.deletions import DeletionLog

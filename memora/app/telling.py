@@ -13,7 +13,7 @@ from collections.abc import Callable
 from memora.app.turn import TurnState
 from memora.core.errors import EmbeddingError, EmbeddingModelMismatch, LocalModelUnavailable
 from memora.core.text_utils import counted, quoted
-from memora.reading.extraction import ExtractionOutcome
+from memora.reading.jobs import ExtractionOutcome
 from memora.reading.proposals import ProfileProposal, ProposalStore
 
 

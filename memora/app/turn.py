@@ -13,7 +13,7 @@ from memora.core.errors import LimitError, MemoraError, ModelNotConfigured
 from memora.core.records import MemorySearchResult
 from memora.core.storage import Guarded
 from memora.model.llm import ReplyResult
-from memora.reading.extraction import Skipped
+from memora.reading.jobs import Skipped
 from memora.reading.proposals import ProfileProposal
 from memory import PreparedContext
 
