@@ -44,8 +44,9 @@ def new(
 ) -> NewFact:
     read = ExtractedFact(text=text, memory_type="semantic", category="identity", event_phrase=None, event_date=None)
     candidates = [Candidate(record, distance, record.content) for record, distance in listed]
+    said = ExtractionJob(text, said_at, "job")
     return NewFact(
-        key, read, text, "semantic", "identity", None, said_at, vector=list(vector), candidates=candidates, **fields
+        key, read, text, "semantic", "identity", None, said, vector=list(vector), candidates=candidates, **fields
     )
 
 
@@ -449,9 +450,34 @@ def test_a_correction_in_a_batch_applies_after_the_facts_said_before_it(
         app.store.add(text, category="identity")
     server.script("extraction", *[_reading(messages, facts, corrections)] * len(messages))
     server.script("correction", *[_naming({named for *_, named in corrections})] * 2 * len(corrections))
-    for text in messages:
-        app.chat(text, on_delta=lambda _: None)
+    told = [n for text in messages for n in app.chat(text, on_delta=lambda _: None).notes]
     assert app.wait_for_extraction(10)
+    told += app.notices
     assert sorted(r.content for r in app.store.list()) == sorted(current)
     retracted = [r.content for r in app.store.list(include_superseded=True) if r.change_reason == "correction"]
     assert retracted or not corrections
+    for content in retracted:  # told, so that a wrong correction can be seen and undone
+        assert any("that is superseded" in n and content in n for n in told), (content, told)
+
+
+def test_a_fact_and_its_correction_read_in_one_batch_leave_no_memory_and_say_so(make_app, server):
+    app = make_app()
+    server.script(
+        "extraction",
+        extraction(
+            fact("The learner has a cat named Mochi.", "identity"),
+            corrections=[{"statement": "The learner has a cat.", "evidence": NOT_CAT}],
+        ),
+    )
+    server.script("correction", _naming({"The learner has a cat named Mochi."}))
+    told = [n for text in (CAT_SAID, NOT_CAT) for n in app.chat(text, on_delta=lambda _: None).notes]
+    assert app.wait_for_extraction(10)
+    told += app.notices
+    [reading] = server.of_kind("extraction")
+    assert CAT_SAID in reading.input[-1]["content"] and NOT_CAT in reading.input[-1]["content"]
+    [looked_up] = server.of_kind("correction")  # once the fact said before it is stored (none before: nothing to list)
+    assert "The learner has a cat named Mochi." in looked_up.input[-1]["content"]
+    assert app.store.list() == []
+    [gone] = app.store.list(include_superseded=True)
+    assert (gone.content, gone.change_reason) == ("The learner has a cat named Mochi.", "correction")
+    assert any("that is superseded" in n and "The learner has a cat named Mochi." in n for n in told), told

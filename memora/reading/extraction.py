@@ -1,45 +1,36 @@
 """Memory extraction, off the response path.
 
-After each reply the learner's message (never the assistant's reply: what the
-tutor said is not a fact about the learner) goes to a background worker, which makes one structured-output call
-(``jobs.ExtractionResult``) and then applies, in the order said (``writes.in_order``):
+After each reply the learner's message (never the assistant's reply: what the tutor
+said is not a fact about the learner) goes to a background worker, which makes one
+structured-output call (``jobs.ExtractionResult``) and applies what it found, in the
+order said (``writes.in_order``):
 
-* **facts**: each is found beside the store: an exact repeat, or one that says the
-  same thing in words (``is_near_duplicate``), refreshes the existing memory; others
-  are embedded beside their related memories (``candidates.related_memories``:
-  dense, lexical, same-category and same-slot neighbours, capped by tokens). The
-  facts with related memories get a structured decision (``MemoryDecision``: ADD,
-  UPDATE, SUPERSEDE or NOOP, naming a memory by its number in the listing it was
-  sent), several of a reading in one call; ``writes.plan_write`` turns each decision
-  into its write, with its reason. Schedule facts get an event date, resolved
-  against the time the learner spoke.
-* **corrections** ("No, I never said ..."): the matching memories are
-  superseded (kept in the history, not deleted) and the learner is told what
-  changed, so a wrong correction can be seen and undone. When a
-  message looks like a correction (``looks_like_correction``), it is read
-  *before* the reply: the wrong memory is left out of that turn's context, the
-  reply is asked to confirm the change, and it is superseded as soon as the
-  reply is done.
-* **profile changes**: a new goal or preference is applied with a visible
-  notice; setting a level when none is set likewise; changing an existing
-  level or removing anything becomes a *proposal* that the learner confirms,
-  because a misread message must not silently overwrite what was true.
-* **mistakes**: real errors in the learner's own English go to the mistake
-  ledger (``ledger.LedgerStore.record``), where a repeat of an earlier
-  mistake counts against its entry instead of adding one.
+* **facts**: each is found beside the store (``candidates``); the facts with related
+  memories get a structured decision (``MemoryDecision``: ADD, UPDATE, SUPERSEDE or
+  NOOP, naming a memory by its number in the listing it was sent), several of a
+  reading in one call, and ``writes.plan_write`` turns each into its write, with its
+  reason. Schedule facts get an event date, resolved against the time the learner spoke.
+* **corrections** ("No, I never said ..."): the matching memories are superseded
+  (kept in the history, not deleted) and the learner is told, so a wrong correction
+  can be seen and undone. A message that looks like a correction is read *before*
+  the reply (``prepare``): the wrong memory is left out of that turn's context, the
+  reply is asked to confirm the change, and it is superseded once the reply is done.
+* **profile changes**: a new goal or preference is applied with a visible notice;
+  setting a level when none is set likewise; changing an existing level or removing
+  anything becomes a *proposal* the learner confirms, because a misread message must
+  not silently overwrite what was true.
+* **mistakes**: real errors in the learner's own English go to the mistake ledger,
+  where a repeat of an earlier mistake counts against its entry.
 
-Each item is applied on its own (``Extractor._isolated``). One that cannot be
-applied (a 5,000-character fact, an unknown category, a decision naming a memory
-that is no longer current, any error) is skipped, logged and counted in
-``status``; the others land. Only the failure of a *call* is retried: when the
-reading call fails (network, server, malformed output) the whole job is; when the
-call inside one item fails (its decision, its correction lookup, its embedding)
-that item alone is kept, as a job holding only the items still to do
-(``ExtractionOutcome.retry``). Either way the job stays in the session file, to
-run again at the next start, until it succeeds or has failed three times (then the
-learner is told). Running a job again is harmless: a fact already stored is an
-exact duplicate, a goal already in the profile is not added twice, a retracted
-memory is no longer current.
+Each item is applied on its own (``Extractor._isolated``): one that cannot be (a
+5,000-character fact, an unknown category, any error) is skipped, logged and counted
+in ``status``, and the others land. Only a failed *call* is retried: the reading call's
+failure retries the whole job; the failure of the call inside one item (its decision,
+its correction lookup, its embedding) keeps that item alone, as a job holding only
+the items still to do (``ExtractionOutcome.retry``). Either way the job stays in the
+session file until it succeeds or has failed three times (then the learner is told).
+Running a job again is harmless: a fact already stored is an exact duplicate, a goal
+already in the profile is not added twice, a retracted memory is no longer current.
 """
 
 from __future__ import annotations
@@ -50,7 +41,8 @@ import queue
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from long_term_memory import is_near_duplicate
 from memora.core.errors import (
@@ -64,47 +56,20 @@ from memora.core.errors import (
 from memora.core.records import STATUS_SUPERSEDED, MemoryRecord
 from memora.core.text_utils import clean_text, quoted, shorten
 from memora.core.timeutil import now_anchor, resolve_event_date
-from memora.model.prompts import (
-    CORRECTION_PROMPT,
-    EXTRACTION_INPUT,
-    EXTRACTION_INPUT_MANY,
-    EXTRACTION_PROMPT,
-    EXTRACTION_TRACKED,
-    MISTAKE_STYLE,
-    RECONCILE_MANY_PROMPT,
-    RECONCILE_PROMPT,
-)
+from memora.model import prompts
 from memora.model.tokens import TokenCounter
+from memora.reading import jobs, writes
 from memora.reading.candidates import day, listing, related_memories, when
 from memora.reading.jobs import (
-    AskedWord,
-    Correction,
-    ExtractedFact,
-    ExtractedMistake,
     ExtractionJob,
     ExtractionOutcome,
     ExtractionResult,
-    MistakeUse,
     PreparedExtraction,
-    ProfileChange,
     Retraction,
     Skipped,
 )
 from memora.reading.proposals import ProfileProposal, ProposalStore
-from memora.reading.writes import (
-    CorrectionDecision,
-    Decided,
-    MemoryDecision,
-    MemoryDecisions,
-    NewFact,
-    Write,
-    fact_letter,
-    in_order,
-    plan_facts,
-    plan_write,
-    said_before,
-    shared_decisions,
-)
+from memora.reading.writes import CorrectionDecision, Decided, MemoryDecision, MemoryDecisions, NewFact, Write
 from memora.store.deletions import DeletedMeanwhile, Fence
 from memora.store.index import MemoryIndex
 from memora.teaching import spaced
@@ -116,6 +81,18 @@ log = logging.getLogger("memora.extraction")
 # Failures of an outside call inside one item: the item itself is fine, so it is
 # kept to run again rather than counted as bad.
 RETRYABLE_ERRORS = (ModelCallError, EmbeddingError, EmbeddingModelMismatch)
+
+
+@dataclass
+class _Reading:
+    """One reading being applied: its job, what came of it so far, the items whose own
+    call failed (kept to run again) and the vectors made (a fact planned again is not
+    embedded again)."""
+
+    job: ExtractionJob
+    outcome: ExtractionOutcome = field(default_factory=ExtractionOutcome)
+    again: dict[str, list] = field(default_factory=lambda: {"facts": [], "corrections": []})
+    vectors: dict[str, list[float]] = field(default_factory=dict)
 
 
 class Extractor:
@@ -163,22 +140,22 @@ class Extractor:
         """One structured-output call: what the learner's message says (no writes)."""
         profile = self.profiles.get()
         shown = profile.model_dump(include={"english_level", "learning_goals", "preferences"})
-        instructions = EXTRACTION_PROMPT.format(mistake_style=MISTAKE_STYLE[profile.corrections])
+        instructions = prompts.EXTRACTION_PROMPT.format(mistake_style=prompts.MISTAKE_STYLE[profile.corrections])
         if job.earlier:
             day = job.said_at.date()
             message = "\n".join(
                 f"[{m.said_at.strftime('%H:%M' if m.said_at.date() == day else '%Y-%m-%d %H:%M')}] {m.text}"
                 for m in job.messages
             )
-            template = EXTRACTION_INPUT_MANY
+            template = prompts.EXTRACTION_INPUT_MANY
         else:
-            message, template = job.text, EXTRACTION_INPUT
+            message, template = job.text, prompts.EXTRACTION_INPUT
         payload = template.format(
             now=now_anchor(job.said_at), profile=json.dumps(shown, ensure_ascii=False), message=message
         )
         tracked = self._tracked(job)
         if tracked:
-            payload += EXTRACTION_TRACKED.format(
+            payload += prompts.EXTRACTION_TRACKED.format(
                 mistakes="\n".join(
                     f"- {m.id}: {quoted(a, 60, end='')} → {quoted(b, 60, end='')}"
                     for m in tracked
@@ -207,23 +184,22 @@ class Extractor:
 
         Used before the reply when a message looks like a correction, so that the
         reply is built without the wrong memory and can confirm what changed. A
-        correction that could not be matched now stays in the result, to be
-        matched again after the reply; so does one that matched nothing but was said
-        after a fact of the reading, which it may correct once that fact is stored.
+        correction that could not be matched now stays in the result, to be matched
+        again after the reply; so does one said after a fact of its reading that
+        matched nothing: it may correct that fact, once it is stored.
         """
         result = self.read(job)
-        after_facts = [c for kind, run in in_order(job, result)[1:] if kind == "corrections" for c in run]
+        after_facts = [c for kind, run in writes.in_order(job, result)[1:] if kind == "corrections" for c in run]
         retractions: list[Retraction] = []
-        unmatched: list[Correction] = []
+        unmatched: list[jobs.Correction] = []
         for correction in result.corrections:
             try:
                 matched = self._match_correction(correction)
             except Exception:
+                matched = None
+            if not matched and (matched is None or any(c is correction for c in after_facts)):
                 unmatched.append(correction)
-                continue
-            if not matched and any(c is correction for c in after_facts):
-                unmatched.append(correction)
-            for record in matched:
+            for record in matched or ():
                 if all(r.record.id != record.id for r in retractions):
                     retractions.append(Retraction(record, shorten(correction.evidence or job.text, 300)))
         return PreparedExtraction(result.model_copy(update={"corrections": unmatched}), tuple(retractions))
@@ -232,10 +208,10 @@ class Extractor:
         """Supersede each wrongly remembered memory (no successor)."""
         for retraction in retractions:
             self._isolated(
-                outcome, "correction", retraction.record.content, lambda r=retraction: self._retract_one(r, outcome)
+                outcome, "correction", retraction.record.content, lambda r=retraction: self._retract(r, outcome)
             )
 
-    def _retract_one(self, retraction: Retraction, outcome: ExtractionOutcome) -> None:
+    def _retract(self, retraction: Retraction, outcome: ExtractionOutcome) -> None:
         record = self.store.get(retraction.record.id)
         if record is None or not record.is_current:
             return  # already retracted (a job run again), or forgotten meanwhile
@@ -246,6 +222,10 @@ class Extractor:
             f"Got it, that is superseded ('memories --all' still lists it): {quoted(record.content, 120)}"
         )
 
+    def _correct(self, correction: jobs.Correction, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
+        evidence = shorten(correction.evidence or job.text, 300)
+        self.retract(tuple(Retraction(r, evidence) for r in self._match_correction(correction)), outcome)
+
     def _fence(self, message: ExtractionJob) -> Fence:
         return Fence(self.store.user_id, message.generation, message.job_id)
 
@@ -254,31 +234,16 @@ class Extractor:
 
         Each write is made under the fence of the message it came from: a deletion
         since that message was said covers it, and it is dropped (``deletions.py``)."""
-        outcome = ExtractionOutcome()
+        reading = _Reading(job)
         if all(self.deletions.covers(self._fence(m)) for m in job.messages):
-            return outcome  # what it said was deleted after it was said (or taken back): not even read
+            return reading.outcome  # what it said was deleted after it was said (or taken back): not even read
         result = job.prepared.result if job.prepared is not None else self.read(job)
-        outcome.skipped.extend(Skipped(*rejected) for rejected in result._rejected)
-        again: dict[str, list] = {"facts": [], "corrections": []}  # items whose own call failed
-        vectors: dict[str, list[float]] = {}  # a fact planned again is not embedded again
-        for kind, run in in_order(job, result):
-            if kind == "facts" and self._apply_facts(run, job, outcome, again["facts"], vectors):
-                return outcome
-            for correction in run if kind == "corrections" else ():
-                if self.cancelled:
-                    return outcome
-                self._isolated(
-                    outcome,
-                    "correction",
-                    correction.statement,
-                    lambda c=correction: self.retract(
-                        tuple(Retraction(r, shorten(c.evidence or job.text, 300)) for r in self._match_correction(c)),
-                        outcome,
-                    ),
-                    again=again["corrections"],
-                    item=correction,
-                    fence=self._fence(job.message_of(correction.evidence)),
-                )
+        reading.outcome.skipped.extend(Skipped(*rejected) for rejected in result._rejected)
+        for kind, run in writes.in_order(job, result):
+            if kind == "facts" and self._apply_facts(reading, run):
+                return reading.outcome
+            if kind == "corrections" and self._apply_each(reading, "correction", run, self._correct, keep=True):
+                return reading.outcome
         others = [("profile change", result.profile_changes, self._apply_profile_change)]
         if self.ledger is not None:
             others += [
@@ -286,15 +251,30 @@ class Extractor:
                 ("mistake use", result.mistake_uses, self._apply_use),
                 ("word", result.asked_words, self._offer_word),
             ]
-        for kind, items, apply in others:
-            for item in items:
-                if self.cancelled:
-                    return outcome
-                fence = None if item.words is None else self._fence(job.message_of(item.words))
-                self._isolated(outcome, kind, item.label, lambda i=item, a=apply: a(i, job, outcome), fence=fence)
-        if any(again.values()):
-            outcome.retry = ExtractionResult(profile_changes=[], **again)
-        return outcome
+        if any(self._apply_each(reading, kind, items, apply) for kind, items, apply in others):
+            return reading.outcome
+        if any(reading.again.values()):
+            reading.outcome.retry = ExtractionResult(profile_changes=[], **reading.again)
+        return reading.outcome
+
+    def _apply_each(self, reading: _Reading, kind: str, items: list, apply: Callable, keep: bool = False) -> bool:
+        """Each item on its own, under the fence of the message its words are in (a
+        profile change's are in none); ``keep``: one whose own call failed is kept to
+        run again. True when the learner was deleted meanwhile."""
+        for item in items:
+            if self.cancelled:
+                return True
+            fence = None if item.words is None else self._fence(reading.job.message_of(item.words))
+            self._isolated(
+                reading.outcome,
+                kind,
+                item.label,
+                lambda i=item: apply(i, reading.job, reading.outcome),
+                again=reading.again["corrections"] if keep else None,
+                item=item,
+                fence=fence,
+            )
+        return False
 
     def _isolated(
         self,
@@ -324,39 +304,26 @@ class Extractor:
         except MemoryFullError as error:
             outcome.full, outcome.full_notice = True, str(error)
             outcome.notices.append(str(error))
-            outcome.skipped.append(Skipped(kind, shorten(label, 60), "memory is full"))
+            outcome.skipped.append(Skipped(kind, shorten(label, 60), writes.FULL))
         except Exception as error:  # one bad item must never cost the others
             reason = str(error) if isinstance(error, MemoraError) else f"{type(error).__name__}: {error}"
             if not isinstance(error, MemoraError):  # a bug, not bad input: keep the traceback
                 log.exception("unexpected error applying a %s", kind)
             outcome.skipped.append(Skipped(kind, shorten(label, 60), shorten(reason, 120)))
 
-    # -- facts: found beside the store, decided, and written as ``writes`` plans ----------------
-    def _apply_facts(
-        self,
-        run: list[tuple[str, ExtractedFact]],
-        job: ExtractionJob,
-        outcome: ExtractionOutcome,
-        again: list,
-        vectors: dict[str, list[float]],
-    ) -> bool:
+    # -- facts: found beside the store, decided, and written as ``writes`` plans them ---------------
+    def _apply_facts(self, reading: _Reading, run: list[tuple[str, jobs.ExtractedFact]]) -> bool:
         """A round of a reading's facts, by key: each found beside the store, those that
-        need a decision decided in one call (``plan_facts``), then each written at its
-        turn. A fact the shared answer leaves undecided gets a call of its own.
-        Returns True when the learner was deleted meanwhile."""
+        need a decision decided in one call (``writes.plan_facts``), then each written at
+        its turn. True when the learner was deleted meanwhile."""
+        outcome, again = reading.outcome, reading.again["facts"]
         found: list[NewFact] = []
         for key, fact in run:
             if self.cancelled:
                 return True
-            self._isolated(
-                outcome,
-                "fact",
-                fact.text,
-                lambda k=key, f=fact: found.append(self._find(k, f, job, vectors)),
-                again=again,
-                item=fact,
-            )
-        facts, deciding = plan_facts(found, self.store.related_distance)
+            find = lambda k=key, f=fact: found.append(self._find(reading, k, f))  # noqa: E731
+            self._isolated(outcome, "fact", fact.text, find, again=again, item=fact)
+        facts, deciding = writes.plan_facts(found, self.store.related_distance)
         decided: dict[str, Decided] = {}
         if deciding and not self.cancelled:
             try:
@@ -365,63 +332,44 @@ class Extractor:
                 log.warning("%d facts kept to retry: %s", len(deciding), error)
                 again.extend(f.fact for f in deciding)
                 outcome.retry_reason = str(error)
-                facts = [f for f in facts if f not in deciding]
+                facts = [f for f in facts if f.key not in {d.key for d in deciding}]
             except Exception:  # a bug: each fact gets its own call instead
                 log.exception("the shared decision failed; deciding each fact on its own")
         left: dict[str, str] = {}  # fact key -> the memory it left (added, changed or seen again)
         for fact in facts:
             if self.cancelled:
                 return True
-            self._isolated(
-                outcome,
-                "fact",
-                fact.text,
-                lambda f=fact: self._write_fact(f, decided.get(f.key), job, outcome, vectors, left),
-                again=again,
-                item=fact.fact,
-                fence=Fence(self.store.user_id, fact.generation, fact.message),
-            )
+            write = lambda f=fact: self._write_fact(reading, f, decided.get(f.key), left)  # noqa: E731
+            self._isolated(outcome, "fact", fact.text, write, again=again, item=fact.fact, fence=self._fence(fact.said))
         return False
 
-    def _find(
-        self, key: str, fact: ExtractedFact, job: ExtractionJob, vectors: dict[str, list[float]], replanned=False
-    ) -> NewFact:
+    def _find(self, reading: _Reading, key: str, fact: jobs.ExtractedFact, replanned: bool = False) -> NewFact:
         """One new fact beside the store, short of its decision: checked (raises for an
-        empty or over-long text) and dated; unless a memory says it already or it is
-        old news, embedded (once: for its candidates and for storing) and beside its
-        related memories."""
-        store = self.store
+        empty or over-long text) and dated; unless a memory says it already or it is old
+        news, embedded (once: for its candidates and for storing) beside its related memories."""
+        store, job = self.store, reading.job
         text, memory_type, category = store.validate(fact.text, fact.memory_type, fact.category)
         event_date = None
         if fact.category == "schedule":
-            at = job.said_at_of(fact.event_phrase)
+            at = job.message_of(fact.event_phrase).said_at
             event_date = resolve_event_date(fact.event_date, fact.event_phrase, at, sentence=fact.text)
         said = job.message_of_fact(fact)
-        new = NewFact(key, fact, text, memory_type, category, event_date, said.said_at, said.generation, said.job_id)
-        new = replace(new, replanned=replanned)
+        new = NewFact(key, fact, text, memory_type, category, event_date, said, replanned=replanned)
         seen = store.find_exact(text)
-        replaced = store.find_exact(text, status=STATUS_SUPERSEDED) if seen is None else None
-        if seen is not None or (replaced is not None and said_before(said.said_at, replaced.valid_until)):
-            return replace(new, seen=seen, changed=replaced)
-        vector = vectors.get(text) or self._embed(text)
-        vectors[text] = vector
+        changed = store.find_exact(text, status=STATUS_SUPERSEDED) if seen is None else None
+        if seen is not None or (changed is not None and writes.said_before(said.said_at, changed.valid_until)):
+            return replace(new, seen=seen, changed=changed)
+        vector = reading.vectors[text] = reading.vectors.get(text) or self._embed(text)
         candidates = related_memories(store, self.counter, text, vector, category)
-        nearest_first = sorted(candidates, key=lambda c: c.distance)
-        name = store.embedder.name
-        repeat = next((c for c in nearest_first if is_near_duplicate(name, text, c.record.content, c.distance)), None)
-        return replace(new, vector=vector, candidates=candidates, seen=repeat.record if repeat else None)
+        name, nearest_first = store.embedder.name, sorted(candidates, key=lambda c: c.distance)
+        repeat = next(
+            (c.record for c in nearest_first if is_near_duplicate(name, text, c.record.content, c.distance)), None
+        )
+        return replace(new, vector=vector, candidates=candidates, seen=repeat)
 
-    def _write_fact(
-        self,
-        fact: NewFact,
-        decided: Decided | None,
-        job: ExtractionJob,
-        outcome: ExtractionOutcome,
-        vectors: dict[str, list[float]],
-        left: dict[str, str],
-    ) -> None:
-        """Plan the fact's write (``plan_write``) and make it, after the steps the plan
-        asks for first: planning it again, or its own decision call."""
+    def _write_fact(self, reading: _Reading, fact: NewFact, decided: Decided | None, left: dict[str, str]) -> None:
+        """Plan the fact's write (``writes.plan_write``) and make it, after the steps the
+        plan asks for first: planning it again, or its own decision call."""
         if decided is not None and decided.earlier is not None:
             decided = replace(decided, memory=left.get(decided.earlier))
         while True:
@@ -432,14 +380,15 @@ class Extractor:
                 # forget would have taken the new version with the old one.
                 self.deletions.guard("memory", [decided.memory])
             ids = [c.record.id for c in fact.candidates] + ([decided.memory] if decided and decided.memory else [])
-            write = plan_write(fact, decided, self.store.get_many(ids) if ids else {}, full=outcome.full)
+            now = self.store.get_many(ids) if ids else {}
+            write = writes.plan_write(fact, decided, now, full=reading.outcome.full)
             if write.action == "replan":
-                fact = self._find(fact.key, fact.fact, job, vectors, replanned=True)
+                fact = self._find(reading, fact.key, fact.fact, replanned=True)
             elif write.action == "ask":
                 decided = self._decide(fact)
             else:
                 break
-        memory = self._write(write, fact, outcome)
+        memory = self._write(write, fact, reading.outcome)
         if memory is not None:
             left[fact.key] = memory
 
@@ -478,26 +427,25 @@ class Extractor:
         """The fact's own decision call, beside its related memories."""
         days = {day(fact.said_at)}
         payload = f"New fact: {fact.text}{when(fact.said_at, days)}\n{listing(fact.candidates, days)}"
-        answer = self._parse(RECONCILE_PROMPT, payload, MemoryDecision, "Memory reconciliation")
+        answer = self._parse(prompts.RECONCILE_PROMPT, payload, MemoryDecision, "Memory reconciliation")
         return Decided.own(answer, fact.candidates)
 
     def _decide_many(self, facts: list[NewFact]) -> dict[str, Decided]:
         """One call decides several new facts of a round, each against the union of their
         related memories: the instructions, the schema and the memories they share are
-        paid once. A fact is named by its letter (``shared_decisions`` reads the answer)."""
-        union: dict[str, object] = {}
+        paid once. A fact is named by its letter (``writes.shared_decisions``)."""
+        union: dict[str, writes.Candidate] = {}
         for fact in facts:
             for candidate in fact.candidates:
                 union.setdefault(candidate.record.id, candidate)
-        listed = list(union.values())
-        days = {day(fact.said_at) for fact in facts}
-        lines = "\n".join(f"{fact_letter(n)}. {fact.text}{when(fact.said_at, days)}" for n, fact in enumerate(facts))
+        listed, days = list(union.values()), {day(fact.said_at) for fact in facts}
+        lines = "\n".join(f"{writes.fact_letter(n)}. {f.text}{when(f.said_at, days)}" for n, f in enumerate(facts))
         payload = f"New facts:\n{lines}\n{listing(listed, days)}"
-        answer = self._parse(RECONCILE_MANY_PROMPT, payload, MemoryDecisions, "Memory reconciliation")
-        return shared_decisions(answer, facts, listed)
+        answer = self._parse(prompts.RECONCILE_MANY_PROMPT, payload, MemoryDecisions, "Memory reconciliation")
+        return writes.shared_decisions(answer, facts, listed)
 
     # -- corrections ------------------------------------------------------------------
-    def _match_correction(self, correction: Correction) -> list[MemoryRecord]:
+    def _match_correction(self, correction: jobs.Correction) -> list[MemoryRecord]:
         """The current memories that state what the learner says is wrong (one decision call)."""
         statement = clean_text(correction.statement)
         if not statement:
@@ -506,64 +454,62 @@ class Extractor:
         if not candidates:
             return []
         payload = f"Wrong fact: {statement}\n{listing(candidates)}"
-        decision: CorrectionDecision = self._parse(CORRECTION_PROMPT, payload, CorrectionDecision, "Correction lookup")
+        decision: CorrectionDecision = self._parse(
+            prompts.CORRECTION_PROMPT, payload, CorrectionDecision, "Correction lookup"
+        )
         # Only a current memory listed: another session may have changed it since it was listed.
         named = [candidates[n - 1].record.id for n in dict.fromkeys(decision.memories) if 1 <= n <= len(candidates)]
         return [r for i in named if (r := self.store.get(i)) is not None and r.is_current]
 
     # -- mistakes -----------------------------------------------------------------------
-    def _apply_mistake(self, mistake: ExtractedMistake, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
+    def _apply_mistake(self, mistake: jobs.ExtractedMistake, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
         # Only words the learner wrote: a "mistake" quoting text that is not in the
         # message (the model's own paraphrase, a Chinese gloss) is not theirs.
         if not job.holds(mistake.original):
             raise LimitError("its original words are not in the message")
         if not re.search(r"[A-Za-z]", mistake.original):
             raise LimitError("it is not English")
-        said_at = job.said_at_of(mistake.original)
+        said_at = job.message_of(mistake.original).said_at
         entry, merged = self.ledger.record(mistake, seen_at=said_at)
-        if entry.id in outcome.mistakes:
-            return  # one line a message for one mistake
-        outcome.mistakes.append(entry.id)
-        lapsed = bool(entry.reviews) and entry.reviews[-1].at == said_at and entry.reviews[-1].source == "chat"
-        if lapsed:
-            outcome.reviews.append((entry.id, said_at))
-        outcome.notices.append(self._mistake_line(entry, "lapse" if lapsed else "again" if merged else "new"))
+        if entry.id not in outcome.mistakes:  # one line a message for one mistake
+            self._counted(entry, said_at, outcome, "again" if merged else "new")
 
-    def _apply_use(self, use: MistakeUse, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
+    def _apply_use(self, use: jobs.MistakeUse, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
         """A tracked mistake used right or made again in the conversation: a review of its card."""
         if not job.holds(use.evidence):
             raise LimitError("its evidence is not in the message")
-        said_at = job.said_at_of(use.evidence)
+        said_at = job.message_of(use.evidence).said_at
         entry, counted = self.ledger.use_in_chat(use.mistake.strip(), use.use == "correct", said_at)
         if entry is None:
             raise LimitError(f"no tracked mistake has the id {shorten(use.mistake, 20)!r}")
-        if not counted:
-            return
-        outcome.mistakes.append(entry.id)
-        reviewed = bool(entry.reviews) and entry.reviews[-1].at == said_at and entry.reviews[-1].source == "chat"
-        if reviewed:
-            outcome.reviews.append((entry.id, said_at))
-        what = "correct" if use.use == "correct" else "lapse" if reviewed else "again"
-        outcome.notices.append(self._mistake_line(entry, what))
+        if counted:
+            self._counted(entry, said_at, outcome, "correct" if use.use == "correct" else "again")
 
-    def _mistake_line(self, entry: Mistake, what: str) -> str:
-        """The after-turn line for a mistake read from a message: 'Used “went” correctly:
+    def _counted(self, entry: Mistake, said_at: datetime, outcome: ExtractionOutcome, what: str) -> None:
+        """A mistake a message counted (a review of its card, when it is due, which undo
+        can take back), and the after-turn line that says so: 'Used “went” correctly:
         review card passed (next in 9 days).'"""
+        outcome.mistakes.append(entry.id)
+        if entry.reviews and entry.reviews[-1].at == said_at and entry.reviews[-1].source == "chat":
+            outcome.reviews.append((entry.id, said_at))
+            what = "correct" if what == "correct" else "lapse"
         example = entry.latest
         changed = correction_edits(example.original, example.corrected) if example else ()
         wrong = " ".join(a for a, _ in changed if a) or (example.original if example else entry.rule)
         right = " ".join(b for _, b in changed if b) or (example.corrected if example else entry.rule)
         next_in = spaced.in_days(entry.due, self.ledger.today())
         wrong, right = quoted(wrong, 60, end=""), quoted(right, 60, end="")
-        if what == "correct":
-            return f"Used {right} correctly: review card passed (next {next_in})."
-        if what == "new":
-            return f"New mistake to review: {wrong} → {right} ({shorten(entry.rule, 80)}); review it {next_in}."
-        if what == "lapse":
-            return f"{wrong} again (it is {right}): its review card comes back {next_in}."
-        return f"{wrong} again (it is {right}): made {entry.count} times; review it {next_in}."
+        outcome.notices.append(
+            f"Used {right} correctly: review card passed (next {next_in})."
+            if what == "correct"
+            else f"New mistake to review: {wrong} → {right} ({shorten(entry.rule, 80)}); review it {next_in}."
+            if what == "new"
+            else f"{wrong} again (it is {right}): its review card comes back {next_in}."
+            if what == "lapse"
+            else f"{wrong} again (it is {right}): made {entry.count} times; review it {next_in}."
+        )
 
-    def _offer_word(self, asked: AskedWord, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
+    def _offer_word(self, asked: jobs.AskedWord, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
         """Ask (after the reply) whether to review a word the learner asked about."""
         word, meaning = clean_mistake_text(asked.word, "word"), clean_mistake_text(asked.meaning, "meaning")
         if not job.holds(word):
@@ -572,47 +518,35 @@ class Extractor:
             self._propose(ProfileProposal.new("review_card", "add", word, None, meaning), outcome)
 
     # -- profile ----------------------------------------------------------------------
-    def _apply_profile_change(self, change: ProfileChange, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
-        profile = self.profiles.get()
+    def _apply_profile_change(self, change: jobs.ProfileChange, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
         evidence = shorten(change.evidence or job.text, 300)
+        remove = change.action == "remove"
         if change.field == "english_level":
             level = normalize_level(change.value)  # raises for anything outside A1-C2: a skipped item
-            if change.action == "remove":
-                if profile.english_level:
-                    self._propose(
-                        ProfileProposal.new(
-                            "english_level", "remove", profile.english_level, profile.english_level, evidence
-                        ),
-                        outcome,
-                    )
-                return
-            if profile.english_level == level:
-                return
-            if profile.english_level is None:
+            current = self.profiles.get().english_level
+            if remove and current:
+                self._propose(ProfileProposal.new("english_level", "remove", current, current, evidence), outcome)
+            elif not remove and current is None:
                 self.profiles.set_english_level(level)
                 outcome.notices.append(
                     f"Profile: English level set to {level} (from what you said). "
                     "Change it with 'profile level <level>'."
                 )
-                return
-            self._propose(ProfileProposal.new("english_level", "set", level, profile.english_level, evidence), outcome)
+            elif not remove and current != level:
+                self._propose(ProfileProposal.new("english_level", "set", level, current, evidence), outcome)
             return
         kind = "goal" if change.field == "learning_goal" else "preference"
         value = clean_text(change.value)
         if not value:
             raise LimitError(f"The {kind} is empty.")
-        if change.action == "remove":
-            if self.profiles.has(kind, value):
-                self._propose(ProfileProposal.new(change.field, "remove", value, value, evidence), outcome)
-            return
-        if self.profiles.has(kind, value):
-            return
-        added = self.profiles.add_learning_goal(value) if kind == "goal" else self.profiles.add_preference(value)
-        if added:
-            label = "goals" if kind == "goal" else "preferences"
-            outcome.notices.append(
-                f"Added to your {label}: {quoted(value, 80)} Undo with 'profile remove {kind} {shorten(value, 80)}'."
-            )
+        known = self.profiles.has(kind, value)
+        if remove and known:
+            self._propose(ProfileProposal.new(change.field, "remove", value, value, evidence), outcome)
+        elif not remove and not known:
+            if self.profiles.add_learning_goal(value) if kind == "goal" else self.profiles.add_preference(value):
+                label = "goals" if kind == "goal" else "preferences"
+                undo = f"Undo with 'profile remove {kind} {shorten(value, 80)}'."
+                outcome.notices.append(f"Added to your {label}: {quoted(value, 80)} {undo}")
 
     def _propose(self, proposal: ProfileProposal, outcome: ExtractionOutcome) -> None:
         if self.proposals.add(proposal):
@@ -620,7 +554,7 @@ class Extractor:
 
 
 class ExtractionWorker:
-    """One background thread that runs ``Extractor`` jobs in order."""
+    """One background thread that runs ``Extractor`` jobs, and small store tasks, in order."""
 
     def __init__(
         self,
@@ -636,43 +570,36 @@ class ExtractionWorker:
         # Before a job is read: the messages of it this process may read (another
         # process may have claimed them), or None to read none.
         self.claim = claim
-        self._queue: queue.Queue[ExtractionJob | Callable[[], None] | None] = queue.Queue()
+        self._queue: queue.Queue[ExtractionJob | Callable[[], None] | int] = queue.Queue()
         self._idle = threading.Event()
         self._idle.set()
         self._pending = 0
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._stopping = False
+        self._threads = 0
         self._start()
 
     def _start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="memora-extraction", daemon=True)
+        # Each thread stops at its own marker (its number): a marker left in the queue
+        # for a thread that is gone must not stop the next one before its first job.
+        self._threads += 1
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, args=(self._threads,), name="memora-extraction", daemon=True)
         self._thread.start()
+
+    def _stop(self) -> None:
+        with self._lock:
+            if not self._stopping and self._thread.is_alive():
+                self._stopping = True
+                self._queue.put(self._threads)
 
     def submit(self, job: ExtractionJob) -> None:
         with self._lock:
             self._pending += 1
             self._idle.clear()
-            if self._stopping or self._thread is None or not self._thread.is_alive():
-                if self._thread is not None:
-                    self._thread.join(timeout=5)
-                self._drop_stop_markers()
-                self._stopping = False
+            if self._stopping or not self._thread.is_alive():
+                self._thread.join(timeout=5)
                 self._start()  # closed earlier (the REPL ended) and used again
         self._queue.put(job)
-
-    def _drop_stop_markers(self) -> None:
-        """Remove stop markers meant for a thread that is gone, keeping queued jobs in order."""
-        kept = []
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if item is not None:
-                kept.append(item)
-        for item in kept:
-            self._queue.put(item)
 
     def submit_task(self, task: Callable[[], None]) -> None:
         """Run a small store write after the reply, in order with extraction."""
@@ -688,13 +615,8 @@ class ExtractionWorker:
     def close(self, timeout: float | None = 10.0) -> bool:
         """Wait (bounded) for queued jobs, then stop the thread."""
         finished = self.wait_idle(timeout)
-        with self._lock:
-            # One stop marker per running thread: a marker left for a thread that
-            # has already stopped would stop the next one before its first job.
-            if not self._stopping and self._thread is not None and self._thread.is_alive():
-                self._stopping = True
-                self._queue.put(None)
-        if finished and self._thread is not None:
+        self._stop()
+        if finished:
             self._thread.join(timeout=5)
         return finished
 
@@ -706,41 +628,28 @@ class ExtractionWorker:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 break
-            if item is not None:
+            if not isinstance(item, int):
                 self._done_one()
-        with self._lock:
+        with self._lock:  # a stop marker close() queued was dropped with the rest
             self._stopping = True
-            self._queue.put(None)
-        if self._thread is not None:
-            self._thread.join(timeout)
+            self._queue.put(self._threads)
+        self._thread.join(timeout)
 
-    def _run(self) -> None:
-        while True:
-            job = self._queue.get()
-            if job is None:
-                return
-            if callable(job):
-                try:
-                    job()
-                except Exception:
-                    log.exception("background task failed")
-                finally:
-                    self._done_one()
-                continue
+    def _run(self, number: int) -> None:
+        while (job := self._queue.get()) != number:
+            if isinstance(job, int):
+                continue  # the stop marker of a thread that is gone
             try:
-                claimed = self.claim(job)
-                if claimed is None:
-                    continue
-                job = claimed
-                outcome = self.extractor.extract(job)
+                if callable(job):
+                    self._safe(job)
+                elif (job := self.claim(job)) is not None:
+                    self._safe(self.on_outcome, job, self.extractor.extract(job))
             except MemoraError as error:
                 log.warning("extraction failed: %s", error)
                 self._safe(self.on_failure, job, str(error))
             except Exception as error:  # never let the worker die
                 log.exception("extraction crashed")
                 self._safe(self.on_failure, job, f"{type(error).__name__}: {error}")
-            else:
-                self._safe(self.on_outcome, job, outcome)
             finally:
                 self._done_one()
 
@@ -755,4 +664,4 @@ class ExtractionWorker:
         try:
             callback(*args)
         except Exception:
-            log.exception("extraction callback failed")
+            log.exception("a background task or callback failed")

@@ -43,6 +43,9 @@ class Correction(BaseModel):
     statement: str
     evidence: str
 
+    label = property(lambda self: self.statement)
+    words = property(lambda self: self.evidence)
+
 
 class ExtractedMistake(NewMistake):
     """A real error in the learner's own English (``ledger.NewMistake``)."""
@@ -70,21 +73,14 @@ class AskedWord(BaseModel):
     label = words = property(lambda self: self.word)
 
 
-_ITEM_MODELS = {
-    "facts": ExtractedFact,
-    "profile_changes": ProfileChange,
-    "corrections": Correction,
-    "mistakes": ExtractedMistake,
-    "asked_words": AskedWord,
-    "mistake_uses": MistakeUse,
-}
-_ITEM_NAMES = {
-    "facts": "fact",
-    "profile_changes": "profile change",
-    "corrections": "correction",
-    "mistakes": "mistake",
-    "asked_words": "word",
-    "mistake_uses": "mistake use",
+# Each list of a reading: its item's model, and what 'status' calls one that is skipped.
+_ITEMS = {
+    "facts": (ExtractedFact, "fact"),
+    "profile_changes": (ProfileChange, "profile change"),
+    "corrections": (Correction, "correction"),
+    "mistakes": (ExtractedMistake, "mistake"),
+    "asked_words": (AskedWord, "word"),
+    "mistake_uses": (MistakeUse, "mistake use"),
 }
 
 
@@ -112,7 +108,7 @@ class ExtractionResult(BaseModel):
             data.setdefault("mistakes", [])
             data.setdefault("asked_words", [])
             data.setdefault("mistake_uses", [])
-            for key, model in _ITEM_MODELS.items():
+            for key, (model, kind) in _ITEMS.items():
                 items = data.get(key)
                 if not isinstance(items, list):
                     continue
@@ -124,7 +120,7 @@ class ExtractionResult(BaseModel):
                     try:
                         kept.append(model.model_validate(item))
                     except ValidationError as error:
-                        rejected.append((_ITEM_NAMES[key], _item_label(item), _validation_reason(error)))
+                        rejected.append((kind, _item_label(item), _validation_reason(error)))
                 data[key] = kept
         result = handler(data)
         result._rejected = rejected + list(result._rejected)
@@ -133,14 +129,7 @@ class ExtractionResult(BaseModel):
 
 def _item_label(item) -> str:
     if isinstance(item, dict):
-        item = (
-            item.get("text")
-            or item.get("statement")
-            or item.get("value")
-            or item.get("original")
-            or item.get("word")
-            or item
-        )
+        item = next((item[k] for k in ("text", "statement", "value", "original", "word") if item.get(k)), item)
     return shorten(str(item), 60)
 
 
@@ -193,11 +182,6 @@ class ExtractionJob:
         key = normalized_key(words)
         return any(key in normalized_key(m.text) for m in self.messages)
 
-    def said_at_of(self, words: str | None) -> datetime:
-        """When the message holding ``words`` was said (the latest one holding them);
-        the job's own time when none does."""
-        return self.message_of(words).said_at
-
     def message_of(self, words: str | None) -> ExtractionJob:
         """The message holding ``words`` (the latest one holding them); the job's own when none does."""
         if words:
@@ -222,10 +206,6 @@ class ExtractionJob:
             if shared >= best_shared:
                 best, best_shared = message, shared
         return best
-
-    @property
-    def oldest_generation(self) -> int:
-        return min(m.generation for m in self.messages)
 
 
 @dataclass(frozen=True)
@@ -256,8 +236,6 @@ class ExtractionOutcome:
     retry: ExtractionResult | None = None
     retry_reason: str | None = None
 
-
-# Failures of an outside call inside one item: the item itself is fine, so it is
 
 # Words every extracted fact shares ("The learner ..."): they find nothing.
 SUBJECT_TERMS = frozenset(lexical.terms("learner"))

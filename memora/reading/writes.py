@@ -137,15 +137,15 @@ class NewFact:
     memory_type: str
     category: str
     event_date: date | None
-    said_at: datetime  # when the message it came from was said
-    generation: int = 0  # that message's deletion generation
-    message: str = ""  # and its id
+    said: ExtractionJob  # the message it came from
     vector: list[float] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     seen: MemoryRecord | None = None
     changed: MemoryRecord | None = None
     after_related: bool = False  # said after a related new fact of its round (plan_facts)
     replanned: bool = False  # planned again at its turn
+
+    said_at = property(lambda self: self.said.said_at)
 
 
 @dataclass(frozen=True)
