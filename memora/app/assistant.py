@@ -317,7 +317,7 @@ class Memora:
         hint = prepared.background.hint
         if hint is not None:  # asked once: the catalog knows now, Chroma after the reply
             self.store.mark_followed_up(hint.memory_id, now, sync_chroma=False)
-            self.worker.submit_task(lambda: self.store.push_metadata(hint.memory_id))
+            self.worker.submit(lambda: self.store.push_metadata(hint.memory_id))
         notes.extend(cut_off_note(reply))
         self.save_session()
         self.activity.record_turn(now)

@@ -19,29 +19,11 @@ from memora.store import lexical
 from memora.store.index import MemoryIndex
 from memora.store.retrieval import Ranked, rank
 
-# What the decision (and the correction lookup) is shown: the union of
-#  * dense neighbours within the store's related distance (up to 30),
-#  * lexical neighbours on the fact's own words, BM25 over the catalog's FTS5
-#    index (up to 30) -- "moved to Tokyo" finds every Tokyo memory,
-#  * current memories of the same category (the 500 newest, so a fact said a
-#    year ago is still among them; scoring 500 stored vectors takes a few
-#    milliseconds off the response path) -- "moved to Tokyo" finds "lives in
-#    Taipei", which shares no word with it and which dense neighbours about
-#    Tokyo would crowd out,
-#  * current memories the learner stored with ``remember`` (the 500 newest).
-#    They carry no category of their own ("other"), so the category pool can
-#    never find them, yet "remember I live in Taipei" is exactly the kind of
-#    fact a later "moved to Tokyo" replaces; whatever the new fact's category,
-#    they are candidates.
-# Each source is ranked by retrieval's fused score and the four are taken in
-# turn, best first, until DECISION_CANDIDATE_TOKENS are spent. A memory is sent
-# as one numbered line (``listing``) but charged its line's tokens
-# plus DECISION_MEMORY_CHARGE, so the budget bounds how many memories are
-# listed as well as how long they are: about 36 short facts ("The learner
-# lives in Taipei.", 8 tokens a line) or 27 of an extracted fact's usual length
-# (20 tokens), which is what keeps the contradicted memory among them in a
-# crowded store (tests/test_decision_candidates.py), for 300 to 550 tokens, paid
-# only for facts that have related memories. A fixed count would either hide
+# What a decision (and the correction lookup) is shown, and why these pools and this
+# budget (docs/memory.md, "The decision sees what the fact may replace"): dense and
+# lexical neighbours, the same category, the ``remember``ed and the same slot, taken in
+# turn until the budget is spent. Each memory costs its line's tokens plus a charge, so
+# the budget bounds how many are listed as well as how long; a fixed count would hide
 # the contradicted memory in a crowded store or pad the call in an empty one.
 DECISION_CANDIDATE_TOKENS = 1200
 DECISION_MEMORY_CHARGE = 24
@@ -63,19 +45,6 @@ def when(moment: datetime | None, days: set) -> str:
     return f" ({label})"
 
 
-def _by_source(
-    ranked: list[Ranked], dense_ids: set[str], scored: dict[str, tuple], pools: list[list[str]]
-) -> list[list[Ranked]]:
-    """The ranked candidates of each source, best first: the dense search, the
-    lexical one (those with a word in common), then each pool in turn."""
-    pool_sets = [set(pool) for pool in pools]
-    return [
-        [r for r in ranked if r.id in dense_ids],
-        [r for r in ranked if scored[r.id][1] > 0],
-        *[[r for r in ranked if r.id in pool] for pool in pool_sets],
-    ]
-
-
 def listing(candidates: list[Candidate], days: set | None = None) -> str:
     """The candidates as a decision is sent them: one numbered line each, best
     first, ending with when it was said (to the minute on a new fact's day, so
@@ -85,15 +54,6 @@ def listing(candidates: list[Candidate], days: set | None = None) -> str:
     return "Memories:\n" + "\n".join(
         f"{n}. {c.shown}{when(c.record.created_at, days)}" for n, c in enumerate(candidates, 1)
     )
-
-
-def shown(record: MemoryRecord, now: datetime) -> str:
-    """A memory's text as the chat shows it: its relative time phrases resolved
-    against when it was said ("next Friday" of a month ago is a day now past,
-    not the new fact's next Friday), the learner's own words quoted as theirs.
-    Nothing else of the record is sent: the decision compares meanings, and the
-    prompt asks nothing of a memory's category or date."""
-    return retrieved_text(record, now)
 
 
 def related_memories(
@@ -113,7 +73,9 @@ def related_memories(
     vectors.update(store.stored_vectors(missing))
     now = store.clock()
     ranked = rank(vector, [(i, d) for i, d in dense if i in scored], scored, vectors, now=now)
-    sources = _by_source(ranked, dense_ids, scored, [same_slot, same_category, remembered])
+    # Each source's candidates, best first: dense, lexical (a word in common), then each pool.
+    sources = [[r for r in ranked if r.id in dense_ids], [r for r in ranked if scored[r.id][1] > 0]]
+    sources += [[r for r in ranked if r.id in pool] for pool in map(set, (same_slot, same_category, remembered))]
     records = store.get_many(r.id for r in ranked)
     return _in_turns(counter, sources, records, now)
 
@@ -159,7 +121,8 @@ def _in_turns(
             if item is None:
                 queues.remove(pool)
                 continue
-            line = shown(records[item.id], now)
+            # As the chat shows it ("next Friday" of a month ago is a day now past), nothing else of it.
+            line = retrieved_text(records[item.id], now)
             cost = counter.count(f"{len(chosen) + 1}. {line}\n") + DECISION_MEMORY_CHARGE
             if cost > budget:
                 return chosen

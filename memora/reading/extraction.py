@@ -1,36 +1,19 @@
-"""Memory extraction, off the response path.
+"""Memory extraction, off the response path (docs/memory.md, "Extraction" onwards).
 
-After each reply the learner's message (never the assistant's reply: what the tutor
-said is not a fact about the learner) goes to a background worker, which makes one
+After each reply the learner's messages (never the tutor's reply: what the tutor said
+is not a fact about the learner) go to a background worker, which makes one
 structured-output call (``jobs.ExtractionResult``) and applies what it found, in the
-order said (``writes.in_order``):
+order said (``writes.in_order``): facts, written as ``writes`` plans them from the
+decisions this module asks for; corrections, which supersede the memories they match
+(a message that looks like one is read before the reply: ``prepare``); profile
+changes, applied with a notice or proposed for the learner to confirm; mistakes, uses
+of tracked ones and asked words, for the ledger.
 
-* **facts**: each is found beside the store (``candidates``); the facts with related
-  memories get a structured decision (``MemoryDecision``: ADD, UPDATE, SUPERSEDE or
-  NOOP, naming a memory by its number in the listing it was sent), several of a
-  reading in one call, and ``writes.plan_write`` turns each into its write, with its
-  reason. Schedule facts get an event date, resolved against the time the learner spoke.
-* **corrections** ("No, I never said ..."): the matching memories are superseded
-  (kept in the history, not deleted) and the learner is told, so a wrong correction
-  can be seen and undone. A message that looks like a correction is read *before*
-  the reply (``prepare``): the wrong memory is left out of that turn's context, the
-  reply is asked to confirm the change, and it is superseded once the reply is done.
-* **profile changes**: a new goal or preference is applied with a visible notice;
-  setting a level when none is set likewise; changing an existing level or removing
-  anything becomes a *proposal* the learner confirms, because a misread message must
-  not silently overwrite what was true.
-* **mistakes**: real errors in the learner's own English go to the mistake ledger,
-  where a repeat of an earlier mistake counts against its entry.
-
-Each item is applied on its own (``Extractor._isolated``): one that cannot be (a
-5,000-character fact, an unknown category, any error) is skipped, logged and counted
-in ``status``, and the others land. Only a failed *call* is retried: the reading call's
-failure retries the whole job; the failure of the call inside one item (its decision,
-its correction lookup, its embedding) keeps that item alone, as a job holding only
-the items still to do (``ExtractionOutcome.retry``). Either way the job stays in the
-session file until it succeeds or has failed three times (then the learner is told).
-Running a job again is harmless: a fact already stored is an exact duplicate, a goal
-already in the profile is not added twice, a retracted memory is no longer current.
+Each item is applied on its own (``Extractor._isolated``): one that cannot be is
+skipped, logged and counted in ``status``, and the others land. Only a failed *call*
+is retried: the reading's retries the whole job, an item's own call (its decision, its
+correction lookup, its embedding) keeps that item alone to run again
+(``ExtractionOutcome.retry``). Running a job again is harmless.
 """
 
 from __future__ import annotations
@@ -78,8 +61,7 @@ from user_profile import UserProfileStore, normalize_level
 
 log = logging.getLogger("memora.extraction")
 
-# Failures of an outside call inside one item: the item itself is fine, so it is
-# kept to run again rather than counted as bad.
+# An outside call's failure inside one item: the item is fine, so it is kept to run again.
 RETRYABLE_ERRORS = (ModelCallError, EmbeddingError, EmbeddingModelMismatch)
 
 
@@ -112,15 +94,11 @@ class Extractor:
         ledger: LedgerStore | None = None,
         watched: Callable[[str], list[Mistake]] = lambda text: [],
     ):
-        self.model = model
-        self.store = store
-        self.deletions = store.deletions
-        self.ledger = ledger
+        self.model, self.store, self.deletions, self.ledger = model, store, store.deletions, ledger
         # The tracked mistakes the tutor's background shows for a message: the
         # reading reports what the message did with each of them.
         self.watched = watched
-        self.profiles = profiles
-        self.proposals = proposals
+        self.profiles, self.proposals = profiles, proposals
         self.on_tokens = on_tokens  # the model's tokens, counted as "extraction"
         self.on_embedding_tokens = on_embedding_tokens  # counted as "embeddings", on this thread
         self.counter = counter or TokenCounter()
@@ -205,11 +183,9 @@ class Extractor:
         return PreparedExtraction(result.model_copy(update={"corrections": unmatched}), tuple(retractions))
 
     def retract(self, retractions: tuple[Retraction, ...], outcome: ExtractionOutcome) -> None:
-        """Supersede each wrongly remembered memory (no successor)."""
-        for retraction in retractions:
-            self._isolated(
-                outcome, "correction", retraction.record.content, lambda r=retraction: self._retract(r, outcome)
-            )
+        """Supersede each wrongly remembered memory (no successor), each on its own."""
+        for r in retractions:
+            self._isolated(outcome, "correction", r.record.content, lambda r=r: self._retract(r, outcome))
 
     def _retract(self, retraction: Retraction, outcome: ExtractionOutcome) -> None:
         record = self.store.get(retraction.record.id)
@@ -251,9 +227,8 @@ class Extractor:
                 ("mistake use", result.mistake_uses, self._apply_use),
                 ("word", result.asked_words, self._offer_word),
             ]
-        if any(self._apply_each(reading, kind, items, apply) for kind, items, apply in others):
-            return reading.outcome
-        if any(reading.again.values()):
+        cancelled = any(self._apply_each(reading, kind, items, apply) for kind, items, apply in others)
+        if not cancelled and any(reading.again.values()):
             reading.outcome.retry = ExtractionResult(profile_changes=[], **reading.again)
         return reading.outcome
 
@@ -265,15 +240,9 @@ class Extractor:
             if self.cancelled:
                 return True
             fence = None if item.words is None else self._fence(reading.job.message_of(item.words))
-            self._isolated(
-                reading.outcome,
-                kind,
-                item.label,
-                lambda i=item: apply(i, reading.job, reading.outcome),
-                again=reading.again["corrections"] if keep else None,
-                item=item,
-                fence=fence,
-            )
+            again = reading.again["corrections"] if keep else None
+            apply_one = lambda i=item: apply(i, reading.job, reading.outcome)  # noqa: E731
+            self._isolated(reading.outcome, kind, item.label, apply_one, again=again, item=item, fence=fence)
         return False
 
     def _isolated(
@@ -428,7 +397,7 @@ class Extractor:
         days = {day(fact.said_at)}
         payload = f"New fact: {fact.text}{when(fact.said_at, days)}\n{listing(fact.candidates, days)}"
         answer = self._parse(prompts.RECONCILE_PROMPT, payload, MemoryDecision, "Memory reconciliation")
-        return Decided.own(answer, fact.candidates)
+        return Decided(answer.action, writes.numbered(fact.candidates, answer.memory), text=answer.text)
 
     def _decide_many(self, facts: list[NewFact]) -> dict[str, Decided]:
         """One call decides several new facts of a round, each against the union of their
@@ -454,12 +423,10 @@ class Extractor:
         if not candidates:
             return []
         payload = f"Wrong fact: {statement}\n{listing(candidates)}"
-        decision: CorrectionDecision = self._parse(
-            prompts.CORRECTION_PROMPT, payload, CorrectionDecision, "Correction lookup"
-        )
+        decision = self._parse(prompts.CORRECTION_PROMPT, payload, CorrectionDecision, "Correction lookup")
         # Only a current memory listed: another session may have changed it since it was listed.
-        named = [candidates[n - 1].record.id for n in dict.fromkeys(decision.memories) if 1 <= n <= len(candidates)]
-        return [r for i in named if (r := self.store.get(i)) is not None and r.is_current]
+        named = dict.fromkeys(writes.numbered(candidates, n) for n in decision.memories)
+        return [r for i in named if i and (r := self.store.get(i)) is not None and r.is_current]
 
     # -- mistakes -----------------------------------------------------------------------
     def _apply_mistake(self, mistake: jobs.ExtractedMistake, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
@@ -544,9 +511,8 @@ class Extractor:
             self._propose(ProfileProposal.new(change.field, "remove", value, value, evidence), outcome)
         elif not remove and not known:
             if self.profiles.add_learning_goal(value) if kind == "goal" else self.profiles.add_preference(value):
-                label = "goals" if kind == "goal" else "preferences"
                 undo = f"Undo with 'profile remove {kind} {shorten(value, 80)}'."
-                outcome.notices.append(f"Added to your {label}: {quoted(value, 80)} {undo}")
+                outcome.notices.append(f"Added to your {kind}s: {quoted(value, 80)} {undo}")
 
     def _propose(self, proposal: ProfileProposal, outcome: ExtractionOutcome) -> None:
         if self.proposals.add(proposal):
@@ -564,16 +530,14 @@ class ExtractionWorker:
         on_failure: Callable[[ExtractionJob, str], None],
         claim: Callable[[ExtractionJob], ExtractionJob | None] = lambda job: job,
     ):
-        self.extractor = extractor
-        self.on_outcome = on_outcome
-        self.on_failure = on_failure
+        self.extractor, self.on_outcome, self.on_failure = extractor, on_outcome, on_failure
         # Before a job is read: the messages of it this process may read (another
         # process may have claimed them), or None to read none.
         self.claim = claim
         self._queue: queue.Queue[ExtractionJob | Callable[[], None] | int] = queue.Queue()
         self._idle = threading.Event()
         self._idle.set()
-        self._pending = 0
+        self.pending = 0  # jobs and tasks submitted and not done yet
         self._lock = threading.Lock()
         self._threads = 0
         self._start()
@@ -592,22 +556,15 @@ class ExtractionWorker:
                 self._stopping = True
                 self._queue.put(self._threads)
 
-    def submit(self, job: ExtractionJob) -> None:
+    def submit(self, job: ExtractionJob | Callable[[], None]) -> None:
+        """Queue a reading, or a small store write to run after the reply, in order with them."""
         with self._lock:
-            self._pending += 1
+            self.pending += 1
             self._idle.clear()
             if self._stopping or not self._thread.is_alive():
                 self._thread.join(timeout=5)
                 self._start()  # closed earlier (the REPL ended) and used again
         self._queue.put(job)
-
-    def submit_task(self, task: Callable[[], None]) -> None:
-        """Run a small store write after the reply, in order with extraction."""
-        self.submit(task)  # type: ignore[arg-type]
-
-    @property
-    def pending(self) -> int:
-        return self._pending
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         return self._idle.wait(timeout)
@@ -655,8 +612,8 @@ class ExtractionWorker:
 
     def _done_one(self) -> None:
         with self._lock:
-            self._pending -= 1
-            if self._pending == 0:
+            self.pending -= 1
+            if self.pending == 0:
                 self._idle.set()
 
     @staticmethod

@@ -104,20 +104,15 @@ class ExtractionResult(BaseModel):
         rejected: list[tuple[str, str, str]] = []
         if isinstance(data, dict):
             data = dict(data)
-            # A reading saved in the session file before mistakes were read has none.
-            data.setdefault("mistakes", [])
-            data.setdefault("asked_words", [])
-            data.setdefault("mistake_uses", [])
+            for key in ("mistakes", "asked_words", "mistake_uses"):  # none in a reading saved before they were read
+                data.setdefault(key, [])
             for key, (model, kind) in _ITEMS.items():
                 items = data.get(key)
                 if not isinstance(items, list):
                     continue
                 kept = []
                 for item in items:
-                    if isinstance(item, model):
-                        kept.append(item)
-                        continue
-                    try:
+                    try:  # an item already of its model is kept as it is
                         kept.append(model.model_validate(item))
                     except ValidationError as error:
                         rejected.append((kind, _item_label(item), _validation_reason(error)))

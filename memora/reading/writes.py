@@ -160,11 +160,6 @@ class Decided:
     text: str | None = None
     shared: bool = False
 
-    @classmethod
-    def own(cls, answer: MemoryDecision, listing: Sequence[Candidate]) -> Decided:
-        """A fact's own decision, naming a memory by its number in ``listing``."""
-        return cls(answer.action, _numbered(listing, answer.memory), text=answer.text)
-
 
 @dataclass(frozen=True)
 class Write:
@@ -192,7 +187,8 @@ def _letter_index(label: str | None, count: int) -> int | None:
     return next((n for n in range(count) if fact_letter(n) == wanted), None)
 
 
-def _numbered(listing: Sequence[Candidate], number: int | None) -> str | None:
+def numbered(listing: Sequence[Candidate], number: int | None) -> str | None:
+    """The id of the memory a decision names by its number in ``listing``, if any."""
     return listing[number - 1].record.id if number and 1 <= number <= len(listing) else None
 
 
@@ -263,7 +259,7 @@ def shared_decisions(
         if index is None or facts[index].key in decided:
             continue
         earlier = _letter_index(item.earlier, index) if item.earlier else None
-        memory = None if item.earlier else _numbered(union, item.memory)
+        memory = None if item.earlier else numbered(union, item.memory)
         if item.action == "ADD":
             decided[facts[index].key] = Decided("ADD", text=item.text, shared=True)
         elif earlier is not None or memory is not None:
