@@ -52,7 +52,7 @@ class InstantModel:
         return (previous + " " + " ".join(m["content"][:40] for m in messages))[-max_tokens:], 0
 
     def parse(self, *, instructions, input_text, text_format, what):
-        from memora.reading.extraction import ExtractionResult
+        from memora.reading.jobs import ExtractionResult
 
         return ExtractionResult(facts=[], profile_changes=[], corrections=[]), 0
 

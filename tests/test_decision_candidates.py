@@ -12,7 +12,7 @@ import pytest
 from helpers.scripts import decision_input, naming, retracting
 
 from memora.model.tokens import TokenCounter
-from memora.reading.extraction import DECISION_CANDIDATE_TOKENS, DECISION_MEMORY_CHARGE
+from memora.reading.candidates import DECISION_CANDIDATE_TOKENS, DECISION_MEMORY_CHARGE, related_memories
 
 TAIPEI = "The learner lives in Taipei."
 CROWD = [
@@ -210,7 +210,7 @@ def test_a_contradiction_near_an_old_fact_is_decided_not_merged_across_sessions(
 
 
 def test_same_category_memories_reach_the_decision_when_dense_neighbours_crowd_them_out(make_app, server, monkeypatch):
-    from memora.reading import extraction
+    from memora.reading import candidates
 
     app = make_app()  # the hash embedding: every Tokyo memory is closer to the new fact than Taipei
     for i in range(40):
@@ -218,10 +218,12 @@ def test_same_category_memories_reach_the_decision_when_dense_neighbours_crowd_t
     taipei = app.store.add(TAIPEI, category="identity")
     extractor = app.worker.extractor
     vector = app.store.embed([MOVED]).vectors[0]
-    assert taipei.id not in {i for i, _ in app.store.dense_candidates(vector, extraction.DECISION_DENSE)}
-    assert taipei.id in {c.record.id for c in extractor.candidates(MOVED, vector, "identity")}
-    monkeypatch.setattr(extraction, "DECISION_SAME_CATEGORY", 0)
-    assert taipei.id not in {c.record.id for c in extractor.candidates(MOVED, vector, "identity")}
+    assert taipei.id not in {i for i, _ in app.store.dense_candidates(vector, candidates.DECISION_DENSE)}
+    assert taipei.id in {c.record.id for c in related_memories(app.store, extractor.counter, MOVED, vector, "identity")}
+    monkeypatch.setattr(candidates, "DECISION_SAME_CATEGORY", 0)
+    assert taipei.id not in {
+        c.record.id for c in related_memories(app.store, extractor.counter, MOVED, vector, "identity")
+    }
 
 
 def test_an_old_fact_is_still_a_candidate_under_many_newer_ones_of_its_category(
@@ -232,9 +234,8 @@ def test_an_old_fact_is_still_a_candidate_under_many_newer_ones_of_its_category(
     for i in range(120):
         clock.advance(hours=1)
         app.store.add(f"The learner's colleague number {i} rides a bicycle to the office.", category="identity")
-    extractor = app.worker.extractor
     vector = app.store.embed([MOVED]).vectors[0]
-    assert taipei.id in {c.record.id for c in extractor.candidates(MOVED, vector, "identity")}
+    assert taipei.id in {c.record.id for c in related_memories(app.store, TokenCounter(), MOVED, vector, "identity")}
 
 
 # -- facts stored with ``remember`` carry no category ("other"), yet a new fact of

@@ -180,7 +180,7 @@ def test_a_failed_reading_is_still_retried_whole(make_app, server):
 
 
 def test_running_a_job_again_changes_nothing(make_app, server):
-    from memora.reading.extraction import ExtractionJob, ExtractionResult, PreparedExtraction
+    from memora.reading.jobs import ExtractionJob, ExtractionResult, PreparedExtraction
 
     app = make_app()
     wrong = app.store.add("The learner wants to work abroad.", category="learning")

@@ -247,7 +247,8 @@ def test_structured_schemas_go_out_in_their_shortest_strict_form():
     from pydantic import BaseModel
 
     from memora.model.llm import compact_schema
-    from memora.reading.extraction import ExtractionResult, MemoryDecision
+    from memora.reading.jobs import ExtractionResult
+    from memora.reading.writes import MemoryDecision
 
     schema = compact_schema(ExtractionResult)
     text = json.dumps(schema)

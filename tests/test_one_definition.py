@@ -16,7 +16,7 @@ from memora.cli.commands import remembered_text
 from memora.core.errors import error_line, failure_reason
 from memora.core.records import CATEGORIES
 from memora.core.text_utils import SENTENCE_END, counted, quoted
-from memora.reading.extraction import ExtractedFact
+from memora.reading.jobs import ExtractedFact
 
 
 def test_the_extraction_schema_and_the_digest_follow_the_stored_categories():

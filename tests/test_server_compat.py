@@ -716,7 +716,7 @@ def test_another_terminals_reindex_turns_search_off_here_in_one_line_never_a_cra
 )
 def test_the_object_taken_from_a_lenient_answer_is_the_answer(answer, expected):
     from memora.model.structured import parse_answer
-    from memora.reading.extraction import CorrectionDecision
+    from memora.reading.writes import CorrectionDecision
 
     assert parse_answer(answer, CorrectionDecision).memories == expected
 
@@ -912,7 +912,7 @@ def test_on_vllm_without_a_reasoning_parser_a_thinking_model_is_shown_only_its_a
 )
 def test_a_structured_answer_is_never_taken_from_the_thinking_or_from_a_quote(answer, asked, expected):
     from memora.model.structured import MalformedAnswer, parse_answer
-    from memora.reading.extraction import CorrectionDecision
+    from memora.reading.writes import CorrectionDecision
 
     if expected is None:
         with pytest.raises(MalformedAnswer):

@@ -111,7 +111,7 @@ def test_exit_counts_the_messages_it_saves_not_the_queued_writes(make_app, batch
 
     app = make_app(extraction_batch=batch)
     gate = threading.Event()
-    app.worker.submit_task(gate.wait)  # a queued store write, like the follow-up mark a hint adds
+    app.worker.submit(gate.wait)  # a queued store write, like the follow-up mark a hint adds
     app.chat("My favourite singer is Jay Chou.", on_delta=lambda _: None)
     # one write, and the message queued (batch 1) or held to be read with the next (batch 4)
     assert app.worker.pending == queued and len(app.queue.held) == 2 - queued

@@ -53,7 +53,8 @@ from memora.model.llm import ModelClient
 from memora.model.model_facts import shutdown_note
 from memora.model.tokens import TokenCounter
 from memora.reading.cues import looks_like_correction, skips_extraction
-from memora.reading.extraction import ExtractionJob, Extractor, PreparedExtraction
+from memora.reading.extraction import Extractor
+from memora.reading.jobs import ExtractionJob, PreparedExtraction
 from memora.reading.proposals import ProposalStore
 from memora.store.chroma_backend import ChromaConnection
 from memora.store.deletions import DeletionLog
@@ -323,7 +324,7 @@ class Memora:
         hint = prepared.background.hint
         if hint is not None:  # asked once: the catalog knows now, Chroma after the reply
             self.store.mark_followed_up(hint.memory_id, now, sync_chroma=False)
-            self.worker.submit_task(lambda: self.store.push_metadata(hint.memory_id))
+            self.worker.submit(lambda: self.store.push_metadata(hint.memory_id))
         notes.extend(cut_off_note(reply))
         readings = self._plan(message, early)
         self.conversation.save()

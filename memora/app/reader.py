@@ -12,7 +12,8 @@ from memora.app.change_log import change_line
 from memora.app.conversation import Conversation
 from memora.app.turn import TurnState
 from memora.core.text_utils import quoted
-from memora.reading.extraction import ExtractionJob, ExtractionOutcome, ExtractionWorker, Extractor
+from memora.reading.extraction import ExtractionWorker, Extractor
+from memora.reading.jobs import ExtractionJob, ExtractionOutcome
 from memora.reading.reading_queue import MAX_EXTRACTION_ATTEMPTS
 from memora.store.deletions import DeletionLog
 

@@ -22,7 +22,7 @@ from memora.core.errors import ConfigError
 from memora.core.records import MemorySearchResult
 from memora.model.embeddings import Embedder, embedder_for_store
 from memora.model.prompts import SYSTEM_PROMPT
-from memora.reading.extraction import PreparedExtraction
+from memora.reading.jobs import PreparedExtraction
 from memora.store.retrieval import retrieve_relevant_memories
 from memora.teaching.ledger import LedgerStore, Mistake, correction_excerpt, relevant
 from memory import ContextBudget, ConversationMemory

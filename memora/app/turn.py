@@ -30,7 +30,7 @@ from memora.core.records import MemorySearchResult
 from memora.core.storage import Guarded
 from memora.core.text_utils import counted, quoted
 from memora.model.llm import ReplyResult
-from memora.reading.extraction import ExtractionOutcome, Skipped
+from memora.reading.jobs import ExtractionOutcome, Skipped
 from memora.reading.proposals import ProfileProposal, ProposalStore
 from memory import PreparedContext
 

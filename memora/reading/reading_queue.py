@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from memora.core.storage import Guarded
 from memora.core.timeutil import said_day
 from memora.reading.cues import looks_like_correction, may_change_profile, skips_extraction
-from memora.reading.extraction import ExtractionJob, ExtractionResult, PreparedExtraction
+from memora.reading.jobs import ExtractionJob, ExtractionResult, PreparedExtraction
 
 log = logging.getLogger("memora")
 

@@ -1,0 +1,236 @@
+"""A reading's job and what comes of it: the messages read together (``ExtractionJob``),
+what the model found in them (``ExtractionResult``: facts, profile changes,
+corrections, mistakes, asked words, uses of tracked mistakes) and the outcome of
+applying it (``ExtractionOutcome``). The session, the reading queue and the reply
+use these without the extractor that makes them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, PrivateAttr, ValidationError, model_validator
+
+from memora.core.records import CATEGORIES, MemoryRecord
+from memora.core.text_utils import normalized_key, shorten
+from memora.reading.proposals import ProfileProposal
+from memora.store import lexical
+from memora.teaching.ledger import NewMistake
+
+Category = Literal[CATEGORIES]  # the structured-output schema offers exactly the stored categories
+
+
+class ExtractedFact(BaseModel):
+    text: str
+    memory_type: Literal["semantic", "episodic"]
+    category: Category
+    event_phrase: str | None
+    event_date: str | None
+
+
+class ProfileChange(BaseModel):
+    field: Literal["english_level", "learning_goal", "preference"]
+    action: Literal["set", "add", "remove"]
+    value: str
+    evidence: str
+
+    label = property(lambda self: f"{self.field} {self.action} {self.value}")  # how 'status' names it
+    words = property(lambda self: None)  # not placed in a message: a profile change is not fenced
+
+
+class Correction(BaseModel):
+    statement: str
+    evidence: str
+
+    label = property(lambda self: self.statement)
+    words = property(lambda self: self.evidence)
+
+
+class ExtractedMistake(NewMistake):
+    """A real error in the learner's own English (``ledger.NewMistake``)."""
+
+    label = words = property(lambda self: self.original)  # 'words': what places it in its message
+
+
+class MistakeUse(BaseModel):
+    """What a message did with a tracked mistake listed in the reading's input:
+    used its corrected form correctly, or made the mistake again."""
+
+    mistake: str  # the entry's id, as listed
+    use: Literal["correct", "repeated"]
+    evidence: str  # the learner's own words
+
+    label = words = property(lambda self: self.evidence)
+
+
+class AskedWord(BaseModel):
+    """A word the learner asked the meaning of: Memora offers to make it a review card."""
+
+    word: str
+    meaning: str
+
+    label = words = property(lambda self: self.word)
+
+
+# Each list of a reading: its item's model, and what 'status' calls one that is skipped.
+_ITEMS = {
+    "facts": (ExtractedFact, "fact"),
+    "profile_changes": (ProfileChange, "profile change"),
+    "corrections": (Correction, "correction"),
+    "mistakes": (ExtractedMistake, "mistake"),
+    "asked_words": (AskedWord, "word"),
+    "mistake_uses": (MistakeUse, "mistake use"),
+}
+
+
+class ExtractionResult(BaseModel):
+    facts: list[ExtractedFact]
+    profile_changes: list[ProfileChange]
+    corrections: list[Correction]
+    mistakes: list[ExtractedMistake]
+    asked_words: list[AskedWord]
+    mistake_uses: list[MistakeUse]
+    # Items the model returned that do not fit their schema: (kind, text, reason).
+    # Not part of the schema the model sees; filled while parsing.
+    _rejected: list[tuple[str, str, str]] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _one_item_at_a_time(cls, data, handler):
+        """One malformed item (an unknown category, a missing field) is set aside
+        instead of failing the whole reading, which would lose its neighbours too.
+        A result that is malformed as a whole still fails: that is a failed call."""
+        rejected: list[tuple[str, str, str]] = []
+        if isinstance(data, dict):
+            data = dict(data)
+            for key in ("mistakes", "asked_words", "mistake_uses"):  # none in a reading saved before they were read
+                data.setdefault(key, [])
+            for key, (model, kind) in _ITEMS.items():
+                items = data.get(key)
+                if not isinstance(items, list):
+                    continue
+                kept = []
+                for item in items:
+                    try:  # an item already of its model is kept as it is
+                        kept.append(model.model_validate(item))
+                    except ValidationError as error:
+                        rejected.append((kind, _item_label(item), _validation_reason(error)))
+                data[key] = kept
+        result = handler(data)
+        result._rejected = rejected + list(result._rejected)
+        return result
+
+
+def _item_label(item) -> str:
+    if isinstance(item, dict):
+        item = next((item[k] for k in ("text", "statement", "value", "original", "word") if item.get(k)), item)
+    return shorten(str(item), 60)
+
+
+def _validation_reason(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first.get("loc", ())) or "item"
+    value = first.get("input")
+    return shorten(f"invalid {where} {value!r}" if first.get("type") != "missing" else f"missing {where}", 80)
+
+
+@dataclass(frozen=True)
+class Retraction:
+    """A memory the learner said is wrong, decided before the reply."""
+
+    record: MemoryRecord
+    evidence: str
+
+
+@dataclass(frozen=True)
+class PreparedExtraction:
+    """The model's reading of a message, with corrections already matched to memories."""
+
+    result: ExtractionResult
+    retractions: tuple[Retraction, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExtractionJob:
+    text: str
+    said_at: datetime
+    job_id: str = ""
+    prepared: PreparedExtraction | None = None  # set when the reading was done before the reply
+    # Short messages held back to be read with this one (oldest first): one call
+    # reads them all, so its fixed instructions and schema are paid once.
+    earlier: tuple[ExtractionJob, ...] = ()
+    # The deletion generation when the message was said: a deletion after it covers
+    # what reading it would write (deletions.py).
+    generation: int = 0
+
+    @property
+    def messages(self) -> tuple[ExtractionJob, ...]:
+        return (*self.earlier, self)
+
+    @property
+    def job_ids(self) -> tuple[str, ...]:
+        return tuple(m.job_id for m in self.messages)
+
+    def holds(self, words: str) -> bool:
+        """Whether the learner wrote ``words`` in one of the job's messages."""
+        key = normalized_key(words)
+        return any(key in normalized_key(m.text) for m in self.messages)
+
+    def message_of(self, words: str | None) -> ExtractionJob:
+        """The message holding ``words`` (the latest one holding them); the job's own when none does."""
+        if words:
+            key = normalized_key(words)
+            for message in reversed(self.messages):
+                if key and key in normalized_key(message.text):
+                    return message
+        return self
+
+    def message_of_fact(self, fact: ExtractedFact) -> ExtractionJob:
+        """The message a fact of the reading came from: the one holding its time phrase,
+        else the one sharing most of its words (the fact is the learner's words retold),
+        the latest on a tie. A message on its own is its own."""
+        if not self.earlier:
+            return self
+        if fact.event_phrase and self.message_of(fact.event_phrase) is not self:
+            return self.message_of(fact.event_phrase)
+        words = set(lexical.query_terms(fact.text)) - SUBJECT_TERMS
+        best, best_shared = self, -1
+        for message in self.messages:
+            shared = len(words & set(lexical.query_terms(message.text)))
+            if shared >= best_shared:
+                best, best_shared = message, shared
+        return best
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """One item of an extraction result that could not be applied (shown in ``status``)."""
+
+    kind: str  # "fact", "profile change", "correction"
+    text: str  # the item, shortened
+    reason: str  # one line
+
+
+@dataclass
+class ExtractionOutcome:
+    added: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+    updated: list[tuple[str, str]] = field(default_factory=list)
+    superseded: list[tuple[str, str]] = field(default_factory=list)
+    retracted: list[str] = field(default_factory=list)
+    proposals: list[ProfileProposal] = field(default_factory=list)
+    mistakes: list[str] = field(default_factory=list)  # ledger ids, new or counted again
+    reviews: list[tuple[str, datetime]] = field(default_factory=list)  # (ledger id, said at): undoable reviews
+    notices: list[str] = field(default_factory=list)
+    full: bool = False  # the memory cap was reached
+    full_notice: str | None = None  # the notice saying so (one of ``notices``)
+    skipped: list[Skipped] = field(default_factory=list)
+    dropped: int = 0  # items a deletion since their message was said covers (not shown: they are forgotten)
+    # Items whose own model or embedding call failed: run them again later.
+    retry: ExtractionResult | None = None
+    retry_reason: str | None = None
+
+
+# Words every extracted fact shares ("The learner ..."): they find nothing.
+SUBJECT_TERMS = frozenset(lexical.terms("learner"))
