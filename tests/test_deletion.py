@@ -10,6 +10,8 @@ from __future__ import annotations
 import pytest
 from helpers.stores import files_holding
 
+pytestmark = pytest.mark.chroma  # deleted means gone from every file, Chroma's included
+
 FILLER_WORDS = "learner likes music hiking coffee tea exam tuesday city lives works studies grammar idioms".split()
 
 
@@ -34,7 +36,10 @@ def type_history(app, *lines: str) -> None:
 
 
 def snapshot(app) -> list[tuple]:
-    return [(r.id, r.content, r.status, r.supersedes, r.superseded_by) for r in app.store.all_records()]
+    return [
+        (r.id, r.content, r.status, r.supersedes, r.superseded_by)
+        for r in app.store.list(include_superseded=True, newest_first=False)
+    ]
 
 
 @pytest.mark.parametrize("embedder_kind", ["hash", "local"])

@@ -7,12 +7,12 @@ import errno
 import os
 from pathlib import Path
 
-from long_term_memory import collection_name
+from memora.store.chroma_backend import collection_name
 
 
 def chroma_collection(store):
     """The learner's Chroma collection, fetched by name through the store's connection."""
-    return store.connection.collection(collection_name(store.user_id), create=False)
+    return store.connection.find_collection(collection_name(store.user_id))
 
 
 def files_holding(root: Path, *markers: str) -> dict[str, list[str]]:
