@@ -31,7 +31,6 @@ import builtins
 import re
 import sqlite3
 import unicodedata
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -65,7 +64,7 @@ from memora.model.embeddings import Embedder, EmbeddingResult, as_embedder
 from memora.store.catalog import FORGETTING, LexicalSearch, MemoryCatalog, catalog_path
 from memora.store.chroma_backend import ChromaConnection, ChromaVectors, check_local_store
 from memora.store.deletions import DeletionLog
-from memora.store.index import Vector, VectorIndex, vectors_missing
+from memora.store.index import AddResult, Vector, VectorIndex, vectors_missing
 from memora.store.lexical import MINUS_SIGN, MINUS_SIGNS, say_the_same
 from memora.store.retrieval import RETRIEVAL_MIN_SCORE as RETRIEVAL_MIN_SCORE  # the threshold, with the store
 from memora.store.retrieval import retrieve_relevant_memories
@@ -146,22 +145,6 @@ def is_near_duplicate(embedder_name: str, new: str, old: str, distance: float) -
     """
     threshold = DUPLICATE_DISTANCE.get(embedder_name, DEFAULT_DUPLICATE_DISTANCE)
     return distance <= threshold and say_the_same(new, old) and not _differs_in_specifics(new, old)
-
-
-@dataclass(frozen=True)
-class AddResult:
-    """What ``add`` did: stored a new memory, or refreshed a duplicate."""
-
-    record: MemoryRecord
-    duplicate: bool = False
-
-    @property
-    def id(self) -> str:
-        return self.record.id
-
-    @property
-    def content(self) -> str:
-        return self.record.content
 
 
 @dataclass(frozen=True)
@@ -446,31 +429,6 @@ class LongTermMemoryStore:
             self.catalog.insert(db, [record], [vector])
             self.vectors.upsert([record], [vector])
         return AddResult(record)
-
-    def add_many(self, items: Iterable[dict], *, batch_size: int = 256) -> builtins.list[MemoryRecord]:
-        """Bulk insert without dedup (benchmarks), ``restore``d ``batch_size`` at a time.
-        Each item holds ``add``'s keyword arguments plus ``content``."""
-        now, records = self.clock(), []
-        for item in items:
-            kind, category = item.get("memory_type", "semantic"), item.get("category", "other")
-            text, kind, category = self.validate(item["content"], kind, category)
-            records.append(
-                MemoryRecord(
-                    id=item.get("id") or uuid.uuid4().hex[:8],
-                    content=text,
-                    created_at=to_aware(item.get("created_at") or now),
-                    memory_type=kind,
-                    category=category,
-                    source=item.get("source", "import"),
-                    user_id=self.user_id,
-                    last_seen=now,
-                    event_date=item.get("event_date"),
-                    metadata=dict(item.get("metadata") or {}),
-                )
-            )
-        for start in range(0, len(records), batch_size):
-            self.restore(records[start : start + batch_size])
-        return records
 
     def _rewrite(self, records: builtins.list[MemoryRecord], *, vectors: bool = True) -> None:
         """Write changed records (their vectors stay); ``vectors=False``: the catalog only."""

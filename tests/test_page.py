@@ -9,7 +9,7 @@ import re
 import pytest
 from conftest import ROOT, child_env
 from helpers.pty_screen import ScreenTerminal
-from helpers.stores import files_holding, new_pieces
+from helpers.stores import add_many, files_holding, new_pieces
 
 from memora.cli.commands import CommandRouter, line_runner
 from memora.cli.page import HELP, NOT_INTERACTIVE, MemoryPage
@@ -300,7 +300,7 @@ def test_plain_or_not_a_terminal_says_so_in_one_line(make_app):
 def test_ten_thousand_rows_draw_only_what_fits(make_app):
     """The page draws the visible rows only, whatever the number of memories."""
     app = make_app()
-    app.store.add_many({"content": f"The learner noted fact number {n}.", "category": "other"} for n in range(300))
+    add_many(app.store, ({"content": f"The learner noted fact number {n}.", "category": "other"} for n in range(300)))
     page = MemoryPage(app, line_runner, background=False)
     drawn = page.visible(80, 15)
     assert len(drawn) == 15 and all(len(text.rstrip("\n")) <= 80 for _, text in drawn)

@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import date, datetime, timedelta
 
 import pytest
+from helpers.stores import add_many
 
 from long_term_memory import RETRIEVAL_MIN_SCORE, LongTermMemoryStore
 from memora.store.index import InMemoryVectors
@@ -149,7 +150,8 @@ def dated_store(tmp_path_factory, local_embedder):
         embedding_function=local_embedder,
         clock=lambda: now,
     )
-    store.add_many(
+    add_many(
+        store,
         [
             {
                 "content": "The learner practised ordering coffee at a café.",
@@ -183,7 +185,7 @@ def dated_store(tmp_path_factory, local_embedder):
                 "event_date": date(2026, 12, 9),
                 "category": "schedule",
             },
-        ]
+        ],
     )
     return store
 
@@ -254,7 +256,8 @@ def test_a_named_period_adds_its_memories_as_candidates_only_while_it_holds_few(
         tmp_path / "db", vectors=InMemoryVectors(), embedding_function=HashEmbedder(), clock=lambda: now
     )
     june_3 = datetime(2026, 6, 3, 12).astimezone()
-    store.add_many(
+    add_many(
+        store,
         [
             {"content": f"The learner practised dialogue {n}.", "created_at": june_3, "memory_type": "episodic"}
             for n in range(3)
@@ -266,7 +269,7 @@ def test_a_named_period_adds_its_memories_as_candidates_only_while_it_holds_few(
                 "event_date": date(2026, 6, 3),
             },
             {"content": "The learner practised another dialogue.", "created_at": datetime(2026, 6, 4, 12).astimezone()},
-        ]
+        ],
     )
     windows = window_bounds(date_windows("What happened on 3 June?", now), now)
     found, _ = store.catalog.search([], 30, windows=windows, window_limit=4).score()

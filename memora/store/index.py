@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any, Protocol
 
 from memora.core.errors import VectorsMissing
@@ -24,6 +25,22 @@ from memora.core.timeutil import Clock
 from memora.model.embeddings import Embedder, EmbeddingResult
 from memora.store.catalog import LexicalSearch
 from memora.store.deletions import DeletionLog
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What ``add`` did: stored a new memory, or refreshed a duplicate."""
+
+    record: MemoryRecord
+    duplicate: bool = False
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    @property
+    def content(self) -> str:
+        return self.record.content
 
 
 class MemoryIndex(Protocol):
@@ -59,10 +76,31 @@ class MemoryIndex(Protocol):
     # -- writing (extraction)
     def validate(self, content: str, memory_type: str, category: str) -> tuple[str, str, str]: ...
 
-    @property  # add(content, **fields): what it did
-    def add(self) -> Callable[..., Any]: ...
-    @property  # supersede(old id, new content or None, **fields): the successor
-    def supersede(self) -> Callable[..., MemoryRecord | None]: ...
+    def add(
+        self,
+        content: str,
+        *,
+        memory_type: str,
+        category: str,
+        created_at: datetime | None,
+        source: str,
+        event_date: date | None,
+        dedup: bool,
+        vector: list[float] | None,
+    ) -> AddResult: ...
+    def supersede(  # the successor; None: retracted
+        self,
+        old_id: str,
+        new_content: str | None,
+        *,
+        reason: str,
+        memory_type: str | None = None,
+        category: str | None = None,
+        event_date: date | None = None,
+        note: str | None = None,
+        vector: list[float] | None = None,
+        said_at: datetime | None = None,
+    ) -> MemoryRecord | None: ...
 
     def touch(self, memory_id: str, when: datetime | None = None) -> MemoryRecord: ...
 
