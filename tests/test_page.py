@@ -81,6 +81,7 @@ def detail(text: str) -> str:
     return lines[-3] + lines[-2]
 
 
+@pytest.mark.chroma  # the page runs in a child process, which reads the seeded store from disk
 def test_every_memory_action_on_the_page_then_back_to_the_chat(seeded, data_dir, server):
     term = start(data_dir, server)
     term.send(b"Hello, I am practising my English\r")
@@ -186,6 +187,7 @@ def test_every_memory_action_on_the_page_then_back_to_the_chat(seeded, data_dir,
     assert term.close() == 0
 
 
+@pytest.mark.chroma  # the page runs in a child process, which reads the seeded store from disk
 def test_conflicts_profile_and_mistakes_on_the_page(seeded, data_dir, server, make_app):
     term = start(data_dir, server, rows=90)  # tall enough to hold all of 'status'; the page fills it
     term.send(b"status\r")

@@ -494,7 +494,7 @@ class MemoryCatalog:
             params.append(text)
         sql = (
             f"SELECT {_COLUMNS} FROM memories WHERE {' AND '.join(where)} "
-            f"ORDER BY created_ts {'DESC' if newest_first else 'ASC'}, rid {'DESC' if newest_first else 'ASC'}"
+            f"ORDER BY created_ts {'DESC' if newest_first else 'ASC'}, rid"
         )
         if limit is not None:
             sql += " LIMIT ?"
