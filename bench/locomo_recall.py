@@ -34,13 +34,15 @@ from pathlib import Path
 from statistics import mean
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from dataclasses import replace  # noqa: E402
 
+from helpers.stores import add_many  # noqa: E402
+
 from long_term_memory import RETRIEVAL_MIN_SCORE, LongTermMemoryStore  # noqa: E402
-from memora.engine import lexical  # noqa: E402
 from memora.model.embeddings import LocalEmbedder, local_model_available  # noqa: E402
+from memora.store import lexical  # noqa: E402
 from memora.store.retrieval import DEFAULT_PARAMS, retrieve_relevant_memories  # noqa: E402
 
 KS = (5, 10, 20)
@@ -96,17 +98,20 @@ def main() -> int:
             store = LongTermMemoryStore(
                 Path(tmp) / "db", embedding_function=embedder, user_id=f"conv{index}", clock=lambda now=now: now
             )
-            store.add_many(
-                {
-                    "content": t["content"],
-                    "created_at": t["created_at"],
-                    "memory_type": "episodic",
-                    "metadata": {"dia_id": t["dia_id"]},
-                }
-                for t in turns
+            add_many(
+                store,
+                (
+                    {
+                        "content": t["content"],
+                        "created_at": t["created_at"],
+                        "memory_type": "episodic",
+                        "metadata": {"dia_id": t["dia_id"]},
+                    }
+                    for t in turns
+                ),
             )
             dia_of = {r.id: r.metadata.get("dia_id") for r in store.list()}
-            collection = store._coll()
+            collection = store.vectors._coll()
             fold = folds.setdefault(path.stem, {setting: [] for setting in GRID})
             for question in questions:
                 evidence = [e for e in question.get("evidence", []) if e]

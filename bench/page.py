@@ -33,7 +33,9 @@ from datetime import timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from helpers.stores import add_many  # noqa: E402
 
 NOUNS = """coffee tea tennis jazz football sushi hiking films podcasts grammar idioms articles piano
 guitar chess yoga swimming cooking baking painting novels poetry museums trains cycling running dancing
@@ -83,7 +85,7 @@ def build_store(folder: Path, size: int):
                 "created_at": now - timedelta(hours=n * 3),
             }
         )
-    records = app.store.add_many(items)
+    records = add_many(app.store, items)
     for record in records[: size // 20]:  # 5% edited once: the timeline shows both versions
         app.store.edit(record.id, record.content.replace("The learner", "The learner now"))
     app.profiles.set_english_level("B1")

@@ -23,8 +23,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
 
+from helpers.stores import add_many  # noqa: E402
 from synthetic import Vocabulary, memories, queries  # noqa: E402
 
 from long_term_memory import LongTermMemoryStore  # noqa: E402
@@ -46,9 +47,9 @@ def measure(size: int, count: int, rng: random.Random) -> dict:
         store = LongTermMemoryStore(Path(tmp) / "db", embedding_function=embedder)
         started = time.perf_counter()
         vocabulary = Vocabulary()
-        store.add_many({"content": text, "memory_type": "episodic"} for text in memories(rng, size, vocabulary))
+        add_many(store, ({"content": text, "memory_type": "episodic"} for text in memories(rng, size, vocabulary)))
         build = time.perf_counter() - started
-        collection = store._coll()
+        collection = store.vectors._coll()
         texts = queries(rng, count + 30, vocabulary)
         vectors = embedder.embed(texts).vectors
         memora, bare = [], []

@@ -7,7 +7,7 @@ The memories are real sentences: the LoCoMo observations and turns, retold (the
 first time about the learner, then about people in the learner's life: each
 retelling changes the names, the relation and the places), so every text is
 distinct. A size is the first N of one fixed order, so 1k lies inside 10k inside
-50k. A store is built as Memora writes one: ``LongTermMemoryStore.add_many`` with
+50k. A store is built as Memora writes one: ``helpers.stores.add_many`` with
 the local all-MiniLM-L6-v2 model into real Chroma on disk, 1% of the memories
 then edited once (so ``history`` has versions), 40 mistakes in the ledger, a
 profile; then the same rows, vectors and metadata go into a bare Chroma
@@ -56,6 +56,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
+
+from helpers.stores import add_many  # noqa: E402
 
 BARE = "bare-memories"
 
@@ -269,7 +271,7 @@ def build(folder: Path, size: int, data: Path, embedder: CachedEmbedder) -> dict
     app = Memora.from_settings(settings, embedder=embedder, notify=lambda _m: None)
     app.set_memory_cap(None)
     started = time.perf_counter()
-    records = app.store.add_many(items)
+    records = add_many(app.store, items)
     edited, replaced = [], set()
     for n, record in enumerate(records[:: max(len(records) // max(edits, 1), 1)][:edits]):
         replaced.add(record.id)
@@ -284,7 +286,7 @@ def build(folder: Path, size: int, data: Path, embedder: CachedEmbedder) -> dict
         )
     app.profiles.set_english_level("B1")
     app.profiles.add_learning_goal("pass IELTS with 7.0")
-    collection = app.store._coll()
+    collection = app.store.vectors._coll()
     rows = {"ids": [], "documents": [], "metadatas": [], "embeddings": []}
     for offset in range(0, size, BATCH):
         got = collection.get(limit=BATCH, offset=offset, include=["documents", "metadatas", "embeddings"])

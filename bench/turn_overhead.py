@@ -27,8 +27,9 @@ from datetime import timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
 
+from helpers.stores import add_many  # noqa: E402
 from synthetic import Vocabulary, memories, queries  # noqa: E402
 
 from memora.core.records import CATEGORIES  # noqa: E402
@@ -78,14 +79,17 @@ def measure(size: int, turns: int) -> dict:
         app.profiles.add_learning_goal("travel English")
         now = app.clock()
         started = time.perf_counter()
-        app.store.add_many(
-            {
-                "content": text,
-                "memory_type": "semantic" if i % 3 else "episodic",
-                "category": CATEGORIES[i % len(CATEGORIES)],
-                "created_at": now - timedelta(days=rng.randint(0, 400)),
-            }
-            for i, text in enumerate(memories(rng, size, vocabulary))
+        add_many(
+            app.store,
+            (
+                {
+                    "content": text,
+                    "memory_type": "semantic" if i % 3 else "episodic",
+                    "category": CATEGORIES[i % len(CATEGORIES)],
+                    "created_at": now - timedelta(days=rng.randint(0, 400)),
+                }
+                for i, text in enumerate(memories(rng, size, vocabulary))
+            ),
         )
         build = time.perf_counter() - started
         messages = queries(rng, turns + 10, vocabulary)

@@ -233,14 +233,20 @@ def tls_context():
 
 
 @pytest.fixture
-def make_app(make_settings, clock, tls_context, server):
+def make_app(request, make_settings, clock, tls_context, server):
+    """Apps on the test's data folder. Their memories' vectors are in memory
+    (``InMemoryVectors``, one index per data folder and learner, shared by every app
+    of the test as one store on disk would be), unless the test is marked ``chroma``."""
     import openai
     from helpers.openai_route import openai_http_client
 
     from memora.app.assistant import Memora
     from memora.model.embeddings import HashEmbedder
+    from memora.store.index import InMemoryVectors
 
     apps, clients = [], []
+    indexes: dict = {}
+    in_memory = request.node.get_closest_marker("chroma") is None
 
     def build(*, settings=None, notices=None, embedder=None, as_openai=False, **overrides):
         """``as_openai``: Memora talks to OpenAI itself (no base URL), played by the stand-in."""
@@ -253,8 +259,14 @@ def make_app(make_settings, clock, tls_context, server):
         else:
             http = openai.DefaultHttpxClient(verify=tls_context)  # the openai client's own defaults
         clients.append(http)
+        vectors = (lambda user: indexes.setdefault((settings.db_dir, user), InMemoryVectors())) if in_memory else None
         app = Memora.from_settings(
-            settings, clock=clock, http_client=http, embedder=embedder or HashEmbedder(), notify=sink.append
+            settings,
+            clock=clock,
+            http_client=http,
+            embedder=embedder or HashEmbedder(),
+            notify=sink.append,
+            vectors=vectors,
         )
         # The program's warm-up loads the token counter before the first turn; so does this,
         # so that on a machine without tiktoken's files (``model_files``) the fallback's one

@@ -75,15 +75,16 @@ def test_the_crowded_store_really_hides_taipei_from_the_five_nearest(make_app, l
     """The premise of the tests below: five dense neighbours are all about Tokyo."""
     app = make_app(embedder=local_embedder)
     ids = seed(app.store)
-    nearest = app.store.nearest(MOVED, 5)
-    assert ids[TAIPEI] not in {r.id for r, _ in nearest}
-    assert all("Tokyo" in r.content for r, _ in nearest)
+    nearest = [app.store.get(i) for i, _ in app.store.dense_candidates(app.store.embed([MOVED]).vectors[0], 5)]
+    assert ids[TAIPEI] not in {r.id for r in nearest}
+    assert all("Tokyo" in r.content for r in nearest)
 
 
-def test_moving_to_tokyo_supersedes_taipei_across_sessions(make_app, server, local_embedder):
+def test_moving_to_tokyo_supersedes_taipei_across_sessions(make_app, server, local_embedder, clock):
     first = make_app(embedder=local_embedder)  # earlier sessions built the crowded store
     ids = seed(first.store)
     first.close()
+    clock.advance(days=1)
 
     second = make_app(embedder=local_embedder)
     server.script("extraction", extraction(fact(MOVED, "identity")))

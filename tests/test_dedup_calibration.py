@@ -19,6 +19,7 @@ import pytest
 
 from long_term_memory import LongTermMemoryStore, is_near_duplicate
 from memora.model.embeddings import HashEmbedder
+from memora.store.index import InMemoryVectors
 
 FIXTURE = Path(__file__).parent / "fixtures" / "dedup_pairs.json"
 PAIRS = json.loads(FIXTURE.read_text(encoding="utf-8"))["pairs"]
@@ -129,7 +130,7 @@ ISSUE_PAIRS = [
 
 @pytest.mark.parametrize("first, second", ISSUE_PAIRS)
 def test_store_keeps_both_facts_of_a_contradiction(tmp_path, local_embedder, first, second):
-    store = LongTermMemoryStore(tmp_path / "db", embedding_function=local_embedder)
+    store = LongTermMemoryStore(tmp_path / "db", vectors=InMemoryVectors(), embedding_function=local_embedder)
     assert not store.add(first).duplicate
     assert not store.add(second).duplicate
     assert sorted(r.content for r in store.list()) == sorted([first, second])
@@ -137,7 +138,9 @@ def test_store_keeps_both_facts_of_a_contradiction(tmp_path, local_embedder, fir
 
 def test_store_merges_a_reordering_and_refreshes_last_seen(tmp_path, local_embedder):
     now = {"t": datetime(2026, 11, 1, 9).astimezone()}
-    store = LongTermMemoryStore(tmp_path / "db", embedding_function=local_embedder, clock=lambda: now["t"])
+    store = LongTermMemoryStore(
+        tmp_path / "db", vectors=InMemoryVectors(), embedding_function=local_embedder, clock=lambda: now["t"]
+    )
     original = store.add("I drink coffee every morning")
     now["t"] += timedelta(days=19)
     again = store.add("Every morning, I drink coffee.")
@@ -148,7 +151,7 @@ def test_store_merges_a_reordering_and_refreshes_last_seen(tmp_path, local_embed
 
 
 def test_chinese_is_merged_on_the_same_words_and_never_on_different_ones(tmp_path, local_embedder):
-    store = LongTermMemoryStore(tmp_path / "db", embedding_function=local_embedder)
+    store = LongTermMemoryStore(tmp_path / "db", vectors=InMemoryVectors(), embedding_function=local_embedder)
     first = store.add("壽司是我最喜歡的食物")
     assert store.add("  壽司是我最喜歡的食物 ").duplicate
     assert store.add("我最喜歡的食物是壽司").id == first.id  # a reordering: same words

@@ -8,7 +8,9 @@ for unique markers, with the embedded Chroma store on disk.
 from __future__ import annotations
 
 import pytest
-from helpers.stores import files_holding
+from helpers.stores import add_many, files_holding
+
+pytestmark = pytest.mark.chroma  # deleted means gone from every file, Chroma's included
 
 FILLER_WORDS = "learner likes music hiking coffee tea exam tuesday city lives works studies grammar idioms".split()
 
@@ -34,7 +36,10 @@ def type_history(app, *lines: str) -> None:
 
 
 def snapshot(app) -> list[tuple]:
-    return [(r.id, r.content, r.status, r.supersedes, r.superseded_by) for r in app.store.all_records()]
+    return [
+        (r.id, r.content, r.status, r.supersedes, r.superseded_by)
+        for r in app.store.list(include_superseded=True, newest_first=False)
+    ]
 
 
 @pytest.mark.parametrize("embedder_kind", ["hash", "local"])
@@ -44,8 +49,9 @@ def test_forget_id_leaves_no_byte_of_any_version_in_any_file(
     embedder = request.getfixturevalue("local_embedder") if embedder_kind == "local" else None
     app = make_app(embedder=embedder, memory_cap=10_000)
     many = 2500 if embedder_kind == "hash" else 150  # several Chroma batches of 1,000 with the fast embedder
-    app.store.add_many(
-        fillers(many // 2) + [{"content": "The learner keeps a pet axolotl named Qzvorbix"}] + fillers(many // 2, "b")
+    add_many(
+        app.store,
+        fillers(many // 2) + [{"content": "The learner keeps a pet axolotl named Qzvorbix"}] + fillers(many // 2, "b"),
     )
     [first] = app.store.list(text="Qzvorbix")
     typed = [
@@ -109,7 +115,7 @@ def test_forget_all_wipes_every_memory_and_the_exports_after_asking(make_app, ru
     items = fillers(3000)
     for index, marker in zip(range(0, 3000, 250), markers):
         items[index] = {"content": f"The learner said {marker} once"}
-    app.store.add_many(items)
+    add_many(app.store, items)
     old = app.store.list(text=markers[0])[0]
     app.store.supersede(old.id, f"The learner said {markers[0]} twice", reason="update")
     type_history(app, f"remember The learner said {markers[1]} once", "what a nice day")
@@ -150,7 +156,7 @@ def test_forget_user_leaves_no_byte_of_the_learner(make_app, make_settings, run_
     name = "ming" if who == "another learner" else "default"
     learner = make_app(settings=make_settings(user=name))
     learner.profiles.add_learning_goal("Pass the Vorquelle exam")
-    learner.store.add_many(fillers(1200, "ming") + [{"content": "The learner lives on Drombly Street"}])
+    add_many(learner.store, fillers(1200, "ming") + [{"content": "The learner lives on Drombly Street"}])
     type_history(learner, "remember The learner lives on Drombly Street")
     server.script("chat", "Drombly Street sounds lovely.")
     run_repl(learner, ["I live on Drombly Street", "export"])
@@ -188,7 +194,7 @@ def test_a_forget_that_another_process_blocks_is_finished_at_the_next_start(make
     # is blocked however long it waits; waiting the real 2 s would only make this slow.
     monkeypatch.setattr(catalog, "COMPACT_WAIT_MS", 0)
     app = make_app()
-    app.store.add_many(fillers(50))
+    add_many(app.store, fillers(50))
     record = app.store.add("The learner collects Frumbleware teapots").record
     reader = sqlite3.connect(app.store.catalog.path, isolation_level=None)  # another process, mid-read
     reader.execute("BEGIN")

@@ -18,6 +18,8 @@ from helpers.stores import files_holding, new_pieces
 
 from memora.cli.commands import ExitRequested
 
+pytestmark = pytest.mark.chroma  # deleted means gone from every file, Chroma's included
+
 BEES = "The learner keeps bees on the roof."
 SAID = "I keep bees on the roof of my building, and yesterday I goed to the roof to check them and sell the honey."
 SECRET = "zqxjvkq plus 我的密碼是藍色鯨魚"

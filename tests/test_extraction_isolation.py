@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from helpers.fake_openai import Error
 from helpers.scripts import decision_input, extraction, fact, naming, retracting, say
 
@@ -223,6 +224,7 @@ def test_a_full_memory_stops_the_facts_but_not_the_profile_changes(make_app, ser
     assert pending(app) == []
 
 
+@pytest.mark.chroma  # another process writes to the same store
 def test_a_supersede_of_a_memory_another_session_just_superseded_adds_the_new_fact(make_app, server):
     from long_term_memory import LongTermMemoryStore
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import run_chatbot
+from helpers.stores import add_many
 
 from memora.app.turn import review_due_line
 from memora.core.config import Settings, validate_user_name
@@ -125,7 +126,7 @@ def test_import_accepts_what_export_wrote_at_the_configured_limits(
     app = make_app(memory_cap=cap, max_profile_items=items, user=user)
     unit = "學" if text == "chinese" else "w"
     long = lambda n: (f"{n} " + unit * MAX_MEMORY_CHARS)[:MAX_MEMORY_CHARS]  # noqa: E731
-    app.store.add_many([{"content": long(n), "category": "hobby"} for n in range(cap)])
+    add_many(app.store, [{"content": long(n), "category": "hobby"} for n in range(cap)])
     for record in app.store.list()[:changed]:  # with an earlier version (Chroma takes 0.3 s a long Chinese one)
         app.store.supersede(record.id, long(f"v2 {record.content[:6]}"), reason="update")
     for n in range(items):

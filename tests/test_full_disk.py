@@ -19,6 +19,8 @@ from helpers.stores import DISKS, disk_that_takes_no_writes
 from memora.core.errors import MemoraError
 from memora.teaching.ledger import NewMistake
 
+pytestmark = pytest.mark.chroma  # Chroma's writes fail as a full disk makes them fail
+
 GOED = NewMistake(
     original="Yesterday I goed to the market.",
     corrected="Yesterday I went to the market.",
@@ -93,7 +95,7 @@ def test_a_disk_that_takes_no_writes_is_one_line_naming_it_in_every_command_and_
     if command == "export":
         assert not values["file"].exists()
     if command == "import":
-        assert "cello" not in json.dumps([r.content for r in app.store.all_records()])
+        assert "cello" not in json.dumps([r.content for r in app.store.list(include_superseded=True)])
 
 
 # Commands whose write is the catalog's alone, and every other command's catalog write:

@@ -20,6 +20,8 @@ from helpers.stores import chroma_collection, chroma_wrapped
 from memora.core.errors import EmbeddingError
 from memora.core.text_utils import clean_text
 
+pytestmark = pytest.mark.chroma  # an import is all or nothing in Chroma too, read back from Chroma
+
 
 def memory(memory_id: str, content: str | None = None, **fields) -> dict:
     base = {
@@ -90,7 +92,7 @@ def state_of(app) -> dict:
             r.followed_up_at,
             sorted(r.metadata.items()),
         )
-        for r in app.store.all_records()
+        for r in app.store.list(include_superseded=True, newest_first=False)
     ]
     page = chroma_collection(app.store).get(include=["documents", "metadatas"])
     chroma = sorted(
@@ -394,11 +396,11 @@ def die(*args, **kwargs):
 
 if where == "the second Chroma batch":
     # Through the store's connection: it hands out this wrapper once refreshed.
-    from long_term_memory import collection_name
+    from memora.store.chroma_backend import collection_name
     connection, name = app.store.connection, collection_name(app.store.user_id)
     connection.refresh()
     real = connection.collection
-    inner = real(name, create=False)
+    inner = connection.find_collection(name)
     class KilledOnSecondUpsert:
         upserts = 0
         def upsert(self, **kwargs):
@@ -484,14 +486,17 @@ def test_restore_undoes_what_it_wrote_and_overwrote_on_either_backend(connection
             for i, d, m, v in zip(page["ids"], page["documents"], page["metadatas"], page["embeddings"])
         )
 
-    before = (chroma_state(), [(r.id, r.content) for r in store.all_records()])
+    before = (chroma_state(), [(r.id, r.content) for r in store.list(include_superseded=True, newest_first=False)])
     now = datetime(2026, 11, 1, tzinfo=UTC)
     incoming = [kept.evolve(content="An overwritten version of it")] + [
         MemoryRecord(id=f"{i:08x}", content=f"Imported fact {i}", created_at=now) for i in range(1100)
     ]
     with chroma_wrapped(store, FailingSecondUpsert), pytest.raises(InternalError):
         store.restore(incoming)
-    assert (chroma_state(), [(r.id, r.content) for r in store.all_records()]) == before
+    assert (
+        chroma_state(),
+        [(r.id, r.content) for r in store.list(include_superseded=True, newest_first=False)],
+    ) == before
 
 
 class FailingSecondUpsertAndUndo(FailingSecondUpsert):

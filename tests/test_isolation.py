@@ -65,6 +65,7 @@ def test_no_read_path_shows_the_other_learner(two_learners, server, run_repl, tm
     assert data["user"] == "bob"
 
 
+@pytest.mark.chroma  # each learner's Chroma collection
 def test_each_learner_has_their_own_files_and_collection(two_learners, data_dir):
     alice, bob = two_learners
     assert alice.paths.profile == data_dir / "users" / "alice" / "user_profile.json"

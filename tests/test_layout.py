@@ -215,9 +215,6 @@ def test_no_module_imports_itself_through_others():
 
 
 MAX_METHODS = 40
-# Being split in parallel on their own branches (issue 27: the store behind a small
-# protocol, extraction into a pure planner); the lead removes them when merging.
-WIDE_FOR_NOW = {"LongTermMemoryStore"}
 
 
 def _methods_per_class(source: str) -> dict[str, int]:
@@ -236,9 +233,8 @@ def test_no_class_has_more_than_40_methods():
         for name, count in _methods_per_class(path.read_text(encoding="utf-8")).items():
             if count > MAX_METHODS:
                 wide[f"{path.relative_to(ROOT)}:{name}"] = count
-    assert {key: n for key, n in wide.items() if key.split(":")[1] not in WIDE_FOR_NOW} == {}
-    # an exception no longer needed goes; and the count can fail
-    assert {key.split(":")[1] for key in wide} == WIDE_FOR_NOW
+    assert wide == {}
+    # and the count can fail
     sample = "class A:\n" + "".join(f"    def m{n}(self): ...\n" for n in range(41)) + "    x = 1\n"
     assert _methods_per_class(sample) == {"A": 41}
 

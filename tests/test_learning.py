@@ -266,6 +266,7 @@ def test_the_default_style_is_important_and_not_spelled_out_each_turn(make_app, 
     assert "profile corrections all|important|off" in run_repl(app, ["profile corrections sometimes"]).text
 
 
+@pytest.mark.chroma  # deleted means gone from every file
 def test_mistakes_lists_and_forgets_one(make_app, run_repl, clock, data_dir):
     app = make_app(base_url=None, api_key=None)
     first, _ = app.ledger.record(_new(goed()))
@@ -292,6 +293,7 @@ def test_mistakes_lists_and_forgets_one(make_app, run_repl, clock, data_dir):
     assert files_holding(data_dir, "I am agree") == {}  # no copy left in any file
 
 
+@pytest.mark.chroma  # deleted means gone from every file
 def test_forget_user_and_forget_all_leave_no_byte_of_the_ledger(make_app, run_repl, data_dir, server):
     app = make_app(user="ming")
     server.script("extraction", extraction(goed("Yesterday I goed to Qzmarket.", "Yesterday I went to Qzmarket.")))

@@ -6,6 +6,7 @@ import pytest
 
 from long_term_memory import LongTermMemoryStore
 from memora.store import lexical
+from memora.store.index import InMemoryVectors
 
 PORTER_EXAMPLES = {  # from Porter's 1980 paper
     "caresses": "caress",
@@ -59,7 +60,7 @@ def test_chinese_becomes_character_bigrams_and_mixed_text_keeps_both():
 def store(tmp_path):
     from memora.model.embeddings import HashEmbedder
 
-    store = LongTermMemoryStore(tmp_path / "db", embedding_function=HashEmbedder())
+    store = LongTermMemoryStore(tmp_path / "db", vectors=InMemoryVectors(), embedding_function=HashEmbedder())
     for text in [
         "我每天早上都喝咖啡",
         "我下週二有英文考試",

@@ -8,9 +8,11 @@ from datetime import timedelta
 import pytest
 from helpers.stores import chroma_collection
 
-from long_term_memory import LongTermMemoryStore, catalog_path, collection_name
+from long_term_memory import LongTermMemoryStore
 from memora.core.errors import EmbeddingModelMismatch, MemoryFullError
 from memora.model.embeddings import HashEmbedder
+from memora.store.catalog import catalog_path
+from memora.store.chroma_backend import collection_name
 
 
 @pytest.fixture
@@ -206,7 +208,6 @@ def test_a_catalog_from_an_older_memora_is_rebuilt_from_chroma(tmp_path, clock, 
     its history and lexical search come back from Chroma, with nothing the old file alone had."""
     import sqlite3
 
-    from long_term_memory import catalog_path
     from memora.store.catalog import SCHEMA_VERSION
 
     db = tmp_path / "memora_db"

@@ -9,7 +9,7 @@ import re
 import pytest
 from conftest import ROOT, child_env
 from helpers.pty_screen import ScreenTerminal
-from helpers.stores import files_holding, new_pieces
+from helpers.stores import add_many, files_holding, new_pieces
 
 from memora.cli.commands import CommandRouter, line_runner
 from memora.cli.page import HELP, NOT_INTERACTIVE, MemoryPage
@@ -81,6 +81,7 @@ def detail(text: str) -> str:
     return lines[-3] + lines[-2]
 
 
+@pytest.mark.chroma  # the page runs in a child process, which reads the seeded store from disk
 def test_every_memory_action_on_the_page_then_back_to_the_chat(seeded, data_dir, server):
     term = start(data_dir, server)
     term.send(b"Hello, I am practising my English\r")
@@ -186,6 +187,7 @@ def test_every_memory_action_on_the_page_then_back_to_the_chat(seeded, data_dir,
     assert term.close() == 0
 
 
+@pytest.mark.chroma  # the page runs in a child process, which reads the seeded store from disk
 def test_conflicts_profile_and_mistakes_on_the_page(seeded, data_dir, server, make_app):
     term = start(data_dir, server, rows=90)  # tall enough to hold all of 'status'; the page fills it
     term.send(b"status\r")
@@ -300,7 +302,7 @@ def test_plain_or_not_a_terminal_says_so_in_one_line(make_app):
 def test_ten_thousand_rows_draw_only_what_fits(make_app):
     """The page draws the visible rows only, whatever the number of memories."""
     app = make_app()
-    app.store.add_many({"content": f"The learner noted fact number {n}.", "category": "other"} for n in range(300))
+    add_many(app.store, ({"content": f"The learner noted fact number {n}.", "category": "other"} for n in range(300)))
     page = MemoryPage(app, line_runner, background=False)
     drawn = page.visible(80, 15)
     assert len(drawn) == 15 and all(len(text.rstrip("\n")) <= 80 for _, text in drawn)

@@ -11,7 +11,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from long_term_memory import LongTermMemoryStore, catalog_path
+from long_term_memory import LongTermMemoryStore
 from memora.core.records import (
     MemoryRecord,
     catalog_columns,
@@ -23,7 +23,7 @@ from memora.core.records import (
 )
 from memora.data.data_transfer import ExportedMemory, export_model
 from memora.model.embeddings import HashEmbedder
-from memora.store.catalog import MemoryCatalog
+from memora.store.catalog import MemoryCatalog, catalog_path
 
 TZ = timezone(timedelta(hours=8))
 WHEN = datetime(2026, 11, 20, 9, 30, tzinfo=TZ)

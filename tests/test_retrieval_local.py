@@ -6,8 +6,10 @@ from dataclasses import replace
 from datetime import date, datetime, timedelta
 
 import pytest
+from helpers.stores import add_many
 
 from long_term_memory import RETRIEVAL_MIN_SCORE, LongTermMemoryStore
+from memora.store.index import InMemoryVectors
 from memora.store.retrieval import date_windows, retrieve_relevant_memories
 
 MEMORIES = [
@@ -51,7 +53,9 @@ UNRELATED = [
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory, local_embedder):
-    store = LongTermMemoryStore(tmp_path_factory.mktemp("db"), embedding_function=local_embedder)
+    store = LongTermMemoryStore(
+        tmp_path_factory.mktemp("db"), vectors=InMemoryVectors(), embedding_function=local_embedder
+    )
     for text in MEMORIES:
         store.add(text)
     return store
@@ -78,7 +82,9 @@ def test_scores_are_calibrated_in_zero_one_and_search_marks_the_threshold(store)
 
 
 def test_recency_reorders_near_ties_but_never_buries_a_strong_old_memory(tmp_path, local_embedder, clock):
-    store = LongTermMemoryStore(tmp_path / "db", embedding_function=local_embedder, clock=clock)
+    store = LongTermMemoryStore(
+        tmp_path / "db", vectors=InMemoryVectors(), embedding_function=local_embedder, clock=clock
+    )
     old_exact = store.add(
         "The learner's IELTS speaking exam is on 3 December.", created_at=clock() - timedelta(days=400)
     )
@@ -94,7 +100,7 @@ def test_recency_reorders_near_ties_but_never_buries_a_strong_old_memory(tmp_pat
 
 
 def test_chinese_text_is_found_through_the_lexical_path(tmp_path, local_embedder):
-    store = LongTermMemoryStore(tmp_path / "db", embedding_function=local_embedder)
+    store = LongTermMemoryStore(tmp_path / "db", vectors=InMemoryVectors(), embedding_function=local_embedder)
     for text in ["我每天早上都喝咖啡", "我下週二有英文考試", "我的貓叫麻糬", "我想加強旅遊英文", "我住在台中"]:
         store.add(text)
     for query, expected in [
@@ -138,8 +144,14 @@ def test_a_query_names_the_periods_a_reader_would_see_in_it(query, expected):
 @pytest.fixture(scope="module")
 def dated_store(tmp_path_factory, local_embedder):
     now = NOW.astimezone()
-    store = LongTermMemoryStore(tmp_path_factory.mktemp("dated"), embedding_function=local_embedder, clock=lambda: now)
-    store.add_many(
+    store = LongTermMemoryStore(
+        tmp_path_factory.mktemp("dated"),
+        vectors=InMemoryVectors(),
+        embedding_function=local_embedder,
+        clock=lambda: now,
+    )
+    add_many(
+        store,
         [
             {
                 "content": "The learner practised ordering coffee at a café.",
@@ -173,7 +185,7 @@ def dated_store(tmp_path_factory, local_embedder):
                 "event_date": date(2026, 12, 9),
                 "category": "schedule",
             },
-        ]
+        ],
     )
     return store
 
@@ -240,9 +252,12 @@ def test_a_named_period_adds_its_memories_as_candidates_only_while_it_holds_few(
     from memora.store.retrieval import window_bounds
 
     now = NOW.astimezone()
-    store = LongTermMemoryStore(tmp_path / "db", embedding_function=HashEmbedder(), clock=lambda: now)
+    store = LongTermMemoryStore(
+        tmp_path / "db", vectors=InMemoryVectors(), embedding_function=HashEmbedder(), clock=lambda: now
+    )
     june_3 = datetime(2026, 6, 3, 12).astimezone()
-    store.add_many(
+    add_many(
+        store,
         [
             {"content": f"The learner practised dialogue {n}.", "created_at": june_3, "memory_type": "episodic"}
             for n in range(3)
@@ -254,10 +269,10 @@ def test_a_named_period_adds_its_memories_as_candidates_only_while_it_holds_few(
                 "event_date": date(2026, 6, 3),
             },
             {"content": "The learner practised another dialogue.", "created_at": datetime(2026, 6, 4, 12).astimezone()},
-        ]
+        ],
     )
     windows = window_bounds(date_windows("What happened on 3 June?", now), now)
-    found, _ = store.catalog.candidates([], 30, [], windows=windows, window_limit=4)
+    found, _ = store.catalog.search([], 30, windows=windows, window_limit=4).score()
     contents = {store.get(i).content for i in found}
     assert contents == {
         "The learner practised dialogue 0.",
@@ -266,4 +281,4 @@ def test_a_named_period_adds_its_memories_as_candidates_only_while_it_holds_few(
         "The learner has a speaking test.",
     }
     assert all(dated for _, _, dated in found.values())
-    assert store.catalog.candidates([], 30, [], windows=windows, window_limit=3)[0] == {}
+    assert store.catalog.search([], 30, windows=windows, window_limit=3).score()[0] == {}

@@ -14,6 +14,7 @@ import pytest
 
 from memora.store import lexical
 from memora.store.catalog import bm25, bm25_weights
+from memora.store.index import InMemoryVectors
 from memora.store.retrieval import DEFAULT_PARAMS, rank, recency_factor
 
 # Three memories, as lexical terms: 7 terms, 7/3 on average.
@@ -57,7 +58,7 @@ def test_the_catalog_scores_its_memories_with_bm25(tmp_path):
     from long_term_memory import LongTermMemoryStore
     from memora.model.embeddings import HashEmbedder
 
-    store = LongTermMemoryStore(tmp_path / "db", embedding_function=HashEmbedder())
+    store = LongTermMemoryStore(tmp_path / "db", vectors=InMemoryVectors(), embedding_function=HashEmbedder())
     ids = {store.add(text).id: text for text in ("green tea with green leaves", "coffee", "tea and cake")}
     assert [lexical.terms(text) for text in ids.values()] == [GREEN_TEA, COFFEE, TEA_CAKE]
     hits = store.catalog.lexical_search(lexical.query_terms("green tea?"), 10)

@@ -1050,6 +1050,7 @@ def test_a_structured_answer_that_fails_still_has_its_tokens_counted(make_app, s
     assert app.memory.usage.extraction == 2 * 15  # both attempts (the stand-in's 10 in, 5 out each)
 
 
+@pytest.mark.chroma  # Chroma refuses a vector of another size; its message is read in the backend
 def test_an_embedding_model_that_changed_size_under_its_name_says_reindex_in_one_line(make_app, run_repl):
     from memora.model.embeddings import HashEmbedder
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 
+import pytest
 from conftest import ROOT
 from helpers.scripts import extraction, fact
 
@@ -47,7 +48,7 @@ def test_the_store_is_a_memory_index(make_app):
     """Everything retrieval and extraction call is declared by the protocol, and the store has it."""
     store = make_app().store
     declared = {n for n in vars(MemoryIndex) if not n.startswith("_")} | set(MemoryIndex.__annotations__)
-    assert {"embed", "lexical_candidates", "score_candidates", "record_of", "find_exact"} <= declared
+    assert {"embed", "dense_candidates", "lexical_candidates", "get_many", "find_exact"} <= declared
     assert [name for name in sorted(declared) if not hasattr(store, name)] == []
     for path in (ROOT / "memora" / "store" / "retrieval.py", ROOT / "memora" / "reading" / "extraction.py"):
         used = {
@@ -96,3 +97,40 @@ def test_the_conversation_is_changed_only_by_its_own_methods():
                 if isinstance(target, ast.Attribute) and target.attr in fields and "memory" in ast.unparse(target):
                     writes.append(f"{path.name}:{node.lineno} {ast.unparse(target)}")
     assert writes == []
+
+
+MYPY_CONFIG = """
+[mypy]
+ignore_missing_imports = True
+follow_imports = silent
+[mypy-chromadb.*,numpy.*,openai.*,tiktoken.*,pydantic.*,httpx.*]
+follow_imports = skip
+"""
+PROBE = """
+from long_term_memory import LongTermMemoryStore
+from memora.store.chroma_backend import ChromaVectors
+from memora.store.index import InMemoryVectors, MemoryIndex, VectorIndex
+
+
+class WithoutErase(InMemoryVectors):
+    erase = None  # type: ignore[assignment]
+
+
+def check(store: LongTermMemoryStore, chroma: ChromaVectors, memory: InMemoryVectors) -> None:
+    seam: MemoryIndex = store
+    indexes: list[VectorIndex] = [chroma, memory]
+    broken: VectorIndex = WithoutErase()
+"""
+
+
+def test_the_store_layer_type_checks_and_each_index_meets_its_protocol(tmp_path):
+    """mypy finds memora/store clean, the store a MemoryIndex and both vector indexes
+    VectorIndexes, and it does catch an index that lacks a method."""
+    api = pytest.importorskip("mypy.api")
+    (tmp_path / "mypy.ini").write_text(MYPY_CONFIG)
+    (tmp_path / "probe.py").write_text(PROBE)
+    config = ["--config-file", str(tmp_path / "mypy.ini"), "--cache-dir", str(tmp_path / "cache")]
+    out, err, status = api.run([*config, str(ROOT / "memora" / "store"), str(tmp_path / "probe.py")])
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert len(errors) == 1, out + err  # only the index without erase()
+    assert 'expression has type "WithoutErase", variable has type "VectorIndex"' in errors[0]

@@ -64,6 +64,7 @@ def test_a_turn_with_nothing_new_prints_no_memory_line(make_app, server, run_rep
     assert "Memory:" not in t.text
 
 
+@pytest.mark.chroma  # what undo puts back is read from Chroma too
 def test_undo_takes_back_the_last_turn_added_removed_superseded_current_again(make_app, server, run_repl):
     app = make_app()
     facts = [fact("The learner finds grammar hard.", "learning"), fact("The learner has a cat.", "identity")]
@@ -191,8 +192,9 @@ def test_revert_is_exact_in_chroma_too_embedded_and_server(connection, tmp_path,
     import uuid
     from pathlib import Path
 
-    from long_term_memory import LongTermMemoryStore, catalog_path
+    from long_term_memory import LongTermMemoryStore
     from memora.model.embeddings import HashEmbedder
+    from memora.store.catalog import catalog_path
 
     user = f"undo{uuid.uuid4().hex[:6]}"  # the server outlives one test
 
@@ -227,6 +229,7 @@ def test_revert_is_exact_in_chroma_too_embedded_and_server(connection, tmp_path,
 from helpers.stores import files_holding  # noqa: E402
 
 
+@pytest.mark.chroma  # deleted means gone from Chroma's files too
 def test_undo_of_an_added_memory_leaves_no_byte_of_it_in_any_file(make_app, server, run_repl, data_dir):
     app = make_app()
     for i in range(30):
@@ -242,6 +245,7 @@ def test_undo_of_an_added_memory_leaves_no_byte_of_it_in_any_file(make_app, serv
     assert files_holding(data_dir, "Xqvzpin4471", "Wqortea") == {}
 
 
+@pytest.mark.chroma  # deleted means gone from Chroma's files too
 def test_undo_of_an_update_wipes_the_taken_back_version(make_app, server, run_repl, data_dir):
     app = make_app()
     old = app.store.add("The learner lives in Taipei.", category="identity")

@@ -24,10 +24,12 @@ from pathlib import Path
 import pytest
 from helpers.stores import files_holding
 
-from long_term_memory import LongTermMemoryStore, collection_name
+from long_term_memory import LongTermMemoryStore
 from memora.model.embeddings import HashEmbedder
 from memora.reading.proposals import ProfileProposal
-from memora.store.chroma_backend import ChromaConnection
+from memora.store.chroma_backend import ChromaConnection, collection_name
+
+pytestmark = pytest.mark.chroma  # Chroma's file and collection vanish under the app
 
 SISTER = "The learner's sister lives in Lisbon."
 BAKERY = "The learner works at a bakery."

@@ -58,6 +58,7 @@ from memora.reading.jobs import ExtractionJob, PreparedExtraction
 from memora.reading.proposals import ProposalStore
 from memora.store.chroma_backend import ChromaConnection
 from memora.store.deletions import DeletionLog
+from memora.store.index import VectorIndex
 from memora.teaching.activity import ActivityLog
 from memora.teaching.ledger import LedgerStore
 from user_profile import UserProfileStore
@@ -79,9 +80,11 @@ class Memora:
         connection: ChromaConnection | None = None,
         notify: Callable[[str], None] = print,
         new_session: bool = False,
+        vectors: Callable[[str], VectorIndex] | None = None,
     ) -> Memora:
         """The application as configured: the model client, the embedder and the
-        Chroma connection the settings name, unless given (tests give them)."""
+        Chroma connection the settings name, unless given (tests give them, and
+        ``vectors``: a learner's vector index other than their Chroma collection)."""
         notifier = Notifier(notify)
         counter = TokenCounter(settings.model, warn=notifier)
         model = ModelClient(settings, http_client=http_client, clock=clock, count=counter.count)
@@ -95,7 +98,7 @@ class Memora:
                 ChromaConnection(url=settings.chroma_url) if settings.chroma_url else ChromaConnection(settings.db_dir)
             )
         parts = {"model": model, "embedder": embedder, "connection": connection, "counter": counter}
-        return cls(settings, **parts, clock=clock, notifier=notifier, new_session=new_session)
+        return cls(settings, **parts, clock=clock, notifier=notifier, new_session=new_session, vectors=vectors)
 
     def __init__(
         self,
@@ -108,8 +111,9 @@ class Memora:
         clock: Clock = system_clock,
         notifier: Notifier | None = None,
         new_session: bool = False,
+        vectors: Callable[[str], VectorIndex] | None = None,
     ):
-        self.settings, self.paths, self.clock = settings, settings.paths, clock
+        self.settings, self.paths, self.clock, self.vectors_for = settings, settings.paths, clock, vectors
         self.notify = notifier or Notifier(print)
         self._lock = threading.RLock()
         self.counter, self.model, self.embedder, self.connection = counter, model, embedder, connection
@@ -171,6 +175,7 @@ class Memora:
             embedding_function=self.embedder,
             user_id=settings.user,
             connection=self.connection,
+            vectors=self.vectors_for(settings.user) if self.vectors_for else None,
             memory_cap=settings.memory_cap,
             clock=self.clock,
             recency_half_life_days=settings.recency_half_life_days,
@@ -324,7 +329,7 @@ class Memora:
         hint = prepared.background.hint
         if hint is not None:  # asked once: the catalog knows now, Chroma after the reply
             self.store.mark_followed_up(hint.memory_id, now, sync_chroma=False)
-            self.worker.submit(lambda: self.store.push_metadata(hint.memory_id))
+            self.worker.submit(lambda: self.store.mark_followed_up(hint.memory_id))
         notes.extend(cut_off_note(reply))
         readings = self._plan(message, early)
         self.conversation.save()

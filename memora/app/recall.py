@@ -72,7 +72,8 @@ def compose(
 ):
     """This turn's background: what a correction read early retracts is left out of it."""
     wrong = {r.record.id for r in early.retractions} if early else set()
-    records = store.digest_candidates([key for key, _ in DIGEST_SECTIONS])
+    # The newest current facts of each category, more than the digest keeps of one.
+    records = [r for key, _ in DIGEST_SECTIONS for r in store.listed(memory_type="semantic", category=key, limit=12)]
     digest = tuple(item for item in build_user_digest(records, counter=counter, now=now) if item.memory_id not in wrong)
     in_digest = {item.text for item in digest}
     memories = [m for m in recalled.memories if m.content not in in_digest and m.id not in wrong]  # said once is enough

@@ -511,8 +511,8 @@ class CommandRouter:
         self.console.table(title, columns, rows)
         if resolved:
             self.console.notice("Times are shown as the tutor reads them today; 'history <id>' shows your own words.")
-        if self.app.store.check_vectors():  # listed from the catalog, which is true; search is not
-            self.console.notice(self.app.store.missing_vectors_message())
+        if missing := self.app.store.check_vectors():  # listed from the catalog, which is true; search is not
+            self.console.notice(missing)
         elif self.app.store.waiting_for_vectors:
             self._no_local_model_notice()
 
@@ -603,7 +603,7 @@ class CommandRouter:
 
         store = self.app.store
         self.app.conversation.drop_unread()  # and the conversation; no wait for a reading under way
-        texts = [r.content for r in store.all_records()]
+        texts = [r.content for r in store.list(include_superseded=True)]
         exports = ask_about_exports(self.console, learner_exports(self.app, self.app.settings.user))
         deleted = store.delete_all()
         forgotten = self.app.ledger.clear()

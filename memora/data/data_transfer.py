@@ -16,7 +16,7 @@ An import is all or nothing:
   so an export edited by hand cannot smuggle in what the prompt refuses.
 * **A write that fails midway is undone**: the profile, pending changes and
   session are written first and put back if the memories then fail; the
-  memory store undoes its own Chroma writes (``LongTermMemoryStore.restore``).
+  memory store undoes its own writes (``LongTermMemoryStore.restore``).
 * **It never destroys what is already there**: only memories whose ids are
   missing are added (importing twice adds nothing twice, and an old export
   cannot revive a fact superseded since), the profile is merged (existing
@@ -57,7 +57,7 @@ from pydantic import (
 )
 
 from long_term_memory import PartialWriteError
-from memora.app.import_undo import put_files_back, snapshot_files
+from memora.app.import_undo import end_import, import_memories, put_files_back, snapshot_files, undo_import
 from memora.app.session import ChatMessage
 from memora.core.config import validate_user_name
 from memora.core.errors import ConfigError, ImportFileError, MemoraError, disk_problem, failure_reason
@@ -450,7 +450,7 @@ def default_export_path(app: Memora) -> Path:
 def build_export(app: Memora) -> ExportFile:
     """The export, as stored: built without the import checks, so that an export
     always succeeds (the importer names whatever it cannot take back)."""
-    records = app.store.all_records()
+    records = app.store.list(include_superseded=True, newest_first=False)
     state = app.memory.to_state()
     return ExportFile.model_construct(
         format=EXPORT_FORMAT,
@@ -619,7 +619,7 @@ def _missing_memories(app: Memora, path: Path, export: ExportFile) -> list[Memor
             f"holds the data of learner '{learner}', not '{app.settings.user}'; "
             f"start Memora with --user {learner} to import it there",
         )
-    existing = {r.id for r in app.store.all_records()}
+    existing = {r.id for r in app.store.list(include_superseded=True)}
     # Memories already here are kept as they are: an older export must never
     # bring back a fact that was superseded or edited since.
     missing = [m.to_record(app.settings.user) for m in export.memories if m.id not in existing]
@@ -664,16 +664,10 @@ def import_data(app: Memora, path: Path) -> str:
         not app.memory.messages and not app.memory.summary and bool(export.session.messages or export.session.summary)
     )
 
-    # Nothing is written before this point. The slow part (embedding) comes
-    # first; then the memories, whose journal also holds the other files as
-    # they were, so that a failure here, or a crash before the end, puts
+    # Nothing is written before this point. The memories come first (embedded
+    # before their first write), with a journal that also holds the other files
+    # as they were, so that a failure here, or a crash before the end, puts
     # everything back (here, or at the next start: finish_interrupted_import).
-    try:
-        vectors = app.store.embed_records(missing)
-    except MemoraError as error:
-        raise ImportFileError(
-            f"Could not import {_shown(path.name)}: {clean_text(str(error).rstrip('.'))}. Nothing was imported."
-        ) from None
     previous_state = app.memory.to_state()
     files = snapshot_files(app.paths)
     added: list[ProfileProposal] = []
@@ -681,7 +675,7 @@ def import_data(app: Memora, path: Path) -> str:
     profile_changed = False
     restored = 0
     try:
-        restored = app.store.restore(missing, vectors=vectors, extra={"files": files})
+        restored = import_memories(app.store, missing, files)
         try:
             written.add("profile")
             profile_changed = app.profiles.replace(merged)
@@ -703,9 +697,9 @@ def import_data(app: Memora, path: Path) -> str:
         except BaseException:
             put_files_back(app.paths, {k: v for k, v in files.items() if k in written})
             app.conversation.load(previous_state)
-            app.store.undo_restore()
+            undo_import(app.store)
             raise
-        app.store.finish_restore()
+        end_import(app.store)
     except Exception as error:  # a Chroma error, a full disk...: undone, so one line
         reason = _import_failure(error)
         if isinstance(error, PartialWriteError):

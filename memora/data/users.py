@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from long_term_memory import catalog_path, collection_name, learner_of_collection
 from memora.core.config import DEFAULT_USER, validate_user_name
 from memora.core.text_utils import counted
+from memora.store.catalog import catalog_path
+from memora.store.chroma_backend import collection_name, learner_of_collection
 
 if TYPE_CHECKING:
     from memora.app.assistant import Memora
@@ -80,9 +81,14 @@ def has_data(app: Memora, name: str) -> bool:
     if name != DEFAULT_USER and paths.folder.is_dir():
         return True
     try:
-        return catalog_path(app.settings.db_dir, name).exists() or app.connection.has_collection(collection_name(name))
+        return _has_memories(app, name)
     except Exception:
         return True  # cannot tell: let the confirmation decide rather than claim there is nothing
+
+
+def _has_memories(app: Memora, name: str) -> bool:
+    found = catalog_path(app.settings.db_dir, name).exists()
+    return found or app.connection.find_collection(collection_name(name)) is not None
 
 
 def delete_user(app: Memora, name: str, *, remove_exports: bool = True) -> str:
@@ -99,7 +105,7 @@ def delete_user(app: Memora, name: str, *, remove_exports: bool = True) -> str:
         store = app.store
     else:
         store = None
-        if app.connection.has_collection(collection_name(name)) or catalog_path(app.settings.db_dir, name).exists():
+        if _has_memories(app, name):
             store = LongTermMemoryStore(
                 app.settings.db_dir, embedding_function=app.embedder, user_id=name, connection=app.connection
             )

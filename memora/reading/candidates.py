@@ -63,14 +63,11 @@ def related_memories(
     dense = [(i, d) for i, d in store.dense_candidates(vector, DECISION_DENSE) if d <= store.related_distance]
     same_category, remembered, same_slot = _pools(store, text, category)
     words = [t for t in lexical.query_terms(text) if t not in SUBJECT_TERMS]
-    scored, vectors = store.decision_candidates(
-        words, DECISION_LEXICAL, [i for i, _ in dense] + same_category + remembered + same_slot
-    )
+    found = store.lexical_candidates(words, DECISION_LEXICAL)
+    scored, vectors = found.score([i for i, _ in dense] + same_category + remembered + same_slot)
     if not scored:
         return []
     dense_ids = {i for i, _ in dense}
-    missing = [i for i in scored if i not in dense_ids and i not in vectors]
-    vectors.update(store.stored_vectors(missing))
     now = store.clock()
     ranked = rank(vector, [(i, d) for i, d in dense if i in scored], scored, vectors, now=now)
     # Each source's candidates, best first: dense, lexical (a word in common), then each pool.

@@ -9,21 +9,24 @@ derived index beside it that answers what a vector store answers badly:
 * a ``generation`` counter bumped by every write, so a process can tell that
   another process changed the store and refresh its Chroma handles.
 
-It can always be rebuilt from Chroma (``LongTermMemoryStore`` does so when the
-two disagree and the collection is the catalog's own), so losing it loses
-nothing; and when Chroma's file or collection vanishes, it is the other way
-round: the catalog keeps every memory's text and history, and the store's
+It can always be rebuilt from Chroma (``chroma_backend.ChromaVectors`` does so
+when the two disagree and the collection is the catalog's own), so losing it
+loses nothing; and when Chroma's file or collection vanishes, it is the other
+way round: the catalog keeps every memory's text and history, and the store's
 ``reindex`` rebuilds Chroma from it.
 """
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import math
 import os
+import re
 import sqlite3
 import threading
+import uuid
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -31,6 +34,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
+from memora.core.errors import CommandError
 from memora.core.records import STATUS_CURRENT, MemoryRecord, catalog_columns, from_catalog_row, offset_columns
 from memora.core.storage import FILE_MODE, ensure_private_dir, file_lock, quarantine
 from memora.core.text_utils import normalized_key
@@ -55,6 +59,17 @@ POSTINGS_SHARE = 0.01
 # How long wiping deleted rows waits for other processes before it is left for
 # the next start (MemoryCatalog.compact, ChromaConnection.compact).
 COMPACT_WAIT_MS = 2000
+
+# The record of a ``forget all`` or ``forget user`` under way (no text), in the
+# meta table: committed before anything is deleted, cleared with the catalog in one
+# commit. A start that finds it finishes the deletion, so a crash in between can
+# never look like a vanished store whose memories should be rebuilt.
+FORGETTING = "forgetting"
+
+
+def catalog_path(db_dir: Path, user_id: str) -> Path:
+    return Path(db_dir) / f"catalog-{user_id}.sqlite3"
+
 
 _SCHEMA_TEMPLATE = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -175,8 +190,9 @@ def _record(row: sqlite3.Row) -> MemoryRecord:
 
 
 class LexicalSearch(NamedTuple):
-    """The dense-independent half of ``MemoryCatalog.candidates``."""
+    """What ``MemoryCatalog.search`` found; ``score`` completes it with the dense side's ids."""
 
+    catalog: MemoryCatalog
     query_terms: list[str]
     unique: list[str]
     total: int
@@ -184,6 +200,21 @@ class LexicalSearch(NamedTuple):
     frequencies: dict[str, int]
     windows: tuple
     rows: list[sqlite3.Row]
+
+    def score(self, dense_ids: Iterable[str] = ()) -> tuple[dict[str, tuple[float, float, bool]], dict[str, bytes]]:
+        """The current memories to rank, found and among ``dense_ids``: ``{id: (created
+        timestamp, BM25 score, dated)}`` over every query term (so a memory's score never
+        depends on which side found it), and their stored vectors (for the feedback step)."""
+        rows = list(self.rows)
+        seen = {row["id"] for row in rows}
+        rows += self.catalog._current_rows([i for i in dict.fromkeys(dense_ids) if i not in seen])
+        vectors = {row["id"]: row["vector"] for row in rows if row["vector"] is not None}
+        weights = bm25_weights(self.query_terms, self.frequencies, self.total)
+        scored = {
+            row["id"]: (row["created_ts"], bm25(row["terms"].split(), weights, self.average), _dated(row, self.windows))
+            for row in rows
+        }
+        return scored, vectors
 
 
 class MemoryCatalog:
@@ -367,7 +398,7 @@ class MemoryCatalog:
         return busy == 0
 
     # -- reads ------------------------------------------------------------------
-    def _query(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
+    def _query(self, sql: str, params: tuple = ()) -> builtins.list[sqlite3.Row]:
         with self._lock:
             return self._db.execute(sql, params).fetchall()
 
@@ -375,10 +406,31 @@ class MemoryCatalog:
         rows = self._query(f"SELECT {_COLUMNS} FROM memories WHERE id = ? AND +user_id = ?", (memory_id, self.user_id))
         return _record(rows[0]) if rows else None
 
-    def _rows_by_id(self, select: str, ids: Iterable[str]) -> list[sqlite3.Row]:
+    def require(self, memory_id: str) -> MemoryRecord:
+        """A memory by id or unique id prefix (at least 4 characters); else a one-line error."""
+        key = (memory_id or "").strip().lower()
+        record = self.get(key)
+        if record is not None:
+            return record
+        if len(key) >= 4 and re.fullmatch(r"[0-9a-z_-]+", key):
+            matches = self.ids_with_prefix(key)
+            if len(matches) == 1 and (found := self.get(matches[0])) is not None:
+                return found
+            if len(matches) > 1:
+                raise CommandError(f"Memory id '{key}' is ambiguous ({', '.join(matches)}); type more of it.")
+        raise CommandError(f"No memory with id '{memory_id[:40]}'. List them with 'memories'.")
+
+    def new_id(self) -> str:
+        """An id no memory here has."""
+        while True:
+            candidate = uuid.uuid4().hex[:8]
+            if self.get(candidate) is None:
+                return candidate
+
+    def _rows_by_id(self, select: str, ids: Iterable[str]) -> builtins.list[sqlite3.Row]:
         """``select`` (reading ``memories AS m``) for these ids, in chunks SQLite accepts."""
         ids = list(dict.fromkeys(ids))
-        rows: list[sqlite3.Row] = []
+        rows: builtins.list[sqlite3.Row] = []
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             rows += self._query(
@@ -390,7 +442,7 @@ class MemoryCatalog:
         rows = self._rows_by_id(f"SELECT {_COLUMNS} FROM memories AS m", ids)
         return {row["id"]: _record(row) for row in rows}
 
-    def ids_with_prefix(self, prefix: str, limit: int = 5) -> list[str]:
+    def ids_with_prefix(self, prefix: str, limit: int = 5) -> builtins.list[str]:
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         rows = self._query(
             "SELECT id FROM memories WHERE +user_id = ? AND id LIKE ? ESCAPE '\\' LIMIT ?",
@@ -398,7 +450,7 @@ class MemoryCatalog:
         )
         return [row["id"] for row in rows]
 
-    def without_vectors(self) -> list[MemoryRecord]:
+    def without_vectors(self) -> builtins.list[MemoryRecord]:
         """Every version stored before its vector could be computed (the local
         embedding model was not on the machine), oldest first."""
         rows = self._query(
@@ -427,8 +479,9 @@ class MemoryCatalog:
         text: str | None = None,
         limit: int | None = None,
         newest_first: bool = True,
-    ) -> list[MemoryRecord]:
-        where, params = ["user_id = ?"], [self.user_id]
+    ) -> builtins.list[MemoryRecord]:
+        where: builtins.list[str] = ["user_id = ?"]
+        params: builtins.list = [self.user_id]
         if not include_superseded:
             where.append("status = ?")
             params.append(STATUS_CURRENT)
@@ -466,44 +519,24 @@ class MemoryCatalog:
             self._stats = (generation, int(row[0]), float(row[1] or 0.0))
         return self._stats[1], self._stats[2]
 
-    def candidates(
-        self,
-        query_terms: list[str],
-        limit: int,
-        dense_ids: Iterable[str] = (),
-        *,
-        windows: Sequence[tuple[float, float, str, str]] = (),
-        window_limit: int = 50,
-    ) -> tuple[dict[str, tuple[float, float, bool]], dict[str, bytes]]:
-        """The current memories to rank: ``{id: (created timestamp, BM25 score,
-        dated)}``, and their stored vectors (the ranking's feedback step reads them).
-
-        FTS5 finds up to ``limit`` candidates by its own bm25() using the query's
-        selective terms; they and the current ones among ``dense_ids`` are then
-        scored with ``bm25`` (k1=1.2, b=0.3) over every query term, so a memory's
-        lexical score never depends on which side found it. Superseded memories
-        never appear.
-
-        ``windows`` are the periods the query names, as (start timestamp, end
-        timestamp, first ISO day, last ISO day): ``dated`` says a candidate was
-        created, or is dated (``event_date``), inside one. Memories of those
-        periods join the candidates when at most ``window_limit`` of them exist.
-
-        The two halves, ``search`` and ``score``, can be called apart, so that
-        the search runs while Chroma answers the dense query.
-        """
-        return self.score(self.search(query_terms, limit, windows=windows, window_limit=window_limit), dense_ids)
-
     def search(
         self,
-        query_terms: list[str],
+        query_terms: builtins.list[str],
         limit: int,
         *,
         windows: Sequence[tuple[float, float, str, str]] = (),
         window_limit: int = 50,
     ) -> LexicalSearch:
-        """What ``candidates`` finds without the dense side: FTS5's top rows and
-        the memories of the named periods."""
+        """The lexical side of a search: FTS5 finds up to ``limit`` current memories
+        by its own bm25() using the query's selective terms (``score`` then scores
+        them, and the dense side's, over every term). Superseded memories never appear.
+
+        ``windows`` are the periods the query names, as (start timestamp, end
+        timestamp, first ISO day, last ISO day): ``dated`` says a candidate was
+        created, or is dated (``event_date``), inside one. Memories of those
+        periods join the candidates when at most ``window_limit`` of them exist.
+        The search can run while the vector index answers the dense query.
+        """
         unique = list(dict.fromkeys(t for t in query_terms if t))
         total, average = self._corpus_stats()
         frequencies = self._document_frequencies(unique)
@@ -526,33 +559,11 @@ class MemoryCatalog:
         if windows:
             found = {row["id"] for row in rows}
             rows += [row for row in self._in_windows(windows, window_limit) if row["id"] not in found]
-        return LexicalSearch(list(query_terms), unique, total, average, frequencies, tuple(windows), rows)
+        return LexicalSearch(self, list(query_terms), unique, total, average, frequencies, tuple(windows), rows)
 
-    def score(
-        self, found: LexicalSearch, dense_ids: Iterable[str] = (), *, records: dict | None = None
-    ) -> tuple[dict[str, tuple[float, float, bool]], dict[str, bytes]]:
-        """``candidates``' result from a ``search`` and the dense side's ids.
-        ``records``, when given, receives each candidate's row for ``record``."""
-        rows = list(found.rows)
-        seen = {row["id"] for row in rows}
-        rows += self._current_rows([i for i in dict.fromkeys(dense_ids) if i not in seen])
-        vectors = {row["id"]: row["vector"] for row in rows if row["vector"] is not None}
-        weights = bm25_weights(found.query_terms, found.frequencies, found.total)
-        scored = {
-            row["id"]: (
-                row["created_ts"],
-                bm25(row["terms"].split(), weights, found.average),
-                _dated(row, found.windows),
-            )
-            for row in rows
-        }
-        if records is not None:
-            records.update((row["id"], row) for row in rows)
-        return scored, vectors
-
-    def _current_rows(self, ids: list[str]) -> list[sqlite3.Row]:
+    def _current_rows(self, ids: builtins.list[str]) -> builtins.list[sqlite3.Row]:
         """Candidate rows of these ids (the dense side's), current memories only."""
-        rows: list[sqlite3.Row] = []
+        rows: builtins.list[sqlite3.Row] = []
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             rows += self._query(
@@ -564,20 +575,8 @@ class MemoryCatalog:
             )
         return rows
 
-    def vectors(self, ids: Iterable[str]) -> dict[str, bytes]:
-        """The stored float32 vectors of these memories (for scoring them against a query)."""
-        rows = self._rows_by_id(
-            "SELECT m.id AS id, v.vector AS vector FROM memories AS m JOIN memory_vectors AS v ON v.rid = m.rid", ids
-        )
-        return {row["id"]: row["vector"] for row in rows}
-
     @staticmethod
-    def record(row: sqlite3.Row) -> MemoryRecord:
-        """The record of a candidate row (see ``score``)."""
-        return _record(row)
-
-    @staticmethod
-    def _finding_terms(terms: list[str], frequencies: dict[str, int], total: int) -> list[str]:
+    def _finding_terms(terms: builtins.list[str], frequencies: dict[str, int], total: int) -> builtins.list[str]:
         """The terms that search FTS5: the selective ones, rarest first, while their
         posting lists together stay within ``POSTINGS_SHARE`` of the memories.
 
@@ -586,7 +585,8 @@ class MemoryCatalog:
         still scores every candidate the others and the dense side find."""
         ceiling = max(COMMON_TERM_SHARE * total, 20)
         budget = max(POSTINGS_SHARE * total, 100)
-        chosen, postings = [], 0
+        chosen: builtins.list[str] = []
+        postings = 0
         for term in sorted((t for t in terms if 0 < frequencies.get(t, 0) <= ceiling), key=lambda t: frequencies[t]):
             if chosen and postings + frequencies[term] > budget:
                 break
@@ -594,7 +594,7 @@ class MemoryCatalog:
             postings += frequencies[term]
         return chosen
 
-    def _in_windows(self, windows: Sequence[tuple[float, float, str, str]], limit: int) -> list[sqlite3.Row]:
+    def _in_windows(self, windows: Sequence[tuple[float, float, str, str]], limit: int) -> builtins.list[sqlite3.Row]:
         """The current memories created or dated in the periods, or none when more
         than ``limit`` are: a period that broad says little about which to show.
 
@@ -617,7 +617,7 @@ class MemoryCatalog:
                     return []
         return list(found.values())
 
-    def _document_frequencies(self, terms: list[str]) -> dict[str, int]:
+    def _document_frequencies(self, terms: builtins.list[str]) -> dict[str, int]:
         """How many current memories hold each term (cached until the next write)."""
         generation = self.generation()
         if self._df_cache[0] != generation:
@@ -625,23 +625,24 @@ class MemoryCatalog:
         cache = self._df_cache[1]
         missing = [t for t in terms if t not in cache]
         if missing:
-            found = dict(
-                self._query(
+            found: dict[str, int] = {
+                row[0]: row[1]
+                for row in self._query(
                     f"SELECT term, doc FROM memories_vocab WHERE term IN ({', '.join('?' * len(missing))})",
                     tuple(missing),
                 )
-            )
+            }
             if len(cache) > 50_000:
                 cache.clear()
             cache.update({t: found.get(t, 0) for t in missing})
         return {t: cache[t] for t in terms}
 
-    def lexical_search(self, query_terms: list[str], limit: int) -> list[tuple[str, float]]:
-        """The lexical side alone: ``[(id, BM25)]``, best first (see ``candidates``)."""
-        found, _ = self.candidates(query_terms, limit)
+    def lexical_search(self, query_terms: builtins.list[str], limit: int) -> builtins.list[tuple[str, float]]:
+        """The lexical side alone: ``[(id, BM25)]``, best first (see ``search``)."""
+        found, _ = self.search(query_terms, limit).score()
         return sorted(((i, s) for i, (_, s, _) in found.items() if s > 0), key=lambda item: -item[1])
 
-    def follow_up_candidates(self, now: datetime, proactive_days: int, limit: int = 20) -> list[MemoryRecord]:
+    def follow_up_candidates(self, now: datetime, proactive_days: int, limit: int = 20) -> builtins.list[MemoryRecord]:
         """Current schedule memories that may be followed up now, oldest first.
 
         A cheap pre-filter in SQL of the rule ``proactive.pick_follow_up``
@@ -664,18 +665,6 @@ class MemoryCatalog:
             ),
         )
         return [_record(row) for row in rows]
-
-    def digest_candidates(self, categories: Iterable[str], per_category: int = 12) -> list[MemoryRecord]:
-        """The newest current semantic memories of each category (bounded per category)."""
-        found: list[MemoryRecord] = []
-        for category in categories:
-            rows = self._query(
-                f"SELECT {_COLUMNS} FROM memories WHERE status = ? AND memory_type = 'semantic' AND category = ? "
-                "AND user_id = ? ORDER BY created_ts DESC LIMIT ?",
-                (STATUS_CURRENT, category, self.user_id, per_category),
-            )
-            found.extend(_record(row) for row in rows)
-        return found
 
     def chain_links(self) -> dict[str, tuple[str | None, str | None]]:
         rows = self._query("SELECT id, supersedes, superseded_by FROM memories WHERE user_id = ?", (self.user_id,))

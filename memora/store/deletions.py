@@ -42,6 +42,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from memora.core.records import MemoryRecord
 from memora.core.storage import FILE_MODE, ensure_private_dir
 from memora.core.text_utils import normalized_key
 from memora.store import lexical
@@ -175,6 +176,14 @@ class DeletionLog:
                     cursor.execute("ROLLBACK")
                     raise
         return generation or self.generation()
+
+    def forget(self, learner: str, records: Iterable[MemoryRecord]) -> None:
+        """Deleted memories, by id and by keyed hashes of their text (call under the
+        store's write lock): a reading started before cannot name them or say them again."""
+        records = list(records)
+        if records:
+            self.record(learner, "memory", [r.id for r in records])
+            self.record(learner, "text", [k for r in records for k in self.text_keys(r.content)])
 
     # -- reading ---------------------------------------------------------------------------
     def generation(self) -> int:

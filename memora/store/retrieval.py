@@ -402,13 +402,12 @@ def retrieve_relevant_memories(
         )
     finally:
         dense = pending.result()
-    rows: dict = {}
-    candidates, vectors = store.score_candidates(found, [i for i, _ in dense], records=rows)
+    candidates, vectors = found.score([i for i, _ in dense])
     ranked = rank(vector, dense, candidates, vectors, now=now, params=params)
     if not include_below_threshold:
         ranked = [r for r in ranked if r.score >= threshold]
     ranked = ranked[:n_results]
-    records = {r.id: store.record_of(rows[r.id]) for r in ranked}
+    records = store.get_many(r.id for r in ranked)
     results = [
         MemorySearchResult.from_record(
             records[r.id],

@@ -51,7 +51,7 @@ def main() -> None:
     if mode == "probe":
         store = open_store(data_dir)
         found = {
-            query: [r.content for r, _ in store.nearest_by_vector(store.embed([query]).vectors[0], 1)]
+            query: [store.get(i).content for i, _ in store.dense_candidates(store.embed([query]).vectors[0], 1)]
             for query in sys.argv[3:]
         }
         from stores import chroma_collection  # beside this script

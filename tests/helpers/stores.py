@@ -1,18 +1,48 @@
-"""What Chroma itself holds for a learner, read the way any other client would."""
+"""What Chroma itself holds for a learner, read the way any other client would, and
+many memories written at once (``add_many``, for tests and benchmarks)."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
 import os
+import uuid
 from pathlib import Path
 
-from long_term_memory import collection_name
+from memora.core.records import MemoryRecord
+from memora.core.timeutil import to_aware
+from memora.store.chroma_backend import collection_name
+
+
+def add_many(store, items, *, batch_size: int = 256) -> list[MemoryRecord]:
+    """Memories written as they are, without dedup, ``restore``d ``batch_size`` at a time.
+    Each item holds ``LongTermMemoryStore.add``'s keyword arguments plus ``content``."""
+    now, records = store.clock(), []
+    for item in items:
+        kind, category = item.get("memory_type", "semantic"), item.get("category", "other")
+        text, kind, category = store.validate(item["content"], kind, category)
+        records.append(
+            MemoryRecord(
+                id=item.get("id") or uuid.uuid4().hex[:8],
+                content=text,
+                created_at=to_aware(item.get("created_at") or now),
+                memory_type=kind,
+                category=category,
+                source=item.get("source", "import"),
+                user_id=store.user_id,
+                last_seen=now,
+                event_date=item.get("event_date"),
+                metadata=dict(item.get("metadata") or {}),
+            )
+        )
+    for start in range(0, len(records), batch_size):
+        store.restore(records[start : start + batch_size])
+    return records
 
 
 def chroma_collection(store):
     """The learner's Chroma collection, fetched by name through the store's connection."""
-    return store.connection.collection(collection_name(store.user_id), create=False)
+    return store.connection.find_collection(collection_name(store.user_id))
 
 
 def files_holding(root: Path, *markers: str) -> dict[str, list[str]]:
