@@ -27,7 +27,7 @@ def import_files(paths) -> dict[str, Path]:
 
 def snapshot_files(paths) -> dict[str, str | None]:
     """The files an import changes besides the memories, as they are now (None: absent)."""
-    snapshot = {}
+    snapshot: dict[str, str | None] = {}
     for key, path in import_files(paths).items():
         try:
             snapshot[key] = Path(path).read_text(encoding="utf-8")
