@@ -182,7 +182,7 @@ def to_chroma_metadata(record: MemoryRecord) -> dict[str, Any]:
     Empty optional fields are left out, not written as empty values: Chroma
     rejects None, and an absent key reads back as the field's default.
     """
-    record_type: type = type(record)  # plain type: mypy takes the class of unhashable records for unhashable
+    record_type: type = type(record)  # typed plainly: mypy takes an unhashable dataclass's class for unhashable too
     reserved = reserved_metadata_keys(record_type)
     meta: dict[str, Any] = {
         str(key): _chroma_scalar(value)
