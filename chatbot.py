@@ -20,7 +20,7 @@ import os
 import sqlite3
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -239,7 +239,7 @@ class _Notices:
     learner last typed is not shown again (a full disk fails the turn's save and
     the reading's save with the same line)."""
 
-    def __init__(self, show):
+    def __init__(self, show: Callable[[str], None]):
         self.show = show
         self._lock = threading.Lock()
         self._shown: set[str] = set()

@@ -184,13 +184,7 @@ class UserProfileStore(JsonStore[UserProfile]):
 
     def clear(self) -> bool:
         """Empty the profile; the level's history is kept, ending with the removal."""
-
-        def change(profile: UserProfile) -> None:
-            history = profile.level_history
-            profile.__init__()
-            profile.level_history = history
-
-        return self._update(change)
+        return self._update(lambda p: UserProfile.__init__(p, level_history=p.level_history))
 
     def replace(self, profile: UserProfile) -> bool:
         def change(current: UserProfile) -> None:

@@ -97,8 +97,8 @@ class Memora:
             connection = (
                 ChromaConnection(url=settings.chroma_url) if settings.chroma_url else ChromaConnection(settings.db_dir)
             )
-        parts = {"model": model, "embedder": embedder, "connection": connection, "counter": counter}
-        return cls(settings, **parts, clock=clock, notifier=notifier, new_session=new_session, vectors=vectors)
+        return cls(settings, model=model, embedder=embedder, connection=connection, counter=counter,
+                   clock=clock, notifier=notifier, new_session=new_session, vectors=vectors)  # fmt: skip
 
     def __init__(
         self,
@@ -222,7 +222,7 @@ class Memora:
         """One chat turn: route, recall, compose, fit, send, commit, read (see the module
         docstring). Raises ``MemoraError`` with the conversation unchanged when the turn
         cannot complete."""
-        text, now, notes = self._route(text), self.clock(), []
+        text, now, notes = self._route(text), self.clock(), list[str]()
         try:
             early = self._read_correction_early(text, now)
             recalled = self._recall(text, now, notes)

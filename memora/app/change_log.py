@@ -11,7 +11,7 @@ import threading
 from collections.abc import Collection, Sequence
 from datetime import datetime
 
-from memora.app.session import ChangeSet, UndoneMemory
+from memora.app.session import ChangeSet, Origin, UndoneMemory
 from memora.core.storage import Guarded
 from memora.core.text_utils import quoted, shorten
 
@@ -41,7 +41,7 @@ class ChangeLog(Guarded):
             self.changes: tuple[ChangeSet, ...] = tuple(changes)
             self.undone: tuple[UndoneMemory, ...] = tuple(undone)
 
-    def record(self, origin: str, steps, *, at: datetime, job_id: str = "", reviews=()) -> bool:
+    def record(self, origin: Origin, steps, *, at: datetime, job_id: str = "", reviews=()) -> bool:
         """Keep a memory change (one set per turn: a correction applied right after the
         reply and the turn's extraction merge), with the reviews its reading counted on
         mistake cards; False when it changed nothing."""

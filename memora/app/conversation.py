@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 
 from memora.app.change_log import NOTHING_TO_UNDO, ChangeLog, undo_lines
-from memora.app.session import PendingExtraction, SessionState, SessionStore
+from memora.app.session import Origin, PendingExtraction, SessionState, SessionStore
 from memora.app.turn import TurnState
 from memora.core.errors import failure_reason
 from memora.core.text_utils import quoted
@@ -77,7 +77,7 @@ class Conversation:
             except OSError as error:
                 self.notify(f"Could not save the session to {self.sessions.path}: {failure_reason(error)}.")
 
-    def record_changes(self, origin: str, steps) -> None:
+    def record_changes(self, origin: Origin, steps) -> None:
         """Remember a memory change so 'undo' can take it back ('remember', 'memory edit')."""
         if self.changes.record(origin, steps, at=self.clock()):
             self.save()

@@ -160,7 +160,7 @@ def learner_exports(app: Session, name: str) -> list[Path]:
     """The learner's exports in their data folder (by name, or by content for a renamed one)."""
     paths = app.settings.paths_for(name)
     folder = paths.folder
-    found = []
+    found: list[Path] = []
     if not folder.is_dir():
         return found
     own = set(paths.learner_files)

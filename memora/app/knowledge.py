@@ -53,7 +53,7 @@ def split_note(path: Path, text: str) -> list[NoteChunk]:
     source = path.name
     doc_title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), path.stem)
     sections: list[tuple[str, str]] = []
-    title, lines = doc_title, []
+    title, lines = doc_title, list[str]()
     for line in text.splitlines():
         if line.startswith("## "):
             if "".join(lines).strip():
@@ -150,7 +150,7 @@ class KnowledgeBase:
         stale = [
             chunk_id
             for chunk_id, meta in zip(existing["ids"], existing["metadatas"])
-            if hashes.get((meta or {}).get("source")) != (meta or {}).get("file_hash")
+            if hashes.get((meta or {}).get("source", "")) != (meta or {}).get("file_hash")
         ]
         if stale:
             collection.delete(ids=stale)

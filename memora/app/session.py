@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -26,6 +26,7 @@ from memora.reading.reading_queue import PendingExtraction
 from memory import TokenUsage
 
 SESSION_VERSION = 2
+Origin = Literal["turn", "remember", "edit", "conflict"]  # what made a change set
 
 
 class ChatMessage(BaseModel):
@@ -42,7 +43,7 @@ class ChangeSet(BaseModel):
     text lives in the memory store, so the session file holds no memory text."""
 
     at: datetime
-    origin: Literal["turn", "remember", "edit", "conflict"]
+    origin: Origin
     job_id: str = ""
     steps: list[tuple[str | None, str | None]] = Field(default_factory=list)
     # Reviews a reading counted on mistake cards (a correct use, a repeat): (entry id, said at).
@@ -162,7 +163,7 @@ class SessionStore(JsonStore[SessionState]):
         *,
         known: set[str] | None = None,
         owner: str | None = None,
-        reading: set[str] = frozenset(),
+        reading: Collection[str] = frozenset(),
     ) -> SessionState:
         """Write ``state``, keeping the unread messages other processes added since
         (those not in ``known``, the ids this process has ever held) and the ones

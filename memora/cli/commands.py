@@ -492,9 +492,9 @@ class CommandRouter:
         rows = []
         resolved = False
         for r in records:
-            text = dated_text(r, now)  # "next Friday" as the tutor reads it, not as it was said days ago
-            resolved |= text != r.content
-            row = [r.id, r.created_at.astimezone().strftime("%Y-%m-%d"), r.memory_type, r.category, text]
+            shown = dated_text(r, now)  # "next Friday" as the tutor reads it, not as it was said days ago
+            resolved |= shown != r.content
+            row = [r.id, r.created_at.astimezone().strftime("%Y-%m-%d"), r.memory_type, r.category, shown]
             if filters["include_superseded"]:
                 row.insert(
                     4,
@@ -815,7 +815,7 @@ class CommandRouter:
         now = self.app.clock()
         today = ledger.today(now)
         entries = sorted(ledger.all(), key=lambda m: (STATUS_ORDER[m.status], -m.count, -m.last_seen.timestamp()))
-        words = [m for m in entries if not m.is_mistake]  # words asked about: cards, not mistakes
+        cards = [m for m in entries if not m.is_mistake]  # words asked about: cards, not mistakes
         entries = [m for m in entries if m.is_mistake]
         rows = []
         for m in entries:
@@ -846,7 +846,7 @@ class CommandRouter:
             ["id", "kind", "rule", "count", "first seen", "last seen", "status", "next review", "example"],
             rows,
         )
-        if words:
+        if cards:
             self.console.table(
                 "Your word cards (review drills them too; 'mistakes forget <id>' deletes one)",
                 ["id", "word", "meaning", "added", "status", "next review"],
@@ -859,7 +859,7 @@ class CommandRouter:
                         m.status,
                         _next_review(m, today),
                     ]
-                    for m in words
+                    for m in cards
                 ],
             )
 

@@ -113,8 +113,8 @@ def status_rows(app: Memora) -> list[Table]:
         ["items skipped this session", str(len(app.turn.extraction_skipped))],
     ]
     if app.turn.extraction_skipped:
-        last = app.turn.extraction_skipped[-1]
-        extraction_rows.append(["last skipped", f"{last.kind} {quoted(last.text, 60, end=':')} {last.reason}"])
+        skipped = app.turn.extraction_skipped[-1]
+        extraction_rows.append(["last skipped", f"{skipped.kind} {quoted(skipped.text, 60, end=':')} {skipped.reason}"])
     return [
         ("Memora", ["setting", "value"], general),
         ("Token budget (last request)", ["section", "tokens", "limit"], budget_rows),

@@ -288,13 +288,13 @@ class RichConsole(Console):
         self.out = out if out is not None else RichOutput(highlight=False, no_color=no_color or None)
         self._reader = reader
         self._history_path = history_path
-        self.session = None
 
     @property
     def width(self) -> int:
         return self.out.width
 
-    def _prompt_session(self):
+    @functools.cached_property  # made on first use: a run given its own reader never needs one
+    def session(self):
         from prompt_toolkit import PromptSession
         from prompt_toolkit.history import FileHistory, InMemoryHistory
 
@@ -317,8 +317,6 @@ class RichConsole(Console):
         from prompt_toolkit.formatted_text import HTML
         from prompt_toolkit.patch_stdout import patch_stdout
 
-        if self.session is None:
-            self.session = self._prompt_session()
         label = HTML("<b><ansicyan>You:</ansicyan></b> ") if prompt == PROMPT else for_terminal(prompt)
         with patch_stdout(raw=True):
             return self.session.prompt(label)

@@ -182,13 +182,14 @@ def to_chroma_metadata(record: MemoryRecord) -> dict[str, Any]:
     Empty optional fields are left out, not written as empty values: Chroma
     rejects None, and an absent key reads back as the field's default.
     """
-    reserved = reserved_metadata_keys(type(record))
+    record_type: type = type(record)  # typed plainly: mypy takes an unhashable dataclass's class for unhashable too
+    reserved = reserved_metadata_keys(record_type)
     meta: dict[str, Any] = {
         str(key): _chroma_scalar(value)
         for key, value in record.metadata.items()
         if key not in reserved and value is not None
     }
-    for spec in stored_fields(type(record)):
+    for spec in stored_fields(record_type):
         value = getattr(record, spec.name)
         optional = not spec.required and spec.default is None
         if not spec.how.in_chroma or (optional and not value):

@@ -367,7 +367,7 @@ class JsonStore(Generic[T]):
     def __init__(self, path: Path, *, notify: Callable[[str], None] | None = None):
         self.path = Path(path)
         self._notify = notify
-        self._cache: tuple[tuple, T] | None = None
+        self._cache: tuple[tuple | None, T] | None = None
 
     def stamp(self) -> tuple | None:
         """What tells the file apart from the one read last, or None when there is none."""
@@ -438,10 +438,12 @@ class Guarded:
     collections are kept as tuples, so that an assignment is the only way to change them.
     A write that skipped the lock would be a race; it fails at once instead."""
 
+    lock: threading.RLock
+
     def __init__(self, lock: threading.RLock):
         object.__setattr__(self, "lock", lock)
 
     def __setattr__(self, name: str, value) -> None:
-        if not self.lock._is_owned():  # RLock's own check, what Condition uses
+        if not self.lock._is_owned():  # type: ignore[attr-defined]  # RLock's own check (Condition uses it), not in typeshed
             raise UnguardedWrite(f"{type(self).__name__}.{name} changed without holding its lock")
         object.__setattr__(self, name, value)

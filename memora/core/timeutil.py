@@ -977,7 +977,7 @@ _rule(
 )(_weekend)
 
 _GRAMMAR = re.compile("|".join(f"(?P<{rule.group}>{rule.pattern})" for rule in _RULES), re.IGNORECASE)
-_RULE_OF_GROUP = {rule.group: rule for rule in _RULES}
+_RULE_OF_GROUP: dict[str | None, _Rule] = {rule.group: rule for rule in _RULES}  # read by Match.lastgroup
 
 
 def _span_of(granularity: str, day: date) -> tuple[date, date]:
@@ -1248,7 +1248,7 @@ def resolve_time_phrases(
     last = 0
     for index, mention in enumerate(mentions):
         granularity, day, part = mention.granularity, mention.day, mention.part
-        if index == target:
+        if index == target and event_date is not None:
             granularity, day = "day", event_date
         before, after = text[last : mention.start], text[mention.end : mention.end + 1]
         label = _label(granularity, day, today, part)

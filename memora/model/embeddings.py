@@ -23,10 +23,14 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memora.core.errors import EmbeddingError, LocalModelUnavailable, MemoraError
 from memora.core.text_utils import CJK_RANGES
+
+if TYPE_CHECKING:
+    import openai
+    from tokenizers import Tokenizer
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 
@@ -69,16 +73,15 @@ class LocalEmbedder:
         per core. A caller that already runs one process per core (the test suite under
         pytest-xdist) passes 1: a sentence is embedded no slower on one thread, and
         a pool per process on every core only takes turns with the other processes."""
-        self._session = None
-        self._tokenizer = None
+        self._model: tuple[Any, Tokenizer] | None = None  # the ONNX session (untyped) and its tokenizer
         self._lock = threading.Lock()
         self._counter = counter
         self._threads = threads
 
-    def _load(self):
+    def _load(self) -> tuple[Any, Tokenizer]:
         with self._lock:
-            if self._session is not None:
-                return
+            if self._model is not None:
+                return self._model
             if not local_model_available():
                 # Online, Chroma's own function downloads the model on first use.
                 from chromadb.utils.embedding_functions import DefaultEmbeddingFunction
@@ -96,22 +99,24 @@ class LocalEmbedder:
             options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
             if self._threads:
                 options.intra_op_num_threads = self._threads
-            self._session = onnxruntime.InferenceSession(
+            session = onnxruntime.InferenceSession(
                 str(folder / "model.onnx"), providers=["CPUExecutionProvider"], sess_options=options
             )
-            self._tokenizer = tokenizer
+            self._model = (session, tokenizer)
+            return self._model
 
     def _forward(self, texts: list[str]) -> list[list[float]]:
         import numpy as np
 
+        session, tokenizer = self._load()
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out: list = [None] * len(texts)
         for start in range(0, len(order), self.batch_size):
             batch = [texts[i] for i in order[start : start + self.batch_size]]
-            encoded = self._tokenizer.encode_batch(batch)
+            encoded = tokenizer.encode_batch(batch)
             ids = np.array([e.ids for e in encoded], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-            hidden = self._session.run(
+            hidden = session.run(
                 None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             )[0]
             weights = mask[:, :, None].astype(np.float32)
@@ -125,7 +130,6 @@ class LocalEmbedder:
     def embed(self, texts: Sequence[str]) -> EmbeddingResult:
         texts = [t if t.strip() else "(empty)" for t in texts]
         try:
-            self._load()
             vectors = self._forward(list(texts))
         except Exception as error:
             if not local_model_available():
@@ -146,7 +150,7 @@ class LocalEmbedder:
 class OpenAIEmbedder:
     """Embeddings through ``client.embeddings.create``; usage is counted."""
 
-    def __init__(self, client_factory: Callable[[], object], model: str = "text-embedding-3-small"):
+    def __init__(self, client_factory: Callable[[], openai.OpenAI], model: str = "text-embedding-3-small"):
         self._client_factory = client_factory
         self.model = model
         self.name = f"openai:{model}"
@@ -227,7 +231,7 @@ def as_embedder(embedder: Embedder | None) -> Embedder:
 
 
 def embedder_for_store(
-    name: str, *, client_factory: Callable[[], object] | None, counter=None
+    name: str, *, client_factory: Callable[[], openai.OpenAI] | None, counter=None
 ) -> tuple[Embedder | None, str]:
     """The embedder a store built with ``name`` needs, if it can run here, else
     (None, what it needs)."""
@@ -246,7 +250,7 @@ def embedder_for_store(
     return None, "is not one Memora knows"
 
 
-def make_embedder(model: str, *, client_factory: Callable[[], object] | None, counter=None) -> Embedder:
+def make_embedder(model: str, *, client_factory: Callable[[], openai.OpenAI] | None, counter=None) -> Embedder:
     """The embedder for a configured model name.
 
     ``all-MiniLM-L6-v2`` / ``local`` selects the local ONNX model, ``hash``

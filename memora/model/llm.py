@@ -30,7 +30,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from typing import TypeVar
 
 from memora.core.config import CHAT, DEFAULT_MODEL, MIN_OUTPUT_TOKENS, STRUCTURED, Settings
 from memora.core.errors import ModelCallError, ModelNotConfigured
@@ -39,12 +38,10 @@ from memora.core.timeutil import system_clock
 from memora.model.model_facts import REASONING_ROOM, effort_for, shutdown_date
 from memora.model.prompts import REPAIR_PROMPT, SCHEMA_HINT, SUMMARY_PROMPT
 from memora.model.servers import OPENAI, RoleChoice, ServerInfo, background_role, detect_server
-from memora.model.structured import CLOSING, MalformedAnswer, parse_answer, without_thinking
+from memora.model.structured import CLOSING, MalformedAnswer, T, parse_answer, without_thinking
 from memora.model.tokens import approximate_tokens
 
 log = logging.getLogger("memora")
-
-T = TypeVar("T")
 
 NOT_CONFIGURED = (
     "No model is configured: set OPENAI_API_KEY (OpenAI), or OPENAI_BASE_URL for a local "
@@ -345,7 +342,7 @@ class ModelClient:
         except ModelCallError:
             self.on_lost("chat", spent[2] or 0)
             raise
-        return ReplyResult(received.text, *spent, incomplete=received.incomplete)
+        return ReplyResult(received.text, spent[0], spent[1], spent[2], incomplete=received.incomplete)
 
     def _no_reply(self, received: _Received, sent_cap: int | None) -> str:
         if received.refusal:
@@ -648,7 +645,7 @@ def _shortened(node, defs: dict, counts: dict[str, int], *, naming: bool = False
         return node
     if naming:
         return {key: _shortened(value, defs, counts) for key, value in node.items()}
-    ref = node.get("$ref")
+    ref = node.get("$ref", "")
     name = ref.removeprefix("#/$defs/") if isinstance(ref, str) else None
     if name in defs and counts.get(ref) == 1 and len(node) == 1:
         return _shortened(defs[name], defs, counts)  # recursive models use their ref more than once

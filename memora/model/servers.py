@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from memora.core.config import is_openai_url
@@ -148,19 +149,20 @@ def where(base_url: str | None) -> str:
     return (urlsplit(base_url).netloc or base_url) if base_url else "api.openai.com"
 
 
-def detect_server(base_url: str | None, ask: Callable[[str, str, object], object] | None, model="") -> ServerInfo:
+def detect_server(base_url: str | None, ask: Callable[[str, str, object], Any] | None, model="") -> ServerInfo:
     """The kind of server at ``base_url`` and what it says of ``model``; ``ask(method,
     url, body)`` returns an answer or raises, and None asks nothing. Never raises."""
     if is_openai_url(base_url):
         return ServerInfo(OPENAI, "no OPENAI_BASE_URL" if not base_url else "OpenAI's own host", where(base_url))
     assert base_url is not None
-    for key, method, path, read in PROBES if ask is not None else ():
-        try:
-            facts = read(ask(method, server_root(base_url) + path, method == "POST" and {"model": model}), model)
-        except Exception as error:  # not this kind, or not reachable
-            log.debug("server probe %s: %s", path, type(error).__name__)
-            continue
-        return ServerInfo(SERVER_KINDS[key], f"answered {method} {path}", where(base_url), **facts)
+    if ask is not None:
+        for key, method, path, read in PROBES:
+            try:
+                facts = read(ask(method, server_root(base_url) + path, method == "POST" and {"model": model}), model)
+            except Exception as error:  # not this kind, or not reachable
+                log.debug("server probe %s: %s", path, type(error).__name__)
+                continue
+            return ServerInfo(SERVER_KINDS[key], f"answered {method} {path}", where(base_url), **facts)
     port = urlsplit(base_url).port
     if port in DEFAULT_PORTS:
         kind = SERVER_KINDS[DEFAULT_PORTS[port]]

@@ -15,6 +15,10 @@ import math
 import re
 import threading
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import tiktoken
 
 FALLBACK_ENCODING = "o200k_base"
 # Per-message framing the chat formats add around each message's content, and
@@ -31,7 +35,7 @@ _UNAVAILABLE: dict[str, Exception] = {}
 _UNAVAILABLE_LOCK = threading.Lock()
 
 
-def load_encoding(model: str):
+def load_encoding(model: str) -> tiktoken.Encoding:
     """The tiktoken encoding for ``model`` (``o200k_base`` for unknown names); raises
     what loading raised, at once if it already failed in this process."""
     import tiktoken
@@ -77,7 +81,7 @@ class TokenCounter:
         self.model = model
         self._warn = warn
         self._loader = loader
-        self._encoding = None
+        self._encoding: tiktoken.Encoding | None = None  # None: approximate counts
         self._approximate = False
         self._lock = threading.Lock()
         self._encoding_name: str | None = None
@@ -119,7 +123,7 @@ class TokenCounter:
         if not text:
             return 0
         self._load()
-        if self._approximate:
+        if self._encoding is None:
             return approximate_tokens(text)
         return len(self._encoding.encode(text, disallowed_special=()))
 
@@ -141,7 +145,7 @@ class TokenCounter:
         if self.count(text) <= max_tokens:
             return text
         self._load()
-        if self._approximate:
+        if self._encoding is None:
             low, high = 0, len(text)
             while low < high:
                 mid = (low + high + 1) // 2
