@@ -89,7 +89,7 @@ def test_the_same_mistake_in_two_sessions_is_one_entry_reviewed_the_next_day(mak
     # 5. `progress` shows one review, correct
     t = run_repl(app, ["progress"])
     report = segment_after(t.text, "progress")
-    assert "Reviews: 1 done, 1 correct (100%)" in report
+    assert "Reviews: 1 done, 1 correct (100%); 0 of them in chat" in report
     assert re.search(r"^  grammar\s+1$", report, re.MULTILINE)
     assert "Days practised: 2 of 56; streak: 2 days" in report
     again = run_repl(make_app(), ["status"])
@@ -440,7 +440,7 @@ def test_progress_charts_and_plain_figures_agree(clock):
         "  spelling     1",
         "New mistakes per week: 1, 2",
         "Mastered per week: 0, 1",
-        "Reviews: 4 done, 2 correct (50%)",
+        "Reviews: 4 done, 2 correct (50%); 0 of them in chat",
         f"Level: A2 ({(today - timedelta(days=30)).isoformat()}) -> B1 ({today.isoformat()})",
     ]
     # The charts add chart lines and bars; without them the figures are the plain ones.

@@ -94,6 +94,7 @@ from memora.teaching.ledger import (
     clean_mistake_text,
     correction_edits,
     correction_excerpt,
+    own_use,
 )
 from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
 
@@ -1245,8 +1246,15 @@ class Extractor:
 
     def _apply_use(self, use: MistakeUse, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
         """A tracked mistake used right or made again in the conversation: a review of its card."""
-        if not job.holds(use.evidence):
+        if not use.evidence.strip() or not job.holds(use.evidence):
             raise LimitError("its evidence is not in the message")
+        tracked = self.ledger.get(use.mistake.strip())
+        if (
+            use.use == "correct"
+            and tracked
+            and (why := own_use(tracked, job.message_of(use.evidence).text, use.evidence))
+        ):
+            raise LimitError(why)
         said_at = job.said_at_of(use.evidence)
         entry, counted = self.ledger.use_in_chat(use.mistake.strip(), use.use == "correct", said_at)
         if entry is None:

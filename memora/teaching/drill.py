@@ -131,28 +131,29 @@ class Drill:
     def _left(self) -> str:
         """After a full drill: what is still due today, and what waits for later days."""
         left = len(self.ledger.due(self.clock()))
-        today = f" {left} more card{'s' if left != 1 else ''} for today: type review again." if left else ""
-        return today + self._later()
+        return (f" {counted(left, 'more card')} due today: type review to go on." if left else "") + self._later()
 
     def _later(self) -> str:
-        """One sentence on the cards today's limits hold back, and when they come."""
-        reviews, new = self.ledger.backlog(self.clock())
+        """One sentence on the cards today's limits hold back, and when they come (``ledger.schedule``)."""
+        plan = self.ledger.schedule(self.clock())
         parts = []
-        if reviews:
-            days = -(-reviews // self.ledger.reviews_per_day)
-            when = "tomorrow" if days == 1 else f"over the next {days} days"
-            parts.append(
-                f"{reviews} overdue card{'s' if reviews != 1 else ''} come{'s' if reviews == 1 else ''} back {when} "
-                f"(at most {self.ledger.reviews_per_day} a day, the most urgent first)"
-            )
-        if new:
-            days = -(-new // max(1, self.ledger.new_per_day))
-            when = "tomorrow" if days == 1 else f"over the next {days} days"
-            parts.append(
-                f"{new} new card{'s' if new != 1 else ''} start{'s' if new == 1 else ''} {when} "
-                f"({self.ledger.new_per_day} new a day)"
-            )
-        return f" {'; '.join(parts)[0].upper()}{'; '.join(parts)[1:]}." if parts else ""
+        for new, limit in ((False, self.ledger.reviews_per_day), (True, self.ledger.new_per_day)):
+            held = [m for m in plan.held if m.is_new == new]
+            if held:
+                days = (max(plan.day[m.id] for m in held) - plan.today).days
+                when = "tomorrow" if days == 1 else f"over the next {days} days"
+                n, s = len(held), "s" if len(held) != 1 else ""
+                what = (
+                    f"{n} new card{s} start{'' if s else 's'}"
+                    if new
+                    else f"{n} overdue card{s} come{'' if s else 's'} back"
+                )
+                order = (
+                    f"{limit} new a day, the oldest first" if new else f"at most {limit} a day, the most urgent first"
+                )
+                parts.append(f"{what} {when} ({order})")
+        text = "; ".join(parts)
+        return f" {text[0].upper()}{text[1:]}." if parts else ""
 
     def _practice(self, cards: list[Mistake]) -> dict[str, tuple[str, str]]:
         """With a model, a fresh sentence about the learner's life for each mistake
