@@ -738,18 +738,37 @@ def test_the_anki_deck_carries_the_review_history_a_typed_card_and_a_words_meani
     [word_note] = [f for f in notes.values() if f[4] != entry.id]
     assert word_note[1] == "found everywhere" and word_note[2] == ""  # the meaning once, not again as the rule
     [mistake_note] = [f for f in notes.values() if f[4] == entry.id]
-    assert mistake_note[5] == "went"
+    # the whole corrected sentence, typed, is right: Anki compares it with the Fix field
+    assert mistake_note[5] == "Yesterday I went to the market." and "Type the corrected sentence" in _model_text(db)
     (crt,) = db.execute("SELECT crt FROM col").fetchone()
     saved = ledger.get(entry.id)
-    for card_id, _, _, kind, queue, due, ivl, reps, lapses, data in mistake_cards:
+    fix_card, typed = mistake_cards
+    # the typed card starts new, with no history copied from its sibling, after every first card
+    assert (
+        typed[3:5] == (0, 0) and typed[7:9] == (0, 0) and typed[5] > max(c[5] for c in cards if c[2] == 0 and c[3] == 0)
+    )
+    assert db.execute("SELECT COUNT(*) FROM revlog WHERE cid = ?", (typed[0],)).fetchone()[0] == 0
+    for card_id, _, _, kind, queue, due, ivl, reps, lapses, data in [fix_card]:
         assert (kind, queue, reps, lapses) == (2, 2, 4, 1)
         assert due == (saved.due - datetime.fromtimestamp(crt).date()).days
         assert ivl == (saved.due - spaced.learner_day(saved.reviews[-1].at)).days
         assert json.loads(data)["s"] == pytest.approx(saved.card.stability, abs=1e-3)
         log = db.execute("SELECT ease, lastIvl, type FROM revlog WHERE cid = ? ORDER BY id", (card_id,)).fetchall()
         assert log == [(3, 0, 0), (1, 2, 2), (3, 1, 1), (3, 2, 1)]
-    assert db.execute("SELECT COUNT(*) FROM revlog").fetchone()[0] == 8
+    assert db.execute("SELECT COUNT(*) FROM revlog").fetchone()[0] == 4
     assert [c[3] for c in word_cards] == [0]  # never reviewed: a new card in Anki too
+
+
+def _model_text(db) -> str:
+    return str(db.execute("SELECT models FROM col").fetchone()[0])
+
+
+def test_the_export_says_anki_keeps_the_history_only_with_import_scheduling(make_app, run_repl, tmp_path):
+    app = make_app(base_url=None, api_key=None)
+    app.ledger.record(GOED)
+    t = run_repl(app, [f"review export {tmp_path / 'deck.apkg'}"])
+    line = next(line for line in t.text.splitlines() if line.startswith("Wrote 1 card"))
+    assert line.endswith("and tick “Import scheduling”, or Anki drops their review history.")
 
 
 # -- 9. before a remembered exam -------------------------------------------------------------------

@@ -872,7 +872,10 @@ class CommandRouter:
 
             path = self._path_argument("review", words[1]).absolute()  # the whole path, as 'export' prints it
             count = write_deck(self.app.ledger.all(), path, user=self.app.settings.user, now=self.app.clock())
-            self.console.say(f"Wrote {counted(count, 'card')} to {path}; import it in Anki (File > Import).")
+            self.console.say(
+                f"Wrote {counted(count, 'card')} to {path}; import it in Anki (File > Import) and tick "
+                "“Import scheduling”, or Anki drops their review history."
+            )
             if count:  # an empty deck holds none of the learner's sentences
                 self.console.notice("That file holds your own sentences. Keep it private.")
             return
