@@ -24,7 +24,7 @@ from memora.model.embeddings import Embedder, embedder_for_store
 from memora.model.prompts import SYSTEM_PROMPT
 from memora.reading.extraction import PreparedExtraction
 from memora.store.retrieval import retrieve_relevant_memories
-from memora.teaching.ledger import LedgerStore, Mistake, correction_excerpt, relevant, right_words
+from memora.teaching.ledger import LedgerStore, Mistake, correction_excerpt, fix_words, relevant
 from memory import ContextBudget, ConversationMemory
 from user_profile import UserProfileStore
 
@@ -79,7 +79,7 @@ def compose(
     in_digest = {item.text for item in digest}
     memories = [m for m in recalled.memories if m.content not in in_digest and m.id not in wrong]  # said once is enough
     targets = practice_targets(ledger)
-    mistakes = [MistakeNote("", right_words(entry), entry.rule, entry.count, True) for entry in targets]
+    mistakes = [MistakeNote("", fix_words(entry)[1], entry.rule, entry.count, True) for entry in targets]
     for entry in watched(ledger, text)[len(targets) :]:
         original, corrected = correction_excerpt(entry.latest.original, entry.latest.corrected)
         mistakes.append(MistakeNote(original, corrected, entry.rule, entry.count))

@@ -92,8 +92,8 @@ from memora.teaching.ledger import (
     Mistake,
     NewMistake,
     clean_mistake_text,
-    correction_edits,
     correction_excerpt,
+    fix_words,
     own_use,
 )
 from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
@@ -1271,12 +1271,10 @@ class Extractor:
     def _mistake_line(self, entry: Mistake, what: str) -> str:
         """The after-turn line for a mistake read from a message: 'Used “went” correctly:
         review card passed (next in 9 days).'"""
-        example = entry.latest
-        changed = correction_edits(example.original, example.corrected) if example else ()
-        wrong = " ".join(a for a, _ in changed if a) or (example.original if example else entry.rule)
-        right = " ".join(b for _, b in changed if b) or (example.corrected if example else entry.rule)
+        wrong, right = (quoted(words, 60, end="") for words in fix_words(entry))
         next_in = spaced.in_days(entry.due, self.ledger.today())
-        wrong, right = quoted(wrong, 60, end=""), quoted(right, 60, end="")
+        if what == "correct" and entry.mastered_at is not None:
+            return f"Used {right} correctly: that mistake is now mastered. Well done!"
         if what == "correct":
             return f"Used {right} correctly: review card passed (next {next_in})."
         if what == "new":

@@ -63,6 +63,7 @@ def exercise(mistake: Mistake) -> str | None:
 class DrillSummary:
     answered: int = 0
     correct: int = 0
+    partly: int = 0
     skipped: int = 0
     stopped: bool = False
     unrated: bool = False  # the drill ended after an answer was typed, before it was rated
@@ -79,7 +80,10 @@ class DrillSummary:
                 if unrated
                 else "Review stopped: nothing answered, nothing changed."
             )
-        saved = f"{counted(self.answered, 'answer')} saved ({self.correct} correct)"
+        # Each answer as what it means for the learner: right, partly right, or to practise again.
+        wrong = self.answered - self.correct - self.partly
+        marks = [(self.correct, "right"), (self.partly, "partly right"), (wrong, "to practise again")]
+        saved = f"{counted(self.answered, 'answer')} saved ({', '.join(f'{n} {what}' for n, what in marks if n)})"
         if self.stopped:
             rest = f"; {counted(left, 'card')} left for later" if left else ""
             return f"Review stopped: {saved}{unrated}{rest}."
@@ -274,6 +278,7 @@ class Drill:
         self.activity.record_review(correct, now)
         summary.answered += 1
         summary.correct += int(correct)
+        summary.partly += int(rating == spaced.VERDICT_RATINGS["partly"])
         next_in = spaced.in_days(saved.due, self.ledger.today(now))
         if saved.mastered_at is not None and card.mastered_at is None:
             self.console.say(f"Mastered: {shorten(card.rule, 100)}; next {next_in}.")

@@ -356,12 +356,18 @@ def _words(text: str) -> str:
     return f" {' '.join(t.casefold() for t in _tokens(text))} "
 
 
-def right_words(entry: Mistake) -> str:
-    """What a right use of ``entry`` says: the corrected words ("went"), or a word card's word."""
+def fix_words(entry: Mistake) -> tuple[str, str]:
+    """What a correction changes, as the learner reads it: the words ("goed" → "went"), or
+    for a word added or dropped the words around it ("If I will have" → "If I have");
+    a word card's word twice."""
     example = entry.latest
     if example is None or not entry.is_mistake:
-        return example.original if example else ""
-    return " ".join(b for _, b in correction_edits(example.original, example.corrected) if b)
+        return (example.original, example.original) if example else (entry.rule, entry.rule)
+    edits = correction_edits(example.original, example.corrected)
+    if edits and all(a and b for a, b in edits):
+        return " ".join(a for a, _ in edits), " ".join(b for _, b in edits)
+    wrong, right = correction_excerpt(example.original, example.corrected, context=1)
+    return wrong.strip("."), right.strip(".")
 
 
 def own_use(entry: Mistake, message: str, evidence: str) -> str | None:
@@ -372,7 +378,7 @@ def own_use(entry: Mistake, message: str, evidence: str) -> str | None:
     statements = " ".join(s for s in _SENTENCE.findall(_QUOTED.sub(" ", message)) if not s.rstrip().endswith("?"))
     if not _words(evidence).strip():
         return "it gives no evidence"
-    if _words(right_words(entry)) not in _words(evidence):
+    if _words(fix_words(entry)[1]) not in _words(evidence):
         return "its evidence does not hold the right form"
     if _words(evidence) not in _words(statements):
         return "its evidence is quoted or asked about, not used"
