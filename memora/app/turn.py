@@ -233,13 +233,12 @@ def review_due_line(ledger, activity, now) -> str | None:
     mistakes = sum(1 for card in plan.queue if card.is_mistake)
     words = len(plan.queue) - mistakes  # a word the learner asked to learn is a card, not a mistake
     parts = [counted(n, noun) for n, noun in ((mistakes, "mistake"), (words, "word")) if n]
-    forward = sum(1 for card in plan.queue if card in plan.forward)
-    why = (
-        f", {forward} of them brought forward for {shorten(plan.exam[1], 60)} on {plan.exam[0]:%a %d %b}"
-        if forward
-        else ""
-    )
-    return f"{' and '.join(parts)} to review today (type review){why}"
+    if forward := sum(1 for card in plan.queue if card in plan.forward):
+        parts[-1] += (
+            f" to review today (type review), {forward} of them brought forward for {shorten(plan.exam[1], 60)}"
+        )
+        return f"{' and '.join(parts)} on {plan.exam[0]:%a %d %b}"
+    return f"{' and '.join(parts)} to review today (type review)"
 
 
 def check_message(text: str, limit: int, *, configured: bool) -> str:

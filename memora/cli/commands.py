@@ -992,8 +992,6 @@ __all__ = ["CEFR_LEVELS", "CommandRouter", "ExitRequested", "line_runner", "run_
 
 
 def _next_review(mistake, plan) -> str:
-    """'2026-12-14 (in 11 days)' or 'today', from the one schedule; '-' for a mastered card."""
-    day = plan.next_day(mistake)
-    if day is None:
-        return "-"
-    return "due today" if day == plan.today else f"{day.isoformat()} ({spaced.in_days(day, plan.today)})"
+    """'2026-12-14 (in 11 days)' or 'due today', from the one schedule; '-' for a mastered card."""
+    day = plan.day.get(mistake.id)
+    return "-" if day is None else "due today" if day == plan.today else f"{day} ({spaced.in_days(day, plan.today)})"

@@ -356,7 +356,7 @@ class MemoryPage:
     def _rows_mistakes(self) -> list[Row]:
         rows = []
         for m in self.mistakes:
-            day = self.plan.next_day(m)  # the one schedule: what 'mistakes' and 'review' say
+            day = self.plan.day.get(m.id)  # the one schedule: what 'mistakes' and 'review' say
             due = "-" if day is None else "today" if day == self.plan.today else day.strftime("%a %d %b")
             kind = m.kind if m.is_mistake else "word"
             line = f" {m.id:7} {m.status:9} next review {due:10} {kind:10} {_one_line(m.rule)}"

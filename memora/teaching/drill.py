@@ -139,23 +139,20 @@ class Drill:
 
     def _later(self) -> str:
         """One sentence on the cards today's limits hold back, and when they come (``ledger.schedule``)."""
-        plan = self.ledger.schedule(self.clock())
+        plan, per_day, new_per_day = (
+            self.ledger.schedule(self.clock()),
+            self.ledger.reviews_per_day,
+            self.ledger.new_per_day,
+        )
         parts = []
-        for new, limit in ((False, self.ledger.reviews_per_day), (True, self.ledger.new_per_day)):
-            held = [m for m in plan.held if m.is_new == new]
-            if held:
-                days = (max(plan.day[m.id] for m in held) - plan.today).days
+        for new, what, order in (
+            (False, "overdue card{s} come{v} back", f"at most {per_day} a day, the most urgent first"),
+            (True, "new card{s} start{v}", f"{new_per_day} new a day, the oldest first"),
+        ):
+            if held := [m for m in plan.held if m.is_new == new]:
+                days, s = (max(plan.day[m.id] for m in held) - plan.today).days, "s" if len(held) != 1 else ""
                 when = "tomorrow" if days == 1 else f"over the next {days} days"
-                n, s = len(held), "s" if len(held) != 1 else ""
-                what = (
-                    f"{n} new card{s} start{'' if s else 's'}"
-                    if new
-                    else f"{n} overdue card{s} come{'' if s else 's'} back"
-                )
-                order = (
-                    f"{limit} new a day, the oldest first" if new else f"at most {limit} a day, the most urgent first"
-                )
-                parts.append(f"{what} {when} ({order})")
+                parts.append(f"{len(held)} {what.format(s=s, v='' if s else 's')} {when} ({order})")
         text = "; ".join(parts)
         return f" {text[0].upper()}{text[1:]}." if parts else ""
 

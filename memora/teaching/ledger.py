@@ -416,14 +416,10 @@ class Schedule:
 
     today: date
     queue: list[Mistake]  # today's drill, in order
-    day: dict[str, date]  # each active card's next day, today or later
+    day: dict[str, date]  # each active card's next day, today or later (a mastered card is not drilled)
     held: list[Mistake]  # due by today, left by the daily limits for the next days
     exam: tuple[date, str] | None  # the remembered exam, when within EXAM_DAYS
     forward: list[Mistake]  # the cards brought forward for it
-
-    def next_day(self, entry: Mistake) -> date | None:
-        """The day ``entry`` is next asked; None for a mastered card (no longer drilled)."""
-        return self.day.get(entry.id)
 
 
 class LedgerStore(JsonStore[_LedgerFile]):
@@ -510,12 +506,10 @@ class LedgerStore(JsonStore[_LedgerFile]):
         ``review``, ``mistakes``, the page, the start line and ``progress`` all read it.
 
         * Reviews due by today, the least likely to be recalled first (FSRS's
-          retrievability), at most ``reviews_per_day`` answers a day; the rest
-          come on the next days, the most urgent first.
-        * New cards (never reviewed), oldest first, at most ``new_per_day`` a
-          day, interleaved with the others so a drill cut short still meets
-          some: a newer mistake never pushes an older one back, so the days the
-          drill gives for the waiting ones hold.
+          retrievability), at most ``reviews_per_day`` answers a day.
+        * New cards, oldest first, ``new_per_day`` a day, interleaved with the
+          reviews: a newer mistake never pushes back an older one, or the days
+          the drill gives for them.
         * A card answered today is not asked again today unless the answer was wrong.
         * Before an exam within ``EXAM_DAYS``, each card that would next come after
           it, and was not reviewed since the exam came that close, is brought

@@ -190,13 +190,6 @@ def _levels(level_history: list[tuple[date, str | None]]) -> str:
 
 
 def _due(plan: Schedule | None) -> list[str]:
-    if plan is None:
-        return []
-    lines = [f"Due today: {counted(len(plan.queue), 'card')}" + (" (type review)" if plan.queue else "")]
-    if plan.forward:
-        day, what = plan.exam
-        lines.append(
-            f"Exam: {shorten(what, 80)} ({day.isoformat()}): {counted(len(plan.forward), 'card')} "
-            "brought forward once, spread over the days before it"
-        )
-    return lines
+    exam = plan and plan.forward and f"{shorten(plan.exam[1], 80)} ({plan.exam[0].isoformat()})"
+    forward = [f"Exam: {exam}: {counted(len(plan.forward), 'card')} brought forward once, before it"] if exam else []
+    return [f"Due today: {counted(len(plan.queue), 'card')}", *forward] if plan else []
