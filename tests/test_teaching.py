@@ -260,7 +260,7 @@ def test_at_most_five_new_cards_a_day_and_the_rest_come_the_next_days(ledger, cl
     ]
     for card in today:
         ledger.review(card.id, 3)
-    promised = {m.id: day for m, day in ((m, ledger.schedule().next_day(m)) for m in ledger.schedule().held)}
+    promised = {m.id: day for m, day in ((m, ledger.schedule().day[m.id]) for m in ledger.schedule().held)}
     assert ledger.due() == [] and set(promised.values()) == {ledger.today() + timedelta(days=1)}
     clock.advance(days=1)
     ledger.record(mistake("She buyed a car", "She bought a car", "past of buy, again"))  # a new one today
@@ -813,7 +813,7 @@ def test_before_an_exam_old_cards_come_forward_once_spread_over_the_days_left(ma
     assert app.ledger.due() == [] and app.ledger.schedule().forward == []
     app.store.add("The learner has an IELTS exam on 2 March.", category="schedule", event_date=exam_day)
     plan = app.ledger.schedule()
-    days = sorted(plan.next_day(app.ledger.get(i)) for i in ids)
+    days = sorted(plan.day[i] for i in ids)
     assert days == [start + timedelta(days=n) for n in (6, 7, 8, 9)]  # the last days before it, one a day
     t = run_repl(app, ["progress", "mistakes"])
     assert (
