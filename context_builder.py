@@ -253,6 +253,7 @@ class MistakeNote:
     corrected: str
     rule: str
     count: int
+    practise: bool = False  # a due card to practise: what to say (``corrected``), never the old sentence
 
 
 # What each correction style asks of the reply (the profile's correction_style;
@@ -268,6 +269,10 @@ CORRECTION_STYLE_LINES = {
 MISTAKES_GUIDANCE = {
     "off": "Past mistakes (corrections are off: do not point them out; use the right forms yourself).",
     "default": "Past mistakes: watch for them, and praise in a few words one the learner now gets right.",
+    "practise": (
+        "Due for practice: when it fits, give the learner a natural chance to use one of these "
+        "(one at a time, in the conversation, never a drill or a quiz)."
+    ),
 }
 
 
@@ -345,8 +350,14 @@ class Background:
         if not self.mistakes:
             return []
         style = self.profile.correction_style if self.profile is not None else None
-        lines = [MISTAKES_GUIDANCE["off" if style == "off" else "default"]]
-        for note in self.mistakes:
+        lines = []
+        practise = [f'- "{neutralize(n.corrected)}" ({neutralize(n.rule)})' for n in self.mistakes if n.practise]
+        if practise:
+            lines = [MISTAKES_GUIDANCE["practise"], *practise]
+        watch = [note for note in self.mistakes if not note.practise]
+        if watch:
+            lines.append(MISTAKES_GUIDANCE["off" if style == "off" else "default"])
+        for note in watch:
             times = f"; {note.count} times" if note.count > 1 else ""
             lines.append(
                 f'- "{neutralize(note.original)}" → "{neutralize(note.corrected)}" ({neutralize(note.rule)}{times})'

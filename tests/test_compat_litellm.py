@@ -239,7 +239,7 @@ def test_a_whole_session_through_a_litellm_proxy(make_app, litellm, server):
     drill = _after(text, "review")
     assert "[1/1] Fix this sentence: \u201cYesterday I goed to the market.\u201d" in drill
     assert "Correct: Yes: the past of go is went." in drill
-    assert "Review done: 1 answer saved (1 correct)." in drill
+    assert "Review done: 1 answer saved (1 right)." in drill
     assert text.rstrip().endswith("Goodbye!")
 
     # -- what Memora kept -------------------------------------------------------------------------

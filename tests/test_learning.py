@@ -80,7 +80,7 @@ def test_the_same_mistake_in_two_sessions_is_one_entry_reviewed_the_next_day(mak
         "answer": "We went to the park after lunch.",
     }
     assert "Correct: Yes: the past of go is went." in t.text
-    assert "Review done: 1 answer saved (1 correct)." in t.text
+    assert "Review done: 1 answer saved (1 right)." in t.text
 
     # 4. a correct answer moves its due date out
     [entry] = app.ledger.all()
@@ -89,7 +89,7 @@ def test_the_same_mistake_in_two_sessions_is_one_entry_reviewed_the_next_day(mak
     # 5. `progress` shows one review, correct
     t = run_repl(app, ["progress"])
     report = segment_after(t.text, "progress")
-    assert "Reviews: 1 done, 1 correct (100%)" in report
+    assert "Reviews: 1 done, 1 correct (100%); 0 of them in chat" in report
     assert re.search(r"^  grammar\s+1$", report, re.MULTILINE)
     assert "Days practised: 2 of 56; streak: 2 days" in report
     again = run_repl(make_app(), ["status"])
@@ -125,7 +125,7 @@ def test_review_without_a_model_shows_the_answer_and_takes_a_self_rating(make_ap
         "Answer: “He doesn't like tea” (third person: doesn't)\n"
         "How well did you know it? 1 again, 2 hard, 3 good, 4 easy: 1\n"
         "Next tomorrow (Mon 30 Nov).\n"
-        "Review done: 2 answers saved (1 correct).\n"
+        "Review done: 2 answers saved (1 right, 1 to practise again).\n"
         "You: \n"
         "Goodbye!\n"
     )
@@ -152,7 +152,7 @@ def test_a_grading_answer_that_is_not_json_becomes_a_self_rating_and_keeps_the_a
     lines = segment_after(t.text, "review").splitlines()
     failure = [line for line in lines if line.startswith("Could not grade")]
     assert len(failure) == 1 and failure[0].endswith("rate it yourself, and the rest of this review too.")
-    assert "Review done: 1 answer saved (1 correct)." in t.text
+    assert "Review done: 1 answer saved (1 right)." in t.text
     [entry] = app.ledger.all()
     assert entry.reviews[-1].rating == 4 and "Traceback" not in t.text
 
@@ -188,7 +188,7 @@ def test_a_card_edited_or_forgotten_during_review_is_skipped_in_one_line(make_ap
         f"Skipped card {second.id}: its example was edited away ('mistakes forget {second.id}' removes it).\n" in drill
     )
     assert f"Skipped card {third.id}: it was forgotten.\n" in drill
-    assert "Review done: 1 answer saved (1 correct)." in drill
+    assert "Review done: 1 answer saved (1 right)." in drill
     assert app.ledger.get(first.id).reviews[-1].rating == 3
 
 
@@ -202,7 +202,7 @@ def test_ctrl_c_during_review_keeps_what_was_answered(make_app, run_repl, server
     server.script("grading", {"verdict": "partly", "feedback": "Almost."})
     t = run_repl(app, ["review", "Yesterday I go to the market.", KeyboardInterrupt, "status"])
     drill = segment_after(t.text, "review")
-    assert drill.endswith("Review stopped: 1 answer saved (0 correct); 1 card left for later.\n")
+    assert drill.endswith("Review stopped: 1 answer saved (1 partly right); 1 card left for later.\n")
     assert "Partly: Almost." in drill and "Traceback" not in t.text
     reviewed = [m for m in app.ledger.all() if m.reviews]
     assert len(reviewed) == 1 and reviewed[0].reviews[0].rating == 2  # partly -> Hard
@@ -442,7 +442,7 @@ def test_progress_charts_and_plain_figures_agree(clock):
         "  spelling     1",
         "New mistakes per week: 1, 2",
         "Mastered per week: 0, 1",
-        "Reviews: 4 done, 2 correct (50%)",
+        "Reviews: 4 done, 2 correct (50%); 0 of them in chat",
         f"Level: A2 ({(today - timedelta(days=30)).isoformat()}) -> B1 ({today.isoformat()})",
     ]
     # The charts add chart lines and bars; without them the figures are the plain ones.
@@ -556,7 +556,7 @@ def test_stopping_at_the_rating_says_the_typed_answer_was_not_rated(make_app, ru
     before = {m.id: m.card for m in app.ledger.all()}
     t = run_repl(app, ["review", "Yesterday I went to the market.", "3", "He doesn't like tea", ""])
     assert (
-        "Review stopped: 1 answer saved (1 correct); your last answer was not rated, so its card is unchanged; "
+        "Review stopped: 1 answer saved (1 right); your last answer was not rated, so its card is unchanged; "
         "1 card left for later." in t.text
     )
     after = {m.id: m.card for m in app.ledger.all()}

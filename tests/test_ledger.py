@@ -333,7 +333,7 @@ def test_review_export_writes_an_anki_collection_with_one_note_per_card(ledger, 
         "go → went: irregular past tense",
         "grammar",
         a.id,
-        "went",
+        "Yesterday I went to the market.",  # the typed card takes the whole corrected sentence
     ]
     assert fields[1][0] == "Fix this sentence: “I like &lt;b&gt;cats&lt;/b&gt; &amp; dogs”" and fields[1][4] == b.id
     assert {row[0] for row in db.execute("SELECT did FROM cards")} == {DECK_ID}

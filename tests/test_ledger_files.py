@@ -328,7 +328,7 @@ def test_a_hand_edited_entry_memora_can_run_is_kept_and_every_command_works(make
     again = make_app(base_url=None, api_key=None)
     t = run_repl(again, ["mistakes", "progress", "review", "He doesn't like tea", "3", "mistakes"])
     assert errors_of(t.text) == [] and "Unexpected" not in t.text
-    assert "saved (1 correct)" in t.text  # the review ran and saved its answer
+    assert "saved (1 right)" in t.text  # the review ran and saved its answer
     assert {m.id for m in again.ledger.all()} == {edited.id, kept.id}
 
 
@@ -357,7 +357,7 @@ def test_a_hand_edited_ledger_entry_is_left_out_in_one_line_and_every_command_st
     assert field in said[0] and copy.name in said[0] and "left out" in said[0], said[0]
     assert copy.read_text() == edited  # nothing the learner wrote is lost
     assert [m.id for m in again.ledger.all()] == [kept.id]
-    assert "Review done: 1 answer saved (1 correct)." in t.text
+    assert "Review done: 1 answer saved (1 right)." in t.text
     assert len(again.ledger.get(kept.id).reviews) == 2
     assert broken.id not in t.text.split("You: mistakes", 1)[1]
     again.close()

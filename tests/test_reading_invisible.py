@@ -77,7 +77,7 @@ def test_a_mistake_the_tutor_just_corrected_is_in_review_at_once(make_app, serve
     assert "Nothing to review today" not in t.text
     assert "Reading your last messages for memories first" in t.text
     assert "[1/1]" in t.text and "Yesterday I goed" in t.text
-    assert "Review done: 1 answer saved (1 correct)." in t.text
+    assert "Review done: 1 answer saved (1 right)." in t.text
 
 
 def test_status_still_reports_what_is_held(make_app, server, run_repl):

@@ -24,7 +24,7 @@ from memora.model.embeddings import Embedder, embedder_for_store
 from memora.model.prompts import SYSTEM_PROMPT
 from memora.reading.jobs import PreparedExtraction
 from memora.store.retrieval import retrieve_relevant_memories
-from memora.teaching.ledger import LedgerStore, Mistake, correction_excerpt, relevant
+from memora.teaching.ledger import LedgerStore, Mistake, correction_excerpt, fix_words, relevant
 from memory import ContextBudget, ConversationMemory
 from user_profile import UserProfileStore
 
@@ -35,6 +35,8 @@ MEMORIES_PER_TURN = 5
 # 0.45% of the full-history baseline on bench/tokens_per_turn.py for a mistake
 # that is, by construction, the least relevant to the message.
 MISTAKES_PER_TURN = 2
+# Due cards the tutor may practise in the conversation: a few, one at a time.
+PRACTICE_TARGETS = 3
 # What makes a remembered plan an exam the review prepares for (ledger.EXAM_DAYS).
 _EXAM = re.compile(r"\b(exams?|tests?|ielts|toefl|toeic|gept|cambridge|interview)\b|考試|測驗|面試", re.IGNORECASE)
 
@@ -77,8 +79,9 @@ def compose(
     digest = tuple(item for item in build_user_digest(records, counter=counter, now=now) if item.memory_id not in wrong)
     in_digest = {item.text for item in digest}
     memories = [m for m in recalled.memories if m.content not in in_digest and m.id not in wrong]  # said once is enough
-    mistakes = []
-    for entry in watched(ledger, text):
+    targets = practice_targets(ledger)
+    mistakes = [MistakeNote("", fix_words(entry)[1], entry.rule, entry.count, True) for entry in targets]
+    for entry in watched(ledger, text)[len(targets) :]:
         original, corrected = correction_excerpt(entry.latest.original, entry.latest.corrected)
         mistakes.append(MistakeNote(original, corrected, entry.rule, entry.count))
     return build_background_messages(
@@ -94,9 +97,17 @@ def compose(
     )
 
 
+def practice_targets(ledger: LedgerStore) -> list[Mistake]:
+    """Today's due cards the tutor gives the learner a chance to use, in the schedule's order:
+    those a right use would pass (``ledger.passable``)."""
+    return [m for m in ledger.due() if m.latest is not None and ledger.passable(m)][:PRACTICE_TARGETS]
+
+
 def watched(ledger: LedgerStore, text: str) -> list[Mistake]:
-    """The tracked mistakes the background shows for ``text`` (and the reading asks about)."""
-    return relevant(ledger.all(), text, MISTAKES_PER_TURN)
+    """The tracked mistakes the background shows for ``text`` (and the reading asks about):
+    the practice targets, then the mistakes the message may repeat."""
+    targets = practice_targets(ledger)
+    return targets + [m for m in relevant(ledger.all(), text, MISTAKES_PER_TURN) if m not in targets]
 
 
 def next_exam(store: LongTermMemoryStore | None, today: date) -> tuple[date, str] | None:
@@ -174,6 +185,7 @@ __all__ = [
     "conversation_memory",
     "next_exam",
     "practice_facts",
+    "practice_targets",
     "recall",
     "settle_embedding_model",
     "watched",

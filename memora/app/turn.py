@@ -28,7 +28,7 @@ from memora.core.errors import (
 )
 from memora.core.records import MemorySearchResult
 from memora.core.storage import Guarded
-from memora.core.text_utils import counted, quoted
+from memora.core.text_utils import counted, quoted, shorten
 from memora.model.llm import ReplyResult
 from memora.reading.jobs import ExtractionOutcome, Skipped
 from memora.reading.proposals import ProfileProposal, ProposalStore
@@ -226,13 +226,18 @@ class TurnState(Guarded):
 
 
 def review_due_line(ledger, activity, now) -> str | None:
-    """ "3 mistakes to review today (type review)", at most once a day."""
-    due = ledger.due(now)
-    if not due or not activity.claim_due_notice(ledger.today()):
+    """ "3 mistakes to review today (type review)", at most once a day (``ledger.schedule``)."""
+    plan = ledger.schedule(now)
+    if not plan.queue or not activity.claim_due_notice(plan.today):
         return None
-    mistakes = sum(1 for card in due if card.is_mistake)
-    words = len(due) - mistakes  # a word the learner asked to learn is a card, not a mistake
+    mistakes = sum(1 for card in plan.queue if card.is_mistake)
+    words = len(plan.queue) - mistakes  # a word the learner asked to learn is a card, not a mistake
     parts = [counted(n, noun) for n, noun in ((mistakes, "mistake"), (words, "word")) if n]
+    if forward := sum(1 for card in plan.queue if card in plan.forward):
+        parts[-1] += (
+            f" to review today (type review), {forward} of them brought forward for {shorten(plan.exam[1], 60)}"
+        )
+        return f"{' and '.join(parts)} on {plan.exam[0]:%a %d %b}"
     return f"{' and '.join(parts)} to review today (type review)"
 
 

@@ -813,7 +813,7 @@ class CommandRouter:
             )
             return
         now = self.app.clock()
-        today = ledger.today(now)
+        plan = ledger.schedule(now)
         entries = sorted(ledger.all(), key=lambda m: (STATUS_ORDER[m.status], -m.count, -m.last_seen.timestamp()))
         cards = [m for m in entries if not m.is_mistake]  # words asked about: cards, not mistakes
         entries = [m for m in entries if m.is_mistake]
@@ -837,7 +837,7 @@ class CommandRouter:
                     m.first_seen.astimezone().strftime("%Y-%m-%d"),
                     time_ago(m.last_seen, now),
                     m.status,
-                    _next_review(m, today),
+                    _next_review(m, plan),
                     shown,
                 ]
             )
@@ -857,7 +857,7 @@ class CommandRouter:
                         shorten(m.latest.corrected if m.latest else "", 60),
                         m.first_seen.astimezone().strftime("%Y-%m-%d"),
                         m.status,
-                        _next_review(m, today),
+                        _next_review(m, plan),
                     ]
                     for m in cards
                 ],
@@ -872,7 +872,10 @@ class CommandRouter:
 
             path = self._path_argument("review", words[1]).absolute()  # the whole path, as 'export' prints it
             count = write_deck(self.app.ledger.all(), path, user=self.app.settings.user, now=self.app.clock())
-            self.console.say(f"Wrote {counted(count, 'card')} to {path}; import it in Anki (File > Import).")
+            self.console.say(
+                f"Wrote {counted(count, 'card')} to {path}; import it in Anki (File > Import) and tick "
+                "“Import scheduling”, or Anki drops their review history."
+            )
             if count:  # an empty deck holds none of the learner's sentences
                 self.console.notice("That file holds your own sentences. Keep it private.")
             return
@@ -898,12 +901,9 @@ class CommandRouter:
         except CommandError:
             raise self.usage("progress") from None
         profile = self.app.profiles.get()
-        ledger, now = self.app.ledger, self.app.clock()
-        exam = ledger.exam(ledger.today(now))
-        if exam is not None and ledger.pulled_forward_to(ledger.today(now)) != exam[0]:
-            exam = None  # too far off to change today's reviews
+        plan = self.app.ledger.schedule(self.app.clock())
         data = ProgressData(
-            exam=(*exam, len(ledger.pulled_forward(now))) if exam else None,
+            plan=plan,
             today=self.app.clock().date(),
             days=days,
             activity=self.app.activity.days(),
@@ -991,8 +991,7 @@ def line_runner(app: Memora, console: Console) -> Callable[[str], bool]:
 __all__ = ["CEFR_LEVELS", "CommandRouter", "ExitRequested", "line_runner", "run_command"]
 
 
-def _next_review(mistake, today) -> str:
-    """'2026-12-14 (in 11 days)'; a card due by today says so."""
-    if mistake.due <= today:
-        return "due today"
-    return f"{mistake.due.isoformat()} ({spaced.in_days(mistake.due, today)})"
+def _next_review(mistake, plan) -> str:
+    """'2026-12-14 (in 11 days)' or 'due today', from the one schedule; '-' for a mastered card."""
+    day = plan.day.get(mistake.id)
+    return "-" if day is None else "due today" if day == plan.today else f"{day} ({spaced.in_days(day, plan.today)})"

@@ -232,6 +232,7 @@ class MemoryPage:
         self.profile = app.profiles.get()
         self.pending = app.proposals.pending()
         self.mistakes = app.ledger.all()
+        self.plan = app.ledger.schedule(self.now)
         self._texts: dict[tuple[str, bool], str] = {}
         self.state.rows = {}  # each view's rows are made when it is first shown (``rows_of``)
         self._find_conflicts([r for r in self.records if r.is_current])
@@ -355,7 +356,8 @@ class MemoryPage:
     def _rows_mistakes(self) -> list[Row]:
         rows = []
         for m in self.mistakes:
-            due = m.due.strftime("%a %d %b")  # the learner's day the card is due (ledger.today)
+            day = self.plan.day.get(m.id)  # the one schedule: what 'mistakes' and 'review' say
+            due = "-" if day is None else "today" if day == self.plan.today else day.strftime("%a %d %b")
             kind = m.kind if m.is_mistake else "word"
             line = f" {m.id:7} {m.status:9} next review {due:10} {kind:10} {_one_line(m.rule)}"
             rows.append(Row(line, "", "mistake", m.id, f"{m.rule} {m.status} {kind} {m.id}".lower()))

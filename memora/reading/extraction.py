@@ -56,7 +56,14 @@ from memora.reading.writes import CorrectionDecision, Decided, MemoryDecision, M
 from memora.store.deletions import DeletedMeanwhile, Fence
 from memora.store.index import MemoryIndex
 from memora.teaching import spaced
-from memora.teaching.ledger import LedgerStore, Mistake, clean_mistake_text, correction_edits, correction_excerpt
+from memora.teaching.ledger import (
+    LedgerStore,
+    Mistake,
+    clean_mistake_text,
+    correction_excerpt,
+    fix_words,
+    own_use,
+)
 from user_profile import UserProfileStore, normalize_level
 
 log = logging.getLogger("memora.extraction")
@@ -443,8 +450,15 @@ class Extractor:
 
     def _apply_use(self, use: jobs.MistakeUse, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
         """A tracked mistake used right or made again in the conversation: a review of its card."""
-        if not job.holds(use.evidence):
+        if not use.evidence.strip() or not job.holds(use.evidence):
             raise LimitError("its evidence is not in the message")
+        tracked = self.ledger.get(use.mistake.strip())
+        if (
+            use.use == "correct"
+            and tracked
+            and (why := own_use(tracked, job.message_of(use.evidence).text, use.evidence))
+        ):
+            raise LimitError(why)
         said_at = job.message_of(use.evidence).said_at
         entry, counted = self.ledger.use_in_chat(use.mistake.strip(), use.use == "correct", said_at)
         if entry is None:
@@ -460,14 +474,12 @@ class Extractor:
         if entry.reviews and entry.reviews[-1].at == said_at and entry.reviews[-1].source == "chat":
             outcome.reviews.append((entry.id, said_at))
             what = "correct" if what == "correct" else "lapse"
-        example = entry.latest
-        changed = correction_edits(example.original, example.corrected) if example else ()
-        wrong = " ".join(a for a, _ in changed if a) or (example.original if example else entry.rule)
-        right = " ".join(b for _, b in changed if b) or (example.corrected if example else entry.rule)
+        wrong, right = (quoted(words, 60, end="") for words in fix_words(entry))
         next_in = spaced.in_days(entry.due, self.ledger.today())
-        wrong, right = quoted(wrong, 60, end=""), quoted(right, 60, end="")
         outcome.notices.append(
-            f"Used {right} correctly: review card passed (next {next_in})."
+            f"Used {right} correctly: that mistake is now mastered. Well done!"
+            if what == "correct" and entry.mastered_at is not None
+            else f"Used {right} correctly: review card passed (next {next_in})."
             if what == "correct"
             else f"New mistake to review: {wrong} → {right} ({shorten(entry.rule, 80)}); review it {next_in}."
             if what == "new"

@@ -2,8 +2,8 @@ r"""``review export <file.apkg>``: the ledger's cards as an Anki deck (genanki).
 
 The deck is named for the learner ("Memora — Lin"; "Memora" for the default
 learner). Each note has two cards: fix the sentence, and type the corrected
-words (a word card has only the first). A card Memora has reviewed goes with
-its schedule and its review history (``_write_history``).
+sentence (a word card has only the first). The first goes with its schedule
+and review history (``_write_history``); the typed one starts new, after them.
 
 The note type and the deck have fixed ids, chosen once: Anki recognises a
 re-exported deck as the same deck. Each note's guid comes from the learner and
@@ -71,10 +71,10 @@ def _model():
                 "afmt": "{{FrontSide}}<hr id=answer>{{Answer}}{{#Rule}}<br><i>{{Rule}}</i>{{/Rule}}",
             },
             {
-                # Typed: the learner types the corrected words and Anki compares them. A
+                # Typed: the learner types the corrected sentence and Anki compares it. A
                 # word card has no Fix, so Anki makes no typed card for it.
                 "name": "Type the fix",
-                "qfmt": "{{#Fix}}{{Question}}<br>Type the corrected words: {{type:Fix}}{{/Fix}}",
+                "qfmt": "{{#Fix}}{{Question}}<br>Type the corrected sentence: {{type:Fix}}{{/Fix}}",
                 "afmt": "{{FrontSide}}<hr id=answer>{{Answer}}{{#Rule}}<br><i>{{Rule}}</i>{{/Rule}}",
             },
         ],
@@ -89,13 +89,8 @@ def deck_name(user: str) -> str:
 
 
 def _fix(mistake: Mistake) -> str:
-    """The corrected words of a mistake's latest example ("went"); empty for a word card."""
-    from memora.teaching.ledger import correction_edits
-
-    example = mistake.latest
-    if not mistake.is_mistake or example is None:
-        return ""
-    return " ".join(inserted for _, inserted in correction_edits(example.original, example.corrected) if inserted)
+    """The corrected sentence, typed whole; empty for a word card (no typed card)."""
+    return mistake.latest.corrected if mistake.is_mistake and mistake.latest else ""
 
 
 def _package(deck, mistakes: dict[str, Mistake]):
@@ -122,7 +117,9 @@ def _write_history(cursor, mistakes: dict[str, Mistake]) -> None:
     rows = cursor.execute("SELECT c.id, n.guid, c.ord FROM cards c JOIN notes n ON n.id = c.nid").fetchall()
     for card_id, guid, ordinal in rows:
         mistake = mistakes.get(guid)
-        if mistake is None or not mistake.reviews:
+        if ordinal:  # the typed card has no history of its own: new, after every first card
+            cursor.execute("UPDATE cards SET due = due + ? WHERE id = ?", (len(mistakes), card_id))
+        if mistake is None or not mistake.reviews or ordinal:
             continue
         last_day = spaced.learner_day(mistake.reviews[-1].at)
         interval = max(1, (mistake.due - last_day).days)
@@ -141,8 +138,7 @@ def _write_history(cursor, mistakes: dict[str, Mistake]) -> None:
             cursor.execute(
                 "INSERT INTO revlog (id, cid, usn, ease, ivl, lastIvl, factor, time, type) "
                 "VALUES (?, ?, -1, ?, ?, ?, 2500, 0, ?)",
-                # revlog ids are millisecond times, unique per row: the typed card's rows are a millisecond later
-                (int(review.at.timestamp() * 1000) + ordinal, card_id, review.rating, max(last, 1), last, kind),
+                (int(review.at.timestamp() * 1000), card_id, review.rating, max(last, 1), last, kind),
             )
             previous = day
 

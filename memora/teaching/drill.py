@@ -63,6 +63,7 @@ def exercise(mistake: Mistake) -> str | None:
 class DrillSummary:
     answered: int = 0
     correct: int = 0
+    partly: int = 0
     skipped: int = 0
     stopped: bool = False
     unrated: bool = False  # the drill ended after an answer was typed, before it was rated
@@ -79,7 +80,10 @@ class DrillSummary:
                 if unrated
                 else "Review stopped: nothing answered, nothing changed."
             )
-        saved = f"{counted(self.answered, 'answer')} saved ({self.correct} correct)"
+        # Each answer as what it means for the learner: right, partly right, or to practise again.
+        wrong = self.answered - self.correct - self.partly
+        marks = [(self.correct, "right"), (self.partly, "partly right"), (wrong, "to practise again")]
+        saved = f"{counted(self.answered, 'answer')} saved ({', '.join(f'{n} {what}' for n, what in marks if n)})"
         if self.stopped:
             rest = f"; {counted(left, 'card')} left for later" if left else ""
             return f"Review stopped: {saved}{unrated}{rest}."
@@ -131,28 +135,26 @@ class Drill:
     def _left(self) -> str:
         """After a full drill: what is still due today, and what waits for later days."""
         left = len(self.ledger.due(self.clock()))
-        today = f" {left} more card{'s' if left != 1 else ''} for today: type review again." if left else ""
-        return today + self._later()
+        return (f" {counted(left, 'more card')} due today: type review to go on." if left else "") + self._later()
 
     def _later(self) -> str:
-        """One sentence on the cards today's limits hold back, and when they come."""
-        reviews, new = self.ledger.backlog(self.clock())
+        """One sentence on the cards today's limits hold back, and when they come (``ledger.schedule``)."""
+        plan, per_day, new_per_day = (
+            self.ledger.schedule(self.clock()),
+            self.ledger.reviews_per_day,
+            self.ledger.new_per_day,
+        )
         parts = []
-        if reviews:
-            days = -(-reviews // self.ledger.reviews_per_day)
-            when = "tomorrow" if days == 1 else f"over the next {days} days"
-            parts.append(
-                f"{reviews} overdue card{'s' if reviews != 1 else ''} come{'s' if reviews == 1 else ''} back {when} "
-                f"(at most {self.ledger.reviews_per_day} a day, the most urgent first)"
-            )
-        if new:
-            days = -(-new // max(1, self.ledger.new_per_day))
-            when = "tomorrow" if days == 1 else f"over the next {days} days"
-            parts.append(
-                f"{new} new card{'s' if new != 1 else ''} start{'s' if new == 1 else ''} {when} "
-                f"({self.ledger.new_per_day} new a day)"
-            )
-        return f" {'; '.join(parts)[0].upper()}{'; '.join(parts)[1:]}." if parts else ""
+        for new, what, order in (
+            (False, "overdue card{s} come{v} back", f"at most {per_day} a day, the most urgent first"),
+            (True, "new card{s} start{v}", f"{new_per_day} new a day, the oldest first"),
+        ):
+            if held := [m for m in plan.held if m.is_new == new]:
+                days, s = (max(plan.day[m.id] for m in held) - plan.today).days, "s" if len(held) != 1 else ""
+                when = "tomorrow" if days == 1 else f"over the next {days} days"
+                parts.append(f"{len(held)} {what.format(s=s, v='' if s else 's')} {when} ({order})")
+        text = "; ".join(parts)
+        return f" {text[0].upper()}{text[1:]}." if parts else ""
 
     def _practice(self, cards: list[Mistake]) -> dict[str, tuple[str, str]]:
         """With a model, a fresh sentence about the learner's life for each mistake
@@ -273,6 +275,7 @@ class Drill:
         self.activity.record_review(correct, now)
         summary.answered += 1
         summary.correct += int(correct)
+        summary.partly += int(rating == spaced.VERDICT_RATINGS["partly"])
         next_in = spaced.in_days(saved.due, self.ledger.today(now))
         if saved.mastered_at is not None and card.mastered_at is None:
             self.console.say(f"Mastered: {shorten(card.rule, 100)}; next {next_in}.")

@@ -42,6 +42,7 @@ import functools
 import re
 import uuid
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Literal
@@ -344,6 +345,46 @@ def _edit_sets(item: NewMistake | Mistake) -> list[tuple[tuple[str, str], ...]]:
     return [correction_edits(e.original, e.corrected) for e in item.examples]
 
 
+# -- a use in conversation ----------------------------------------------------------------
+
+# Quoted words are mentioned, not used: “…”, "…", «…», ‘…’ and '…' (an apostrophe inside a word opens none).
+_QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"|«[^»]*»|‘[^’]*’|(?<!\w)'.*?'(?!\w)")
+_SENTENCE = re.compile(r"[^.!?…]*(?:[.!?…]+|$)")
+
+
+def _words(text: str) -> str:
+    return f" {' '.join(t.casefold() for t in _tokens(text))} "
+
+
+def fix_words(entry: Mistake) -> tuple[str, str]:
+    """What a correction changes, as the learner reads it: the words ("goed" → "went"), or
+    for a word added or dropped the words around it ("If I will have" → "If I have");
+    a word card's word twice."""
+    example = entry.latest
+    if example is None or not entry.is_mistake:
+        return (example.original, example.original) if example else (entry.rule, entry.rule)
+    edits = correction_edits(example.original, example.corrected)
+    if edits and all(a and b for a, b in edits):
+        return " ".join(a for a, _ in edits), " ".join(b for _, b in edits)
+    wrong, right = correction_excerpt(example.original, example.corrected, context=1)
+    return wrong.strip("."), right.strip(".")
+
+
+def own_use(entry: Mistake, message: str, evidence: str) -> str | None:
+    """Why a right use read from ``message`` does not count on ``entry``'s card, or None
+    when it does: the evidence holds the right form and stands in a statement of the
+    learner's own, not inside quotation marks and not in a question (asking about
+    a form, "Why do we say “doesn't”?", is not using it)."""
+    statements = " ".join(s for s in _SENTENCE.findall(_QUOTED.sub(" ", message)) if not s.rstrip().endswith("?"))
+    if not _words(evidence).strip():
+        return "it gives no evidence"
+    if _words(fix_words(entry)[1]) not in _words(evidence):
+        return "its evidence does not hold the right form"
+    if _words(evidence) not in _words(statements):
+        return "its evidence is quoted or asked about, not used"
+    return None
+
+
 # -- picking for the background -----------------------------------------------------------
 
 
@@ -367,6 +408,18 @@ def relevant(mistakes: Iterable[Mistake], message: str, limit: int) -> list[Mist
 
 
 # -- the store ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """``LedgerStore.schedule``: what is asked today, and when every active card is next asked."""
+
+    today: date
+    queue: list[Mistake]  # today's drill, in order
+    day: dict[str, date]  # each active card's next day, today or later (a mastered card is not drilled)
+    held: list[Mistake]  # due by today, left by the daily limits for the next days
+    exam: tuple[date, str] | None  # the remembered exam, when within EXAM_DAYS
+    forward: list[Mistake]  # the cards brought forward for it
 
 
 class LedgerStore(JsonStore[_LedgerFile]):
@@ -445,64 +498,71 @@ class LedgerStore(JsonStore[_LedgerFile]):
         return spaced.learner_day(now or self.clock(), self.day_start)
 
     def due(self, now: datetime | None = None) -> list[Mistake]:
-        """Today's queue: the cards to drill now, in the order to drill them.
+        """Today's queue, in the order to drill it (``schedule``)."""
+        return self.schedule(now).queue
 
-        * Cards already reviewed and due by today, the least likely to be
-          recalled first (FSRS's retrievability: the most overdue for their
-          interval), then the mistakes made most often. At most
-          ``reviews_per_day`` answers a day: after a break the backlog is spread
-          over the next days, the most urgent first, instead of all at once.
-        * New cards (never reviewed), at most ``new_per_day`` a day, the most
-          often made then the newest first, interleaved with the others so a
-          drill cut short still meets some.
+    def schedule(self, now: datetime | None = None) -> Schedule:
+        """The one schedule: today's queue and the day every active card is next asked.
+        ``review``, ``mistakes``, the page, the start line and ``progress`` all read it.
+
+        * Reviews due by today, the least likely to be recalled first (FSRS's
+          retrievability), at most ``reviews_per_day`` answers a day.
+        * New cards, oldest first, ``new_per_day`` a day, interleaved with the
+          reviews: a newer mistake never pushes back an older one, or the days
+          the drill gives for them.
+        * A card answered today is not asked again today unless the answer was wrong.
+        * Before an exam within ``EXAM_DAYS``, each card that would next come after
+          it, and was not reviewed since the exam came that close, is brought
+          forward once, spread evenly over the days left (as FSRS Helper's
+          Advance does), soonest due first.
 
         A card whose example was edited away stays listed: the drill says so
         rather than let it vanish without a word."""
-        queue, _ = self._plan(now or self.clock())
-        return queue
-
-    def pulled_forward_to(self, today: date) -> date:
-        """The last day whose cards are drilled now: today, or before a remembered exam
-        within ``EXAM_DAYS``, the exam's day. A card that would come back in the days
-        before the exam, when there is no time left, is reviewed before it instead;
-        the daily limit spreads them over the days that remain."""
-        exam = self.exam(today)
-        if exam is None or not today <= exam[0] <= today + timedelta(days=EXAM_DAYS):
-            return today
-        return exam[0]
-
-    def pulled_forward(self, now: datetime | None = None) -> list[Mistake]:
-        """The active cards brought forward for an exam (due after today, by the exam)."""
-        today = self.today(now)
-        horizon = self.pulled_forward_to(today)
-        return [m for m in self.all() if m.active and not m.is_new and today < m.due <= horizon]
-
-    def backlog(self, now: datetime | None = None) -> tuple[int, int]:
-        """(reviews, new cards) due by today that today's limits leave for later days."""
-        _, later = self._plan(now or self.clock())
-        return sum(1 for m in later if not m.is_new), sum(1 for m in later if m.is_new)
-
-    def _plan(self, now: datetime) -> tuple[list[Mistake], list[Mistake]]:
+        now = now or self.clock()
         today = self.today(now)
         everything = self.all()
         entries = [m for m in everything if m.active]
         # Today's answers count against today's limits, on cards they mastered too.
         done_today = [r for m in everything for r in m.reviews if r.source == "drill" and self.today(r.at) == today]
-        introduced = sum(
-            1
+        introduced = [
+            m
             for m in everything
-            if (first := next((r for r in m.reviews if r.source == "drill"), None)) is not None
-            and self.today(first.at) == today
-        )
-        horizon = self.pulled_forward_to(today)
-        old = [m for m in entries if not m.is_new and m.due <= horizon]
+            if (first := next((r for r in m.reviews if r.source == "drill"), None)) and self.today(first.at) == today
+        ]
+        answered = {m.id for m in entries if m.reviews and self.today(m.reviews[-1].at) == today}
+        answered -= {m.id for m in entries if m.reviews and m.reviews[-1].rating == 1}  # wrong: may come again
+        day = {m.id: max(m.due, today + timedelta(days=int(m.id in answered))) for m in entries}
+        exam = self.exam(today)
+        forward: list[Mistake] = []
+        if exam is not None and today < exam[0] <= today + timedelta(days=EXAM_DAYS):
+            since = exam[0] - timedelta(days=EXAM_DAYS)
+            forward = [
+                m
+                for m in entries
+                if not m.is_new and day[m.id] >= exam[0] and all(self.today(r.at) < since for r in m.reviews)
+            ]
+            forward.sort(key=lambda m: (m.due, m.id))
+            # Each day takes its even share of those still waiting, the rest the later days:
+            # the days stay the same from one day to the next, and the last come closest to the exam.
+            left, taken = (exam[0] - today).days, 0
+            for n in range(left):
+                share = (len(forward) - taken) // (left - n)
+                for m in forward[taken : taken + share]:
+                    day[m.id] = today + timedelta(days=n)
+                taken += share
+        old = [m for m in entries if not m.is_new and day[m.id] <= today]
         old.sort(key=lambda m: (m.card.retrievability(now, self.day_start), m.due, -m.count))
         new = [m for m in entries if m.is_new and m.due <= today]
-        new.sort(key=lambda m: (-m.count, -m.first_seen.timestamp()))
-        old_room = max(0, self.reviews_per_day - (len(done_today) - introduced))
-        new_room = max(0, self.new_per_day - introduced)
-        reviews, fresh = old[:old_room], new[:new_room]
-        return _interleave(reviews, fresh), old[old_room:] + new[new_room:]
+        new.sort(key=lambda m: m.first_seen)
+        old_room = max(0, self.reviews_per_day - (len(done_today) - len(introduced)))
+        new_room = max(0, self.new_per_day - len(introduced))
+        fresh = new[:new_room]
+        for held, per_day in ((old[old_room:], self.reviews_per_day), (new[new_room:], self.new_per_day)):
+            for n, m in enumerate(held):
+                day[m.id] = today + timedelta(days=1 + n // max(1, per_day))
+        for m in old[:old_room] + fresh:
+            day[m.id] = today
+        return Schedule(today, _interleave(old[:old_room], fresh), day, old[old_room:] + new[new_room:], exam, forward)
 
     def count(self) -> int:
         return len(self.read().mistakes)

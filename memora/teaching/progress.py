@@ -19,7 +19,7 @@ from datetime import date, datetime, timedelta
 from memora.core.errors import CommandError
 from memora.core.text_utils import counted, shorten
 from memora.teaching.activity import DayActivity
-from memora.teaching.ledger import MISTAKE_KINDS, Mistake
+from memora.teaching.ledger import MISTAKE_KINDS, Mistake, Review, Schedule
 
 DEFAULT_PERIOD_DAYS = 56  # eight weeks: the calendar row and the weekly charts
 MAX_PERIOD_DAYS = 366 * 5
@@ -75,7 +75,7 @@ class ProgressData:
     activity: dict[date, DayActivity]
     mistakes: list[Mistake]
     level_history: list[tuple[date, str | None]]
-    exam: tuple[date, str, int] | None = None  # a remembered exam's day, its text, cards brought forward
+    plan: Schedule | None = None  # the ledger's one schedule: what is due, and an exam's cards
 
 
 def _weeks(today: date, days: int) -> list[tuple[date, date]]:
@@ -115,8 +115,8 @@ def report(data: ProgressData, *, charts: bool) -> list[str]:
         *_turns(in_period, weeks, charts),
         *_mistakes_by_kind(mistakes, start, today, charts),
         *_mistakes_per_week(mistakes, weeks, charts),
-        _reviews(in_period),
-        *_exam(data.exam),
+        _reviews(in_period, [r for m in data.mistakes for r in m.reviews if r.source == "chat"], start),
+        *_due(data.plan),
         _levels(data.level_history),
     ]
 
@@ -174,11 +174,13 @@ def _mistakes_per_week(mistakes: list[Mistake], weeks: list[tuple[date, date]], 
     return lines
 
 
-def _reviews(in_period: dict[date, DayActivity]) -> str:
-    reviews = sum(a.reviews for a in in_period.values())
-    correct = sum(a.correct for a in in_period.values())
+def _reviews(in_period: dict[date, DayActivity], chat: list[Review], start: date) -> str:
+    """Drill answers (the activity log) beside the reviews read from messages (the ledger keeps those)."""
+    chat = [r for r in chat if _local_day(r.at) >= start]
+    reviews = sum(a.reviews for a in in_period.values()) + len(chat)
+    correct = sum(a.correct for a in in_period.values()) + sum(r.correct for r in chat)
     share = f" ({round(100 * correct / reviews)}%)" if reviews else ""
-    return f"Reviews: {reviews} done, {correct} correct{share}"
+    return f"Reviews: {reviews} done, {correct} correct{share}; {len(chat)} of them in chat"
 
 
 def _levels(level_history: list[tuple[date, str | None]]) -> str:
@@ -187,11 +189,7 @@ def _levels(level_history: list[tuple[date, str | None]]) -> str:
     return "Level: no changes recorded (set it with 'profile level B1')"
 
 
-def _exam(exam: tuple[date, str, int] | None) -> list[str]:
-    if exam is None:
-        return []
-    day, what, pulled = exam
-    return [
-        f"Exam: {shorten(what, 80)} ({day.isoformat()}): "
-        f"{pulled} card{'s' if pulled != 1 else ''} due before it brought forward into your reviews"
-    ]
+def _due(plan: Schedule | None) -> list[str]:
+    exam = plan and plan.forward and f"{shorten(plan.exam[1], 80)} ({plan.exam[0].isoformat()})"
+    forward = [f"Exam: {exam}: {counted(len(plan.forward), 'card')} brought forward once, before it"] if exam else []
+    return [f"Due today: {counted(len(plan.queue), 'card')}", *forward] if plan else []

@@ -25,7 +25,9 @@ Choices, each for a tutor the learner opens about once a day:
   default parameters that is three correct reviews in a row, about two weeks
   apart in total.
 * A grader's verdict maps to a rating: correct -> Good, partly -> Hard,
-  wrong -> Again. A self-rating is the rating itself (1-4, as in Anki).
+  wrong -> Again. A self-rating is the rating itself (1-4, as in Anki). Hard
+  on a learning or relearning card graduates it (``review``), so a card
+  answered "partly" again and again is on a growing interval.
 
 A card is a ``ReviewCard``: fsrs's ``Card`` as the ledger stores it (the same
 fields and JSON form, ``fsrs.Card.to_dict()``), each field checked against the
@@ -154,11 +156,12 @@ class ReviewCard(BaseModel):
             # Flying west can make today's date earlier than the last review's: no day has passed.
             today = max(today, current.last_review)
         updated, _ = SCHEDULER.review_card(current, Rating(int(rating)), review_datetime=today)
-        # FSRS's Hard on a learning step is 1.5 steps (a day and a half): a card comes back on
-        # a day, so it is the nearest whole day, never the same one.
-        days = (updated.due - today) / timedelta(days=1)
-        if days != int(days):
-            updated.due = today + timedelta(days=max(1, round(days)))
+        if rating == Rating.Hard and updated.state != State.Review:
+            # FSRS's Hard repeats a learning step (a day and a half here), and with one
+            # step a card answered "partly" every time would come back every other day
+            # for ever: it graduates instead, on the interval its stability gives.
+            updated.state, updated.step = State.Review, None
+            updated.due = today + timedelta(days=SCHEDULER._next_interval(stability=updated.stability))
         return self._of(updated)
 
     def made_due(self, now: datetime, day_start: int = DEFAULT_DAY_START) -> ReviewCard:
@@ -190,8 +193,6 @@ class ReviewCard(BaseModel):
 
 
 def in_days(day: date, today: date) -> str:
-    """'today', 'tomorrow', 'in 11 days' (or 'overdue since 2026-12-01')."""
+    """'today', 'tomorrow', 'in 11 days'; a day already past is today (a card is asked from its day on)."""
     n = (day - today).days
-    if n < 0:
-        return f"overdue since {day.isoformat()}"
-    return "today" if n == 0 else "tomorrow" if n == 1 else f"in {n} days"
+    return "today" if n <= 0 else "tomorrow" if n == 1 else f"in {n} days"
