@@ -1,0 +1,47 @@
+"""Memora's judgments about text, on the case tables written from real text (issue 28):
+``tests/helpers/judgment_cases.py``. ``bench/judgments.py`` runs the same judgments
+over the LoCoMo conversations."""
+
+from __future__ import annotations
+
+from helpers.judgment_cases import ROUTING_COMMANDS, ROUTING_SENTENCES, ROUTING_TYPOS
+
+from memora.cli.commands import COMMANDS
+from memora.cli.routing import CHAT, COMMAND, TYPO, route
+
+SHAPES = {name: command.shape for command in COMMANDS for name in (command.name, *command.aliases)}
+
+
+def _routed(line: str) -> tuple[str, str | None]:
+    if line.startswith("\\"):
+        return CHAT, None  # the REPL's rule, before routing
+    where = route(line, SHAPES)
+    return where.kind, where.name or None
+
+
+def test_no_english_sentence_that_opens_with_a_command_word_runs_it():
+    openings = {line.split()[0].strip("!,.").lower() for line, _ in ROUTING_SENTENCES}
+    assert len(ROUTING_SENTENCES) >= 60 and len(openings) >= 15
+    assert [(line, _routed(line)) for line, _ in ROUTING_SENTENCES if _routed(line)[0] != CHAT] == []
+
+
+def test_the_forms_that_cannot_be_sentences_stay_commands():
+    wrong = [
+        (line, _routed(line))
+        for line, name in ROUTING_COMMANDS
+        if _routed(line) != ((COMMAND, name) if name else (CHAT, None))
+    ]
+    assert wrong == []
+
+
+def test_typos_still_get_did_you_mean():
+    assert [(line, _routed(line)) for line, meant in ROUTING_TYPOS if _routed(line) != (TYPO, meant)] == []
+
+
+def test_profile_clear_asks_before_it_empties_the_profile(make_app, run_repl):
+    app = make_app()
+    app.profiles.set_english_level("B1")
+    t = run_repl(app, ["profile clear", "no"])
+    assert "Cancelled" in t.text and app.profiles.get().english_level == "B1"
+    run_repl(app, ["profile clear", "yes"])
+    assert app.profiles.get().english_level is None
