@@ -4,9 +4,13 @@ over the LoCoMo conversations."""
 
 from __future__ import annotations
 
-from helpers.judgment_cases import ROUTING_COMMANDS, ROUTING_SENTENCES, ROUTING_TYPOS
+from datetime import date, datetime, timedelta
 
+from helpers.judgment_cases import EXAMS, ROUTING_COMMANDS, ROUTING_SENTENCES, ROUTING_TYPOS
+
+from memora.app.recall import next_exam, plan_kind
 from memora.cli.commands import COMMANDS
+from memora.core.records import MemoryRecord
 from memora.cli.routing import CHAT, COMMAND, TYPO, route
 
 SHAPES = {name: command.shape for command in COMMANDS for name in (command.name, *command.aliases)}
@@ -45,3 +49,28 @@ def test_profile_clear_asks_before_it_empties_the_profile(make_app, run_repl):
     assert "Cancelled" in t.text and app.profiles.get().english_level == "B1"
     run_repl(app, ["profile clear", "yes"])
     assert app.profiles.get().english_level is None
+
+
+# -- exams and interviews ----------------------------------------------------------------------
+def _plan(text: str, category: str, day: date | None = None) -> MemoryRecord:
+    return MemoryRecord(
+        id="p", content=text, created_at=datetime(2025, 5, 1, 12).astimezone(), category=category, event_date=day
+    )
+
+
+def test_an_exam_or_an_interview_is_what_the_plan_is_not_a_word_in_it():
+    assert len(EXAMS) >= 30 and {kind for *_, kind in EXAMS} == {"exam", "interview", None}
+    assert [
+        (text, kind, plan_kind(_plan(text, category)))
+        for text, category, kind in EXAMS
+        if plan_kind(_plan(text, category)) != kind
+    ] == []
+
+
+def test_only_an_exam_pulls_the_review_forward(make_app):
+    store = make_app().store
+    day = date.today() + timedelta(days=3)
+    for text, category, kind in EXAMS:
+        store.add(text, category=category, event_date=day + timedelta(days=0 if kind != "exam" else 1))
+    when, text = next_exam(store, date.today())
+    assert when == day + timedelta(days=1) and (text, "schedule", "exam") in EXAMS
