@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta
 
-from helpers.judgment_cases import EXAMS, ROUTING_COMMANDS, ROUTING_SENTENCES, ROUTING_TYPOS
+from helpers.judgment_cases import EXAMS, OPPOSITE_CORRECTIONS, ROUTING_COMMANDS, ROUTING_SENTENCES, ROUTING_TYPOS
 
 from memora.app.recall import next_exam, plan_kind
 from memora.cli.commands import COMMANDS
 from memora.core.records import MemoryRecord
+from memora.teaching.ledger import NewMistake, same_mistake
 from memora.cli.routing import CHAT, COMMAND, TYPO, route
 
 SHAPES = {name: command.shape for command in COMMANDS for name in (command.name, *command.aliases)}
@@ -74,3 +75,14 @@ def test_only_an_exam_pulls_the_review_forward(make_app):
         store.add(text, category=category, event_date=day + timedelta(days=0 if kind != "exam" else 1))
     when, text = next_exam(store, date.today())
     assert when == day + timedelta(days=1) and (text, "schedule", "exam") in EXAMS
+
+
+# -- opposite corrections ----------------------------------------------------------------------
+def test_a_correction_and_its_reverse_never_merge_whatever_the_rule_text():
+    assert sum(not same for *_, same in OPPOSITE_CORRECTIONS) >= 10
+    wrong = []
+    for a, b, same in OPPOSITE_CORRECTIONS:
+        first, second = (NewMistake(original=o, corrected=c, rule=r, kind=k) for o, c, r, k in (a, b))
+        if same_mistake(first, second) is not same or same_mistake(second, first) is not same:
+            wrong.append((a[:2], b[:2]))
+    assert wrong == []
