@@ -22,8 +22,9 @@ on the LoCoMo conversations in ``--data`` (nothing of them is written anywhere):
   categories a model would plausibly give them (``tokens_per_turn.fact_item``)
   are counted too.
 * **exams**: each event summary (``events_session_N``) is taken as a dated plan
-  of its speaker (category "schedule", the event's day), asked what the plan is (``recall.plan_kind``: an exam, an interview or
-  neither) and ``recall.next_exam`` whether it pulls the review forward on that day;
+  of its speaker (category "schedule", the event's day), asked what the plan is
+  (``recall.plan_kind``: an exam, an interview or neither) and ``recall.next_exam``
+  whether it pulls the review forward on that day;
   each exam and interview is printed. ``timeutil.resolve_event_date``
   is asked which events name a day of their own (a plan's date when the model
   gives no phrase).

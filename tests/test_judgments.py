@@ -6,13 +6,22 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta
 
-from helpers.judgment_cases import EXAMS, OPPOSITE_CORRECTIONS, ROUTING_COMMANDS, ROUTING_SENTENCES, ROUTING_TYPOS
+from helpers.judgment_cases import (
+    CONFLICTS,
+    EXAMS,
+    NOT_CONFLICTS,
+    OPPOSITE_CORRECTIONS,
+    ROUTING_COMMANDS,
+    ROUTING_SENTENCES,
+    ROUTING_TYPOS,
+)
 
 from memora.app.recall import next_exam, plan_kind
 from memora.cli.commands import COMMANDS
-from memora.core.records import MemoryRecord
-from memora.teaching.ledger import NewMistake, same_mistake
 from memora.cli.routing import CHAT, COMMAND, TYPO, route
+from memora.core.records import MemoryRecord
+from memora.reading.conflicts import find_conflicts
+from memora.teaching.ledger import NewMistake, same_mistake
 
 SHAPES = {name: command.shape for command in COMMANDS for name in (command.name, *command.aliases)}
 
@@ -86,3 +95,24 @@ def test_a_correction_and_its_reverse_never_merge_whatever_the_rule_text():
         if same_mistake(first, second) is not same or same_mistake(second, first) is not same:
             wrong.append((a[:2], b[:2]))
     assert wrong == []
+
+
+# -- conflicts -----------------------------------------------------------------------------------
+def _flagged(older: str, newer: str) -> list[str]:
+    """What the page flags for two memories stored with ``remember`` (compared with everything)."""
+    when = datetime(2025, 5, 1, 12).astimezone()
+    records = [
+        MemoryRecord(id=f"m{n}", content=text, created_at=when + timedelta(days=n), source="command")
+        for n, text in enumerate((older, newer))
+    ]
+    return [c.reason for c in find_conflicts(records)]
+
+
+def test_restatements_relatives_and_other_things_are_not_conflicts():
+    assert len(NOT_CONFLICTS) >= 60
+    assert [(a, b, _flagged(a, b)) for a, b in NOT_CONFLICTS if _flagged(a, b)] == []
+
+
+def test_every_kind_of_real_change_is_flagged_however_it_is_worded():
+    assert len(CONFLICTS) >= 35
+    assert [(a, b) for a, b in CONFLICTS if not _flagged(a, b)] == []

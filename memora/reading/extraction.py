@@ -79,9 +79,9 @@ from memora.model.prompts import (
     RECONCILE_PROMPT,
 )
 from memora.model.tokens import TokenCounter
+from memora.reading.conflicts import slot_cues, slots_of
 from memora.reading.cues import looks_like_correction, may_change_profile, skips_extraction
 from memora.reading.proposals import ProfileProposal, ProposalStore
-from memora.reading.slots import slot_cues, slots_of
 from memora.store import lexical
 from memora.store.deletions import DeletedMeanwhile, Fence
 from memora.store.index import MemoryIndex
