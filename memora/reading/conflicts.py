@@ -361,6 +361,7 @@ _OTHERS = frozenset(
 )
 
 
+@lru_cache(maxsize=65536)
 def _subject(text: str) -> str:
     whose = _WHOSE.match(text)  # "my sister", "my little sister"
     return next((w.lower() for w in (whose.groups() if whose else ()) if w and w.lower() in _OTHERS), "learner")
@@ -427,6 +428,7 @@ _CLAIMS = (  # (slot, pattern, its value, or None for the pattern's group)
 )
 
 
+@lru_cache(maxsize=65536)
 def _claim(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for slot, pattern, value in _CLAIMS:
@@ -485,11 +487,16 @@ def _lemma(word: str) -> str:
     return _IRREGULAR.get(word) or porter_stem(word)
 
 
+@lru_cache(maxsize=65536)
+def _lemmas_of(text: str) -> frozenset[str]:
+    return frozenset(_lemma(w) for w in re.findall(r"\w+", text))
+
+
 def _undone(a: str, b: str) -> str | None:
     """ "has never been to Japan" / "went to Japan", "cannot swim" / "swims every morning"."""
     if _own_negations(words_of(b)):
         return None
-    stems_b = {_lemma(w) for w in re.findall(r"\w+", b)}
+    stems_b = _lemmas_of(b)
     if (m := _NEVER.search(a)) and (past := _PAST.findall(b)):
         verb, thing = _lemma(m.group(1)), (m.group(2) or "").lower()
         if (
