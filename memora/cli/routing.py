@@ -58,6 +58,7 @@ import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from string import ascii_uppercase
 
 from memora.core.text_utils import CJK_RANGES
 
@@ -179,11 +180,12 @@ def remembered_text(rest: str) -> str | None:
     if words[0] in FIRST_PERSON:
         return rest.strip()  # "remember I ...", "remember we moved ..."
     # A noun phrase ("the lesson", "our trip", "Paris in spring", "Anna's party") is a
-    # statement only as a clause ("Tom likes jazz"); a lower-case word of its own
-    # ("to breathe", "kindness matters") is advice to the listener.
-    if words[0] in DETERMINERS | POSSESSIVE | NOUN_WORDS or words[0].endswith("'s") or rest.strip()[0].isupper():
+    # statement only as a clause ("Tom likes jazz"); "to ..." and a written sentence of a
+    # lower-case word ("Remember kindness matters.") are advice to the listener.
+    named = rest.strip()[0] in ascii_uppercase  # "Paris", "Tom" ("Ünïcødé ..." is kept as typed)
+    if words[0] in DETERMINERS | POSSESSIVE | NOUN_WORDS or words[0].endswith("'s") or named:
         return rest.strip() if _has_verb(words) else None
-    return None
+    return None if words[0] == "to" or rest.rstrip().endswith((".", "!")) else rest.strip()
 
 
 def _has_verb(words: list[str]) -> bool:
@@ -230,13 +232,15 @@ def typed(rest: str) -> bool:
 
 def fits(shape: Shape, rest: str, names: Mapping[str, Shape]) -> bool:
     """Whether ``rest``, what follows the command word, has the shape (rules 2-5)."""
-    end = rest.rstrip()[-1:]
-    if end in ("?", "\uff1f", "!", "\uff01") or (end in (".", "\u3002", ",") and shape.kind != STATEMENT):
+    words, bare, end = rest.split(), bare_words(rest), rest.rstrip()[-1:]
+    # After a typed id ("memory edit 3fa9 I moved.") or "I" ("remember I won!"), the text is the learner's own.
+    own = (
+        len(words) > 2 and words[0].lower() in shape.typed and typed(words[1]) or bool(bare) and bare[0] in FIRST_PERSON
+    )
+    if not own and (end in "?\uff1f!\uff01" or end in ".\u3002," and shape.kind != STATEMENT) and end:
         return False
-    words = rest.split()
     if not words:
         return True
-    bare = bare_words(rest)
     if not bare or bare[0] in SENTENCE_WORDS:
         return False
     return _FITS[shape.kind](shape, words, bare, rest, names)
