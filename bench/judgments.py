@@ -22,9 +22,10 @@ on the LoCoMo conversations in ``--data`` (nothing of them is written anywhere):
   categories a model would plausibly give them (``tokens_per_turn.fact_item``)
   are counted too.
 * **exams**: each event summary (``events_session_N``) is taken as a dated plan
-  of its speaker (category "schedule", the event's day), and ``recall.next_exam``
-  is asked on that day whether it is an exam the review prepares for; each one
-  taken is printed with the words that made it one. ``timeutil.resolve_event_date``
+  of its speaker (category "schedule", the event's day), asked what the plan is
+  (``recall.plan_kind``: an exam, an interview or neither) and ``recall.next_exam``
+  whether it pulls the review forward on that day;
+  each exam and interview is printed. ``timeutil.resolve_event_date``
   is asked which events name a day of their own (a plan's date when the model
   gives no phrase).
 
@@ -40,7 +41,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 from tokens_per_turn import fact_item, learner_fact  # noqa: E402
 
 from long_term_memory import LongTermMemoryStore  # noqa: E402
-from memora.app.recall import _EXAM, next_exam  # noqa: E402
+from memora.app.recall import next_exam, plan_kind  # noqa: E402
 from memora.cli.commands import COMMANDS  # noqa: E402
 from memora.cli.routing import CHAT, route  # noqa: E402
 from memora.core.records import MemoryRecord  # noqa: E402
@@ -60,7 +61,6 @@ from memora.reading.conflicts import find_conflicts  # noqa: E402
 SHAPES = {name: command.shape for command in COMMANDS for name in (command.name, *command.aliases)}
 # Sentences of a turn, as a learner typing one a line would send them.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_INTERVIEW = re.compile(r"interview|面試", re.IGNORECASE)
 
 
 def load(path: Path) -> dict:
@@ -174,16 +174,11 @@ def check_events(name: str, conversation: dict, counts: Counter) -> None:
                 counts["events"] += 1
                 if resolve_event_date(None, None, said_at, sentence=text) is not None:
                     counts["events_naming_a_day"] += 1
-                if exam_of(text, day, said_at) is not None:
-                    words = ", ".join(dict.fromkeys(m.group(0).lower() for m in _EXAM.finditer(text)))
-                    kind = "interview" if _INTERVIEW.search(words) else "exam"
+                plan = MemoryRecord(id="plan", content=text, created_at=said_at, category="schedule", event_date=day)
+                if (kind := plan_kind(plan)) is not None:
                     counts[f"{kind}_events"] += 1
-                    print(f"{kind}  {name} {events['date']} ({words}): {text}")
-
-
-def exam_of(text: str, day: date, said_at: datetime) -> tuple[date, str] | None:
-    plan = MemoryRecord(id="plan", content=text, created_at=said_at, category="schedule", event_date=day)
-    return next_exam(_OnePlan(plan), day)
+                    pulls = "pulls the review forward" if next_exam(_OnePlan(plan), day) else "pulls nothing forward"
+                    print(f"{kind}  {name} {events['date']} ({pulls}): {text}")
 
 
 # -- the run -----------------------------------------------------------------------------------

@@ -157,7 +157,7 @@ LINES = [
     ("forget", USAGE),
     ("forget user", USAGE),
     ("forget 3fa9 5bc2", USAGE),
-    ("forget all my memories", USAGE),
+    ("forget all my memories", CHAT),  # no path, no id: a sentence, said to the tutor
     ("forget all of it", CHAT),
     ("/forget zzzz", USAGE),
     ("history zzzz", USAGE),
@@ -171,12 +171,12 @@ LINES = [
     ("remember", USAGE),
     ("search", USAGE),
     ("import", USAGE),
-    ("export my whole data please", USAGE),
+    ("export my whole data please", CHAT),  # no path, no id: a sentence, said to the tutor
     ("/help zzzz", USAGE),
     ("mistakes forget", USAGE),
     ("mistakes forget zzzz", USAGE),
     ("review export", USAGE),
-    ("review export my deck please", USAGE),
+    ("review export my deck please", CHAT),  # no path, no id: a sentence, said to the tutor
     ("progress --since soon", USAGE),
     ("profile corrections sometimes", USAGE),
 ]

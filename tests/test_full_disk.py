@@ -36,7 +36,7 @@ COMMANDS = {
     "forget all": ["forget all", "DELETE"],
     "profile level": ["profile level b2"],
     "profile goal": ["profile goal pass the IELTS exam"],
-    "profile clear": ["profile clear"],
+    "profile clear": ["profile clear", "yes"],
     "export": ["export {file}"],
     "import": ["import {backup}"],
     "review answer": ["review", "Yesterday I went to the market."],  # graded by the model

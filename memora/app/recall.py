@@ -19,7 +19,7 @@ from memora.app.knowledge import KnowledgeBase
 from memora.app.proactive import pick_follow_up
 from memora.core.config import Settings
 from memora.core.errors import ConfigError
-from memora.core.records import MemorySearchResult
+from memora.core.records import MemoryRecord, MemorySearchResult
 from memora.model.embeddings import Embedder, embedder_for_store
 from memora.model.prompts import SYSTEM_PROMPT
 from memora.reading.jobs import PreparedExtraction
@@ -37,8 +37,30 @@ MEMORIES_PER_TURN = 5
 MISTAKES_PER_TURN = 2
 # Due cards the tutor may practise in the conversation: a few, one at a time.
 PRACTICE_TARGETS = 3
-# What makes a remembered plan an exam the review prepares for (ledger.EXAM_DAYS).
-_EXAM = re.compile(r"\b(exams?|tests?|ielts|toefl|toeic|gept|cambridge|interview)\b|考試|測驗|面試", re.IGNORECASE)
+# What a plan is, from the event it names (tests/helpers/judgment_cases.py EXAMS): an exam
+# the learner sits or an interview they attend. A word is not enough: a blood test or a
+# test drive is no exam, and neither is a plan of someone else ("the learner's son has
+# his driving test") or of the learner as interviewer ("is interviewing candidates").
+_OWN = re.compile(r"^\s*(?:the learner|i)\b(?!')|^\s*學習者(?!的)", re.IGNORECASE)
+_EVENT = re.compile(
+    r"\b(?:exams?|tests?|midterms?|finals|ielts|toefl|toeic|gept|jlpt|cambridge)\b|考試|測驗|托福|雅思"
+    r"|(?P<interview>\binterview\b|面試)",
+    re.IGNORECASE,
+)
+# The words that make a "test" something else: what is tested, or "test" naming a drive.
+_NOT_EXAM = re.compile(
+    r"\b(?:blood|eye|vision|hearing|medical|covid|pcr|antigen|allergy|drug|dna|pregnancy|urine|skin|stress|taste|unit|crash|smog"
+    r"|emissions?|beta|fitness)\W+(?:\w+\W+)?tests?\b|\btests? (?:drive|run|flight|kitchen)",
+    re.IGNORECASE,
+)
+
+
+def plan_kind(record: MemoryRecord) -> str | None:
+    """ "exam", "interview" or None: what a remembered plan (category "schedule") is for the learner."""
+    if record.category != "schedule" or not _OWN.match(record.content) or _NOT_EXAM.search(record.content):
+        return None
+    event = _EVENT.search(record.content)
+    return None if event is None else "interview" if event.group("interview") else "exam"
 
 
 @dataclass
@@ -112,13 +134,14 @@ def watched(ledger: LedgerStore, text: str) -> list[Mistake]:
 
 def next_exam(store: LongTermMemoryStore | None, today: date) -> tuple[date, str] | None:
     """The learner's nearest remembered exam from today on: (its day, the memory's text).
-    A plan with a date whose words name an exam or a test. None before the store is open."""
+    A dated plan that is an exam (``plan_kind``); an interview pulls no review forward.
+    None before the store is open."""
     if store is None:
         return None
     exams = [
         (record.event_date, record.content)
         for record in store.list(category="schedule")
-        if record.event_date is not None and record.event_date >= today and _EXAM.search(record.content)
+        if record.event_date is not None and record.event_date >= today and plan_kind(record) == "exam"
     ]
     return min(exams, default=None)
 

@@ -21,7 +21,6 @@ from context_builder import dated_text
 from memora.cli.routing import (
     CHAT,
     COMMAND,
-    MEMORY_ID,
     TYPO,
     Route,
     Shape,
@@ -34,6 +33,7 @@ from memora.cli.routing import (
     route,
     statement,
     text,
+    typed_id,
 )
 from memora.cli.terminal import Console, render_definitions
 from memora.core.errors import CommandError, LocalModelUnavailable, MemoraError
@@ -87,7 +87,7 @@ COMMANDS = (
     ),
     Command(
         "profile",
-        choice("level", "goal", "preference", "remove", "clear", "confirm", "reject", "corrections"),
+        choice("level", "goal", "preference", "remove", "clear", "confirm", "reject", "corrections", typed=("clear",)),
         (
             "profile -- Show your profile and any pending change.",
             "profile level <A1|A2|B1|B2|C1|C2> -- Set your English level.",
@@ -121,7 +121,7 @@ COMMANDS = (
     ),
     Command(
         "memory",
-        choice("edit", "cap"),
+        choice("edit", "cap", typed=("edit",)),
         (
             "memory edit <id> <text> -- Replace a memory's text (the old text stays in its history).",
             "memory cap [<n>|off] -- Show or set how many current memories you keep.",
@@ -168,7 +168,7 @@ COMMANDS = (
     ),
     Command(
         "mistakes",
-        choice("forget"),
+        choice("forget", typed=("forget",)),
         (
             "mistakes -- List your mistakes: how often, first and last seen, status and an example.",
             "mistakes forget <id> -- Delete one mistake and its review card.",
@@ -179,7 +179,7 @@ COMMANDS = (
     ),
     Command(
         "review",
-        choice("export"),
+        choice("export", typed=("export",)),
         (
             "review -- Drill the mistakes due today (up to 10); an empty line or 'stop' ends it.",
             "review export <file.apkg> -- Write your mistakes as an Anki deck.",
@@ -406,6 +406,8 @@ class CommandRouter:
             )
             return
         if field == "clear" and not value:
+            if not self._confirm("This empties your profile (level, goals, preferences). Type yes to confirm: ", "yes"):
+                return
             changed = profiles.clear()
             self.console.say("Profile cleared." if changed else "The profile was already empty.")
             return
@@ -682,7 +684,7 @@ class CommandRouter:
         )
 
     def _require_id_shape(self, name: str, word: str) -> None:
-        if not MEMORY_ID.fullmatch(word):
+        if not typed_id(word):
             raise CommandError(f"'{shorten(word, 40)}' is not a memory id (see 'memories'). {self.usage(name)}")
 
     def _confirm(self, prompt: str, expected: str) -> bool:

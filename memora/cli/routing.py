@@ -9,7 +9,8 @@ never sent to the model and never enters the conversation.
 1. ``/name ...`` is always the command (its handler judges the arguments:
    ``/forget zzzz`` gets forget's usage); a line that starts with ``\\`` is always
    chat (``\\remember when we met``).
-2. A line that ends with ``?`` is a question for the tutor ("forget 3fa9c2d1?").
+2. A line that ends with ``?`` or ``!`` is said to the tutor ("forget 3fa9c2d1?"), and so is
+   one that ends with a full stop or a comma, but for ``remember``'s statement.
 3. The command word alone is the command, or its usage when it needs arguments.
 4. A word that makes the line a sentence, right after the command word, makes it
    chat: "history is my favourite subject", "memories of my childhood", "reset
@@ -21,22 +22,24 @@ never sent to the model and never enters the conversation.
    - *a choice* of sub-commands (``profile level B1``, ``progress --since 30d``),
      or of command names (``help forget``): the first word must be one of them,
      or the line is chat ("review my essay please", "help me with my essay").
-   - *ids* (``forget``, ``history``): one word is an id, perhaps mistyped
-     (``forget zzzz`` gets the usage), unless it is an everyday word or ends a
-     sentence ("forget it", "forget yesterday."); several words must all be ids,
-     or start with one of its sub-commands ("forget all", "forget user ann")
-     without a sentence word next ("forget all of it" is said).
-   - *a path* (``export``, ``import``): anything, unless the command word is a noun
-     with its verb second ("import tariffs are high", "export sales were good").
+   - *ids* (``forget``, ``history``): ids that can only be typed (``typed_id``: "3fa9",
+     not "2023"), one lower-case word that is no English word (a mistyped id: ``forget
+     zzzz`` gets the usage), or one of its sub-commands, each of which asks for a
+     confirmation ("forget all", "forget user ann"); "Forget Paris" is said.
+   - *a path* (``export``, ``import``): a path with a folder or an extension, or quoted
+     (``typed``): "export tariffs" is said. A sub-command with side effects (``typed``
+     in its ``choice``: ``memory edit``, ``review export``, ``profile clear``) takes
+     such an argument or none ("review export figures with me" is said).
    - *free text* (``search``'s query, ``memories``' filter): as a path, and not
      opening with words that talk to the tutor ("search for a better word",
-     "memories from my trip", ``TALK_OPENINGS``). A query may be a question
-     ("search where is my passport"); a filter is a word or two ("memories fade
-     over time" is said).
+     "memories from my trip", ``TALK_OPENINGS``) or holding a pronoun or an article
+     ("search results confuse me"). A query may be a question ("search where is my
+     passport"); a filter is a word or two ("memories fade over time" is said).
    - *a statement* (``remember``): anything but a request to recall, which opens
      with a question word or a pronoun that is not the learner ("remember when we
-     met", "remember me"), or is a noun phrase with no verb ("remember our trip
-     to Kyoto", "remember the time we met"); see ``remembered_text``. What the tutor
+     met", "remember me", "remember Jon, ..."), is a noun phrase with no verb ("remember
+     our trip to Kyoto", "remember Paris in spring"), or advice ("remember to
+     breathe"); see ``remembered_text``. What the tutor
      hears is still read for memories, and ``/remember ...`` stores any text as written.
 6. A command whose arguments are malformed prints its usage; nothing is sent
    (``forget all my memories``, ``memory cap abc``, ``export my whole data please``).
@@ -55,8 +58,9 @@ import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from string import ascii_uppercase
 
-from memora.core.text_utils import CJK_RANGES, SENTENCE_END
+from memora.core.text_utils import CJK_RANGES
 
 # -- the shapes a command's arguments can have -----------------------------------------------
 NOTHING, CHOICE, NAME, IDS, PATH, TEXT, STATEMENT = "nothing", "choice", "name", "ids", "path", "text", "statement"
@@ -67,14 +71,16 @@ class Shape:
     kind: str
     choices: frozenset[str] = frozenset()  # sub-commands (a choice; ids' "all" and "user")
     max_words: int | None = None  # free text as a filter: at most this many words besides --options
+    # Sub-commands with side effects: their first argument (if any) must be one that can only be typed.
+    typed: frozenset[str] = frozenset()
 
 
 def nothing() -> Shape:
     return Shape(NOTHING)
 
 
-def choice(*words: str) -> Shape:
-    return Shape(CHOICE, frozenset(words))
+def choice(*words: str, typed: tuple[str, ...] = ()) -> Shape:
+    return Shape(CHOICE, frozenset(words), typed=frozenset(typed))
 
 
 def command_name() -> Shape:
@@ -106,7 +112,7 @@ SENTENCE_WORDS = set(
 )
 QUESTION_WORDS = set("when how what if whether why who where which".split())
 # Pronouns that are not the learner as the subject: "remember me", "forget it".
-OBJECT_PRONOUNS = set("me us you it him them".split())
+OBJECT_PRONOUNS = set("me us you it him them yourself yourselves himself herself themselves".split())
 # The learner as the subject: "remember I ..." is always a statement to store.
 FIRST_PERSON = set("i i'm i've i'd i'll im ive myself we we're we've we'd we'll".split())
 # The learner as the owner: "remember my sister lives in Leeds" is a statement,
@@ -171,9 +177,15 @@ def remembered_text(rest: str) -> str | None:
             if len(words) > 1 and (words[1] in FIRST_PERSON or words[1] in POSSESSIVE) and remembered_text(clause)
             else None
         )
-    if words[0] in DETERMINERS | POSSESSIVE | NOUN_WORDS or words[0].endswith("'s"):
+    if words[0] in FIRST_PERSON:
+        return rest.strip()  # "remember I ...", "remember we moved ..."
+    # A noun phrase ("the lesson", "our trip", "Paris in spring", "Anna's party") is a
+    # statement only as a clause ("Tom likes jazz"); "to ..." and a written sentence of a
+    # lower-case word ("Remember kindness matters.") are advice to the listener.
+    named = rest.strip()[0] in ascii_uppercase  # "Paris", "Tom" ("Ünïcødé ..." is kept as typed)
+    if words[0] in DETERMINERS | POSSESSIVE | NOUN_WORDS or words[0].endswith("'s") or named:
         return rest.strip() if _has_verb(words) else None
-    return rest.strip()  # "remember I ...", "remember Tom likes jazz", "remember fact five"
+    return None if words[0] == "to" or rest.rstrip().endswith((".", "!")) else rest.strip()
 
 
 def _has_verb(words: list[str]) -> bool:
@@ -199,17 +211,46 @@ def _verb_like(word: str) -> bool:
 
 
 # -- the rules -------------------------------------------------------------------------------
+def typed_id(word: str) -> bool:
+    """A memory id as only typed: eight hex digits, or digits and letters ("3fa9", not "2023")."""
+    if not MEMORY_ID.fullmatch(word):
+        return False
+    return (len(word) >= 8 and all(c in "0123456789abcdef" for c in word)) or (
+        any(c.isdigit() for c in word) and any(c.isalpha() for c in word)
+    )
+
+
+_TYPED_PATH = re.compile(r"""(["']).+\1|\S*[/\\~]\S*|[^\s.]\S*\.[A-Za-z0-9]{1,6}""")
+
+
+def typed(rest: str) -> bool:
+    """Arguments that can only be typed: a path with a folder or an extension, a quoted
+    path, memory ids. A sentence can be none of them: "export tariffs", "forget Paris"."""
+    words = rest.split()
+    return bool(_TYPED_PATH.fullmatch(rest.strip()) or (words and all(typed_id(w) for w in words)))
+
+
 def fits(shape: Shape, rest: str, names: Mapping[str, Shape]) -> bool:
     """Whether ``rest``, what follows the command word, has the shape (rules 2-5)."""
-    if rest.rstrip().endswith(("?", "\uff1f")):
+    words, bare, end = rest.split(), bare_words(rest), rest.rstrip()[-1:]
+    # After a typed id ("memory edit 3fa9 I moved.") or "I" ("remember I won!"), the text is the learner's own.
+    own = (
+        len(words) > 2 and words[0].lower() in shape.typed and typed(words[1]) or bool(bare) and bare[0] in FIRST_PERSON
+    )
+    if not own and (end in "?\uff1f!\uff01" or end in ".\u3002," and shape.kind != STATEMENT) and end:
         return False
-    words = rest.split()
     if not words:
         return True
-    bare = bare_words(rest)
     if not bare or bare[0] in SENTENCE_WORDS:
         return False
     return _FITS[shape.kind](shape, words, bare, rest, names)
+
+
+def _mistyped(rest: str) -> bool:
+    """One lower-case word that is no English word, where an id goes ("forget zzzz"):
+    the command's usage, never a write ("forget 2023" deletes nothing)."""
+    word = rest.strip()
+    return word.isalnum() and word.islower() and not is_english_word(word)
 
 
 def _fits_nothing(shape, words, bare, rest, names) -> bool:
@@ -217,7 +258,14 @@ def _fits_nothing(shape, words, bare, rest, names) -> bool:
 
 
 def _fits_choice(shape, words, bare, rest, names) -> bool:
-    return words[0].lower().lstrip("/") in shape.choices
+    sub = words[0].lower().lstrip("/")
+    if sub not in shape.choices:
+        return False
+    after = rest.split(maxsplit=1)[1] if len(words) > 1 else ""
+    if sub in shape.typed:  # "memory edit <id> <text>", "review export <file>", "profile clear"
+        first = after.split(maxsplit=1)[0] if after else ""
+        return not after or typed(first) or _mistyped(first) and len(words) == 2
+    return not (set(bare[1:3]) & SENTENCE_WORDS or _is_noun_use(bare))
 
 
 def _fits_name(shape, words, bare, rest, names) -> bool:
@@ -225,20 +273,27 @@ def _fits_name(shape, words, bare, rest, names) -> bool:
 
 
 def _fits_ids(shape, words, bare, rest, names) -> bool:
-    if bare[0] in shape.choices:
-        return len(bare) == 1 or bare[1] not in SENTENCE_WORDS
-    if len(words) == 1:
-        return words[0][-1] not in SENTENCE_END and bare[0] not in EVERYDAY_WORDS
-    return all(MEMORY_ID.fullmatch(w) for w in words)
+    if bare[0] in shape.choices:  # "forget all", "forget user ann": each asks for a confirmation
+        return len(bare) <= (2 if bare[0] == "user" else 1)
+    return all(typed_id(w) for w in words) or _mistyped(rest)
 
 
 def _is_noun_use(bare: list[str]) -> bool:
-    """The command word as a noun, its verb second: "search engines are useful"."""
-    return len(bare) > 1 and bare[1] in SENTENCE_WORDS
+    """The command word as a noun, its verb second: "search engines are useful",
+    "search parties found", "search history says a lot"."""
+    if len(bare) < 2:
+        return False
+    verb = bare[1]
+    return (
+        verb in SENTENCE_WORDS
+        or verb in _IRREGULAR_PAST
+        or verb.endswith("ed")
+        or (len(bare) > 2 and verb.endswith("s") and not verb.endswith("ss"))
+    )
 
 
 def _fits_path(shape, words, bare, rest, names) -> bool:
-    return not _is_noun_use(bare)
+    return typed(rest)
 
 
 def _fits_text(shape, words, bare, rest, names) -> bool:
@@ -246,12 +301,15 @@ def _fits_text(shape, words, bare, rest, names) -> bool:
         return False
     if bare[0] in QUESTION_WORDS:
         return True  # a query phrased as a question is still a query
+    # A query is a few key words: a pronoun or an article in it makes a sentence.
+    if set(bare[1:]) & (OBJECT_PRONOUNS | FIRST_PERSON | POSSESSIVE | {"the", "a", "an"}):
+        return False
     return not _opens_with(bare, TALK_OPENINGS) and not _is_noun_use(bare)
 
 
 def _fits_statement(shape, words, bare, rest, names) -> bool:
-    if bare[0] in QUESTION_WORDS or bare[0] in OBJECT_PRONOUNS:
-        return False
+    if bare[0] in QUESTION_WORDS or bare[0] in OBJECT_PRONOUNS or words[0].endswith(","):
+        return False  # "remember when ...", "remember me", "Remember Jon, just do it"
     return remembered_text(rest) is not None
 
 

@@ -9,7 +9,7 @@ page and ``status`` can run it over thousands of memories.
 
 Two memories are compared when the decision's candidate rule would show one
 to the other (``extraction.Extractor.candidates``): the same category (not the
-catch-all "other"), the same slot (a job, a home: ``slots.py``), or one of them
+catch-all "other"), the same slot (a job, a home: ``SLOTS`` below), or one of them
 without a category of its own (a ``remember``). They are then flagged when
 they do not say the same thing (``lexical.say_the_same``) and, over the words
 that carry meaning (``lexical.same_meaning_units``, synonyms folded):
@@ -46,8 +46,83 @@ from pathlib import Path
 
 from memora.core.records import MemoryRecord
 from memora.core.storage import atomic_write_json
-from memora.reading.slots import slots_of
-from memora.store.lexical import _IS_CJK, _TOKEN, copula_forms, same_meaning_units, say_the_same
+from memora.store.lexical import _IS_CJK, _TOKEN, copula_forms, porter_stem, same_meaning_units, say_the_same
+
+# Slots: what about a learner holds one value at a time (a job, a home, a name, a level,
+# an exam's date, a target, an age, a partner, an origin). Two facts of one slot may replace
+# each other however far apart their words are ("works at Google" / "got a new job at a
+# bakery"), so a fact's slot makes it a candidate for every fact of that slot (extraction)
+# and for the page. The cues err towards matching: a false match costs one decision, a miss
+# leaves a stale fact current. tests/test_slots.py holds what each must and must not match.
+SLOTS: dict[str, re.Pattern] = {
+    "name": re.compile(
+        r"\bname\b|\bnamed\b|\bcalled\b|\bgoes by\b|名字|叫",
+        re.IGNORECASE,
+    ),
+    "job": re.compile(
+        r"\bjobs?\b|\bworks?\b(?! out| on (?:her|his|their|my) )|\bworked\b|\bworking (?:at|as|for|in)\b|"
+        r"\bemploy|\bhired\b|\bcareer\b|\bprofession|\boccupation\b|\bretired\b|\bunemployed\b|"
+        r"\bquit (?:her|his|their|the|my) (?:job|work)\b|\bcolleagues?\b|\bboss\b|\bcompany\b|\boffice\b|"
+        r"\bpromot(?:ed|ion)\b|\bresign|\blaid off\b|\bfired\b|\bintern(?:ship)?\b|\bfreelanc|"
+        r"\bself-employed\b|\bteach(?:es|ing)?\b(?! (?:me|him|her|them|us|myself|herself|himself)\b)|"
+        r"\b(?:nurse|doctor|teacher|engineer|developer|programmer|designer|accountant|lawyer|manager|chef|waiter|waitress|cashier|clerk|pharmacist|dentist|architect|scientist|researcher|consultant|salesman|saleswoman|salesperson|driver|pilot|farmer|mechanic|electrician|plumber|journalist|secretary|receptionist|tutor|professor|lecturer|officer|soldier|barista|baker)s?\b|"
+        r"工作|上班|職業|公司|上司|老闆|辭職|升職|護士|老師|醫生|工程師|當.{1,4}師",
+        re.IGNORECASE,
+    ),
+    "home": re.compile(
+        r"\blives?\b|\bliving in\b|\bmoved\b|\bmoving (?:to|into|from)\b|\brelocat|\bhome(?:town)?\b|"
+        r"\bapartment\b|\bflat\b|\bresides?\b|\brent(?:s|ed|ing)?\b|\bstudio\b|\bhouse\b|"
+        r"\bdorm(?:itory)?\b|\b(?:flat|room|house)mates?\b|\blandlord\b|\bneighbou?rhood\b|住|租|搬",
+        re.IGNORECASE,
+    ),
+    "studies": re.compile(
+        r"\bstud(?:y|ies|ied|ying)\b(?! english)|\bstudent\b|\buniversity\b|\bcollege\b|"
+        r"\bmajor(?:s|ed|ing)?\b|\bdegree\b|\bgraduat|\bschool\b|大學|主修|畢業",
+        re.IGNORECASE,
+    ),
+    "level": re.compile(
+        r"\b[ABC][12]\b|\bCEFR\b|\blevel\b|\bintermediate\b|\bbeginner\b|\badvanced\b",
+        re.IGNORECASE,
+    ),
+    "exam": re.compile(
+        r"\bexams?\b|\btests?\b|\bIELTS\b|\bTOEIC\b|\bTOEFL\b|\bGEPT\b|\bCambridge\b|考試|考|測驗",
+        re.IGNORECASE,
+    ),
+    "target": re.compile(
+        r"\btarget\b|\baim(?:s|ed|ing)? (?:for|at)\b|\bband\s*\d|\bband score\b|\bscore\b|"
+        r"\bneeds? (?:a|an) \d|目標|分數",
+        re.IGNORECASE,
+    ),
+    "age": re.compile(
+        r"\b\d{1,3}\s*(?:years?|yrs?)[ -]old\b|\bturn(?:s|ed|ing)? \d{1,3}\b|\bage\b|\baged\b|"
+        r"\bbirthday\b|\bborn\b|歲|岁|生日|出生",
+        re.IGNORECASE,
+    ),
+    "partner": re.compile(
+        r"\bsingle\b|\bmarri(?:ed|age)\b|\bdivorced?\b|\bengaged\b|\bwidow(?:ed|er)?\b|\bwife\b|"
+        r"\bhusband\b|\bspouse\b|\b(?:girl|boy)friend\b|\bfianc[eé]e?\b|\bpartner\b|\bdating\b|"
+        r"\bbroke up\b|單身|单身|結婚|结婚|離婚|离婚|男朋友|女朋友|老公|老婆|太太|丈夫|妻子",
+        re.IGNORECASE,
+    ),
+    "origin": re.compile(
+        r"\bnative\b|\bmother tongue\b|\bfirst language\b|\bnationality\b|\bcitizen|\bpassport\b|"
+        r"\b(?:is|are|comes?|came) from\b|\bgrew up\b|"
+        r"\bis (?:[a-z]+(?:ese|ian|ish)|american|korean|mexican|thai|filipin[ao]|dutch|french|greek|swiss)\b|"
+        r"\bis german\b|母語|母语|國籍|国籍|來自|来自",
+        re.IGNORECASE,
+    ),
+}
+
+
+def slots_of(text: str) -> frozenset[str]:
+    """The slots a fact fills: usually none, sometimes two ("moved to Osaka for a new job")."""
+    return frozenset(name for name, cues in SLOTS.items() if cues.search(text))
+
+
+def slot_cues(name: str) -> re.Pattern:
+    """The cues of slot ``name`` (to find its stored memories)."""
+    return SLOTS[name]
+
 
 # Units that say "not": contractions come out of ``same_meaning_units`` as "not";
 # "quit"/"stopped"/"gave up" end what the other fact says ("drinks coffee" / "quit coffee").
@@ -83,6 +158,7 @@ films movies | cinema movies | mum mother | mom mother | dad father | kid child 
 job work | employer company | firm company | town city | flat apartment | home house | glad happy
 困難 難 | 喜爱 喜歡 | 喜愛 喜歡
 """
+_TENS_WORDS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
 # Phrases that say what a shorter one says, folded before the words are read.
 _PHRASES = [
     (re.compile(p, re.IGNORECASE), r)
@@ -95,6 +171,10 @@ _PHRASES = [
         (r"\b(\w+) (?:is|am) called\b", r"\1's name is"),
         (r"\bgets? better at\b", "improve"),
         (r"\b(?:gave|give|gives|given|giving) up\b|\bstopped\b", "quit"),
+        (
+            rf"\b(?:{_TENS_WORDS})(?:-(?:one|two|three|four|five|six|seven|eight|nine))?\b",
+            lambda m: _number(m.group(0)),
+        ),
         (r"我叫", "我的名字是"),
         (r"非常", "很"),
     )
@@ -104,34 +184,12 @@ _INTENSIFIERS = frozenset("really very truly quite so now currently 很 真".spl
 # Units that carry no fact of their own when they are all that differs ("a" cat / "the" cat).
 _LIGHT = frozenset({"a", "learner", "'s", "their", "his", "her", "very", "really", "just", "also", "的", "很", "都"})
 _NUMBER_WORDS = {
-    "zero": "0",
-    "one": "1",
-    "a": None,
-    "two": "2",
-    "three": "3",
-    "four": "4",
-    "five": "5",
-    "six": "6",
-    "seven": "7",
-    "eight": "8",
-    "nine": "9",
-    "ten": "10",
-    "eleven": "11",
-    "twelve": "12",
-    "twice": "2x",
-    "once": "1x",
-    "一": "1",
-    "兩": "2",
-    "两": "2",
-    "二": "2",
-    "三": "3",
-    "四": "4",
-    "五": "5",
-    "六": "6",
-    "七": "7",
-    "八": "8",
-    "九": "9",
-    "十": "10",
+    **{
+        word: str(n)
+        for n, word in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
+    },
+    **{word: str(n) for n, word in enumerate("零一二三四五六七八九十", start=0)},
+    **{"a": None, "twice": "2x", "once": "1x", "兩": "2", "两": "2"},
 }
 # A sign before a number, unless it joins two numbers ("2020-2021"): "-10" is not "10",
 # "UTC-8" is not "UTC+8".
@@ -144,14 +202,10 @@ _TIME_WORDS = frozenset(
     for _word in (
         "monday tuesday wednesday thursday friday saturday sunday january february march april may june july "
         "august september october november december morning afternoon evening night weekend weekday noon "
-        "daily weekly monthly yearly hourly 天 週 周 月 年 早 晚 日 一 二 三 四 五 六"
+        "daily weekly monthly yearly hourly today tonight tomorrow yesterday next last "
+        "天 週 周 月 年 早 晚 日 一 二 三 四 五 六"
     ).split()
     for _unit in (_word, _word + "s")
-)
-# People: a fact about one relative does not contradict the same fact about another.
-_KIN = frozenset(
-    "mother father mum mom dad parent+s sister brother son daughter husband wife partner cousin aunt uncle "
-    "grandmoth grandfath friend boss colleagu 媽 爸 姐 妹 哥 弟 兒 女 夫 妻".split()
 )
 # What ``replace`` may change and still be a conflict: a word or two for a word or two.
 # "improve" for "get better at" is three words, a rewording, not a replaced value.
@@ -282,14 +336,224 @@ def conflict_reason(a: str, b: str) -> str | None:
     numbers = _numbers(wa, wb)
     if numbers is None and (ua == ub or say_the_same(a, b)):
         return None  # the same words once synonyms and phrases are folded
+    if _subject(a) != _subject(b):  # "the learner's wife is a nurse" says nothing of the learner's job
+        return _reordered(ua, ub)  # but who does what to whom still counts
     return (
-        numbers
+        _claims(a, b)
+        or numbers
         or _negation(wa, wb)
+        or _undone(a, b)
+        or _undone(b, a)
         or _antonym(wa, wb)
+        or _preference(a, b)
         or _reordered(ua, ub)
         or _replaced(wa, wb, bool(_slots(a) & _slots(b)))
         or _same_slot(a, b, ua, ub)
     )
+
+
+# Whose fact it is: "The learner's wife", "My cat" are someone else; "My name", "my job" the learner.
+_WHOSE = re.compile(r"^\W*(?:(?:the learner's|my|their|his|her)\s+(\w+)(?:\s+(\w+))?|我的?(.))", re.IGNORECASE)
+_OTHERS = frozenset(
+    "mother father mum mom dad parents sister brother son daughter husband wife partner cousin aunt uncle friend "
+    "boss colleague kids kid children child baby boyfriend girlfriend roommate cat dog pet grandmother "
+    "grandfather 媽 爸 姐 妹 哥 弟 兒 女 夫 妻".split()
+)
+
+
+@lru_cache(maxsize=65536)
+def _subject(text: str) -> str:
+    whose = _WHOSE.match(text)  # "my sister", "my little sister"
+    return next((w.lower() for w in (whose.groups() if whose else ()) if w and w.lower() in _OTHERS), "learner")
+
+
+# What the learner is, has done and can do, read as claims of one value each (issue 28's
+# misses): a change of job, work or none, an age in words or digits, living alone or with
+# someone, "never" then done, "cannot" then does, a preference turned round.
+_NUM = (
+    r"\d+|(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:-(?:one|two|three|four|five|six|seven|eight|nine))?"
+    r"|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen"
+    r"|eighteen|nineteen"
+)
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_UNITS = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen"
+_UNITS_LIST = (_UNITS + " eighteen nineteen").split()
+_JOBS = (
+    r"nurse|doctor|teacher|engineer|developer|programmer|designer|accountant|lawyer|manager|chef|cook|waiter|waitress"
+    r"|cashier|clerk|pharmacist|dentist|architect|scientist|researcher|consultant|driver|pilot|farmer|mechanic"
+    r"|electrician|plumber|journalist|secretary|receptionist|tutor|professor|lecturer|officer|soldier|barista|baker"
+    r"|dancer|artist|writer|photographer|musician|singer|actor|actress|translator|interpreter|firefighter|policeman"
+)
+_CLAIMS = (  # (slot, pattern, its value, or None for the pattern's group)
+    ("age", re.compile(rf"(?:\bis|\bam|'m|\bturned)\s+({_NUM})(?:\s+years?\s+old)?\W*$", re.I), None),
+    (
+        "job",
+        re.compile(rf"\b(?:works? as|is|am|'m|became)\s+(?:now\s+)?an?\s+(?:[\w-]+\s+){{0,2}}?({_JOBS})\b", re.I),
+        None,
+    ),
+    (
+        "work",
+        re.compile(
+            r"\bunemployed|\bout of work|\bjobless|\blooking for (?:a )?(?:job|work)|n't have a job|not have a job",
+            re.I,
+        ),
+        "no",
+    ),
+    (
+        "work",
+        re.compile(
+            r"\b(?:works?|worked|working) (?:at|for|in|as)\b|\b(?:started|got|has|have) a (?:new )?job\b(?! interview)",
+            re.I,
+        ),
+        "yes",
+    ),
+    (
+        "work",
+        re.compile(rf"\b(?:works? as|is|am|'m|became)\s+(?:now\s+)?an?\s+(?:[\w-]+\s+){{0,2}}?(?:{_JOBS})\b", re.I),
+        "yes",
+    ),
+    (
+        "household",
+        re.compile(
+            r"\b(?:lives?|living) (?:alone|by \w+sel(?:f|ves)|on \w+ own)\b|\bown (?:flat|apartment|place)", re.I
+        ),
+        "alone",
+    ),
+    (
+        "household",
+        re.compile(r"\b(?:lives?|living) with (?:\w+ )?(\w+)|\b(?:rents?|shares?) an? \w+ with (?:\w+ )?(\w+)", re.I),
+        None,
+    ),
+    ("household", re.compile(r"\blives? in an? (dorm)", re.I), None),
+)
+
+
+@lru_cache(maxsize=65536)
+def _claim(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for slot, pattern, value in _CLAIMS:
+        if slot not in out and (m := pattern.search(text)):
+            out[slot] = value or next(g for g in m.groups() if g).lower()
+    if "age" in out:
+        out["age"] = _number(out["age"])
+    return out
+
+
+def _number(word: str) -> str:
+    if word.isdigit():
+        return word
+    tens, _, unit = word.partition("-")
+    if tens in _TENS:
+        return str(20 + 10 * _TENS.index(tens) + (_UNITS_LIST.index(unit) + 1 if unit else 0))
+    return str(_UNITS_LIST.index(word) + 1)
+
+
+def _claims(a: str, b: str) -> str | None:
+    ca, cb = _claim(a), _claim(b)
+    for slot in ("age", "job", "work", "household"):
+        if slot in ca and slot in cb and ca[slot] != cb[slot]:
+            return f"{_quote([ca[slot]])} vs {_quote([cb[slot]])}" if slot != "work" else "work vs no work"
+    return None
+
+
+_IRREGULAR = {
+    "flew": "fly",
+    "flown": "fly",
+    "saw": "see",
+    "seen": "see",
+    "ate": "eat",
+    "eaten": "eat",
+    "went": "go",
+    "gone": "go",
+    "been": "go",
+    "swam": "swim",
+    "drove": "drive",
+    "spoke": "speak",
+    "spent": "go",
+    "visited": "go",
+    "travelled": "go",
+    "traveled": "go",
+    "tried": "try",
+}
+_NEVER = re.compile(
+    r"\b(?:has|have|'ve) never (?:really |ever |actually )?(\w+)(?: (?:to |in )?(?:the |a )?(\w+))?", re.I
+)
+_CANNOT = re.compile(r"\b(?:cannot|can't|can not|(?:does|do)(?: not|n't)) (\w+)(?: (?:the |a )?(\w+))?", re.I)
+_PAST = re.compile(r"\b(\w+ed|" + "|".join(_IRREGULAR) + r")\b", re.I)
+
+
+def _lemma(word: str) -> str:
+    word = word.lower()
+    return _IRREGULAR.get(word) or porter_stem(word)
+
+
+@lru_cache(maxsize=65536)
+def _lemmas_of(text: str) -> frozenset[str]:
+    return frozenset(_lemma(w) for w in re.findall(r"\w+", text))
+
+
+def _undone(a: str, b: str) -> str | None:
+    """ "has never been to Japan" / "went to Japan", "cannot swim" / "swims every morning"."""
+    if _own_negations(words_of(b)):
+        return None
+    stems_b = _lemmas_of(b)
+    if (m := _NEVER.search(a)) and (past := _PAST.findall(b)):
+        verb, thing = _lemma(m.group(1)), (m.group(2) or "").lower()
+        if (
+            thing == "abroad"
+            and re.search(r"\b(?:in|to) [A-Z]", b)
+            or thing
+            and _lemma(thing) in stems_b
+            or (not thing and verb in {_lemma(p) for p in past})
+        ):
+            return f"{_quote(['never'])} vs {_quote([past[0]])}"
+    if (m := _CANNOT.search(a)) and _lemma(m.group(1)) in stems_b:
+        thing = m.group(2)
+        if not thing or _lemma(thing) in stems_b or thing.lower() in ("to", "in", "at", "every"):
+            return f"{_quote([m.group(0)])} vs {_quote([m.group(1)])}"
+    return None
+
+
+# A preference is the learner's own verb: "The learner prefers ...", "I am tired of ...".
+_PREFERS = re.compile(
+    r"^\W*(?:the learner|i)(?:'m| am| is| really| still| now)* (?:prefer|like|love|enjoy|want|hate|dislike|finds?|tired"
+    r"|sick|can't stand)",
+    re.I,
+)
+_DISLIKES = re.compile(r"\b(?:tired of|sick of|annoying|dislikes?|hates?|fewer|less|no more|can't stand)\b", re.I)
+# Kinds of one thing a preference picks between: "long" / "short" answers, "more" / "fewer" drills.
+_OPPOSITE_KINDS = {"long": "short", "short": "long detail", "more": "fewer less", "fewer": "more", "less": "more"}
+_SAME_THING = {"explan": "answer", "repli": "answer", "respons": "answer"}
+
+
+def _preference(a: str, b: str) -> str | None:
+    """A preference turned round: "likes detailed corrections" / "wants fewer corrections",
+    "prefers long explanations" / "wants short answers", "British" / "American English"."""
+    sides = []
+    for text in (a, b):
+        if not _PREFERS.match(text):
+            return None
+        stems = [_SAME_THING.get(s, s) for s in (porter_stem(w.lower()) for w in re.findall(r"[\w']+", text))]
+        sides.append(
+            (
+                bool(_DISLIKES.search(text)),
+                stems,
+                {porter_stem(w.lower()): n for n, w in re.findall(r"\b([A-Z][a-z]+) (\w+)", text)},
+            )
+        )
+    (neg_a, stems_a, names_a), (neg_b, stems_b, names_b) = sides
+    shared = set(stems_a) & set(stems_b) - set(
+        porter_stem(w) for w in "the learner i a to be of with every time prefer like love enjoy want".split()
+    )
+    if not shared:
+        return None
+    if neg_a != neg_b:
+        return "a preference turned round"
+    if any(y in stems_b for x in stems_a for y in _OPPOSITE_KINDS.get(x, "").split()) or (
+        any(names_b.get(head, name) != name for head, name in names_a.items())
+    ):
+        return "another preference"
+    return None
 
 
 def _reordered(ua: Sequence[str], ub: Sequence[str]) -> str | None:
@@ -309,16 +573,31 @@ def _heavy(units: Sequence[str]) -> list[str]:
     return [u for u in units if u not in _LIGHT]
 
 
+def _own_negations(words: Words) -> list[str]:
+    """The negations of the learner's own verb, right after the subject ("the learner does
+    not drink", "I never"), not of a verb they tell others ("tells Tim not to quit")."""
+    start = words.units.index("learner") if "learner" in words.units else len(words.units)
+    return [s for n, (s, u) in enumerate(zip(words.shown, words.units)) if u in NEGATIONS and n <= start + 2]
+
+
 def _negation(wa: Words, wb: Words) -> str | None:
     """A negation on one side only, the rest shared: "drinks coffee" / "does not drink coffee"."""
-    neg_a = [s for s, u in zip(wa.shown, wa.units) if u in NEGATIONS]
-    neg_b = [s for s, u in zip(wb.shown, wb.units) if u in NEGATIONS]
+    neg_a, neg_b = _own_negations(wa), _own_negations(wb)
     if sorted(neg_a) == sorted(neg_b):
         return None
     said = f"one says {_quote(neg_a or neg_b)}, the other does not"
     drop = NEGATIONS | {"=do", "=be", "have+s", "have"}
     if _shared(_heavy(_without(wa.units, drop)), _heavy(_without(wb.units, drop))) >= SHARED_FOR_SIGNAL:
-        return said
+        # the negated verb itself is in the other ("does not drink" / "drinks"), not a
+        # negated paraphrase ("does not panic" / "is calm", "has not forgotten" / "remembers")
+        negated, other = (wa, wb) if neg_a else (wb, wa)
+        after = [
+            u
+            for u in negated.units[negated.units.index(next(u for u in negated.units if u in NEGATIONS)) :]
+            if u not in NEGATIONS and u not in drop and u not in _LIGHT
+        ]
+        if not after or _stem(after[0]) in {_stem(u) for u in other.units} or after[0] in ENDINGS:
+            return said
     if _shared(_heavy(wa.units), _heavy(wb.units)) < SHARED_FOR_SIGNAL - 0.25:
         return None  # "quit chess in the evenings" says nothing of "asked about chess in Tokyo"
     for words, other in ((wa, wb), (wb, wa)):  # "quit coffee" / "drinks coffee every day"
@@ -357,12 +636,17 @@ def _antonym(wa: Words, wb: Words) -> str | None:
     return None
 
 
+_MODALS = frozenset("can could will would may might must should shall".split())
+_STOP = frozenset("for in on at to of with by from and".split())
+
+
 def _numbers(wa: Words, wb: Words) -> str | None:
     """Different numbers: "2 cats" / "3 cats", "-10 degrees" / "10 degrees"."""
-    if not (wa.numbers or wb.numbers) or wa.numbers == wb.numbers:
+    if not (wa.numbers and wb.numbers) or wa.numbers == wb.numbers:
         return None
-    drop = set(wa.numbers) | set(wb.numbers)
-    if _shared(_heavy(_without(wa.units, drop)), _heavy(_without(wb.units, drop))) < SHARED_FOR_SIGNAL:
+    drop = set(wa.numbers) | set(wb.numbers) | _FUNCTION | _STOP
+    content_a, content_b = (_heavy([_stem(u) for u in _without(w.units, drop)]) for w in (wa, wb))
+    if _shared(content_a, content_b) < SHARED_FOR_REPLACE:
         return None
     return (
         f"{_quote(_signed(wa)) if wa.numbers else 'no number'} vs {_quote(_signed(wb)) if wb.numbers else 'no number'}"
@@ -382,7 +666,9 @@ def _value(words: Words, start: int, end: int) -> bool:
     """Whether a replaced block is a value: a name (capitalised in the middle of the
     fact), a number, a day, a month or a time of day."""
     return any(
-        words.shown[i] in words.names or any(c.isdigit() for c in words.units[i]) or words.shown[i] in _TIME_WORDS
+        words.shown[i] in words.names
+        or any(c.isdigit() for c in words.units[i])
+        or (words.shown[i] in _TIME_WORDS and words.shown[i] not in _MODALS)
         for i in range(start, end)
     )
 
@@ -396,9 +682,7 @@ def _replaced(wa: Words, wb: Words, one_slot: bool = False) -> str | None:
     replaced = _word_replaced(wa, wb, opcodes, shared, one_slot)
     if replaced is not None:
         return replaced
-    if shared < SHARED_FOR_SIGNAL:
-        return None
-    return _function_word_on_one_side(wa, wb, opcodes)
+    return None
 
 
 _Opcode = tuple[str, int, int, int, int]
@@ -422,16 +706,14 @@ def _word_replaced(wa: Words, wb: Words, opcodes: list[_Opcode], shared: float, 
     """The first short replaced block that changes what the fact says, quoted."""
     single = _changed_in_one_place(wa, wb, opcodes)
     for opcode, left, right in _short_replacements(wa, wb, opcodes):
-        if _possessive(left, right) or _two_people(left, right):
+        if _possessive(left, right):
             continue
         _, i1, i2, j1, j2 = opcode
-        reworded = any(_same_word(x, y) for x in left for y in right)
-        modal = left <= _FUNCTION and right <= _FUNCTION and shared >= SHARED_FOR_SIGNAL
-        if (
-            (shared >= SHARED_FOR_REPLACE and single and _one_value(wa, wb, opcode, one_slot))
-            or modal
-            or (reworded and shared >= SHARED_FOR_SIGNAL - 0.2)
-        ):
+        shown = {w for w in wa.shown[opcode[1] : opcode[2]] + wb.shown[opcode[3] : opcode[4]]}
+        restated = all(any(_same_word(x, y) for y in right) for x in left)  # "encourages" / "encouraged"
+        if restated or left | right <= _FUNCTION or shown <= _MODALS:
+            continue  # a word in another tense or number ("encourages" / "encouraged"): said again
+        if shared >= SHARED_FOR_REPLACE and single and _one_value(wa, wb, opcode, one_slot):
             return f"{_quote(wa.shown[i1:i2])} vs {_quote(wb.shown[j1:j2])}"
     return None
 
@@ -447,11 +729,6 @@ def _changed_in_one_place(wa: Words, wb: Words, opcodes: list[_Opcode]) -> bool:
     return len(changes) <= 1
 
 
-def _two_people(left: set[str], right: set[str]) -> bool:
-    """ "mother" / "father is a teacher": two people, both may be true."""
-    return bool({_stem(u) for u in left} & _KIN and {_stem(u) for u in right} & _KIN)
-
-
 def _one_value(wa: Words, wb: Words, opcode: _Opcode, one_slot: bool) -> bool:
     """Another value where a fact holds one ("lives in Taipei" / "Tainan", "exam in March" /
     "May", "prefers British" / "American"), not another of many ("enjoys tennis" / "chess")."""
@@ -464,19 +741,6 @@ def _one_value(wa: Words, wb: Words, opcode: _Opcode, one_slot: bool) -> bool:
     )
 
 
-def _function_word_on_one_side(wa: Words, wb: Words, opcodes: list[_Opcode]) -> str | None:
-    """A be-form, auxiliary or modal added or dropped ("is bullied" / "bullied"); the
-    possession words of a possessive rewording do not count."""
-    possessive = any(_possessive(left, right) for _, left, right in _short_replacements(wa, wb, opcodes))
-    for op, i1, i2, j1, j2 in opcodes:
-        changed = wa.units[i1:i2] + wb.units[j1:j2]
-        if possessive and set(changed) <= _POSSESSION:
-            continue
-        if op in ("insert", "delete") and changed and all(u in _FUNCTION for u in changed):
-            return f"{_quote(wa.shown[i1:i2] or wb.shown[j1:j2])} on one side only"
-    return None
-
-
 # The most words (besides "the learner", articles) of a fact that states a slot's value:
 # "The learner works at Google." (3), "The learner got a new job at a bakery." (5).
 SLOT_STATEMENT = 5
@@ -485,6 +749,8 @@ SLOT_STATEMENT = 5
 def _same_slot(a: str, b: str, ua: Sequence[str], ub: Sequence[str]) -> str | None:
     """Both fill one one-value slot, and something in one was replaced (not only added to)."""
     slots = _slots(a) & _slots(b)
+    if "job" in slots and not ("work" in _claim(a) and "work" in _claim(b)):
+        slots -= {"job"}  # "has a job interview" names the job slot but states no job
     if not slots or len(_heavy(ua)) > SLOT_STATEMENT or len(_heavy(ub)) > SLOT_STATEMENT:
         return None  # a long fact mentions the slot; a short one states its value
     # A value must differ (a name, a number, a day): "works at Google" / "got a job at a
@@ -578,8 +844,10 @@ def _profile(text: str) -> _Profile:
     # A pair shares a word's stem ("cat" / "cats") or stands on two sides of an antonym
     # ("married" / "single"): each is a key the other memory also has.
     keys = stems | {"ant:" + "|".join(sorted((u, v))) for u in stems for v in _ANTONYMS.get(u, ())}
-    slots = _slots(text)
-    return _Profile(heavy, frozenset(keys | {"slot:" + s for s in slots}), slots, bool(ENDINGS & set(units)))
+    slots = _slots(text) | {"claim:" + slot for slot in _claim(text)}
+    keys |= {_lemma(w) for w in _NAME.findall(text) if w.lower() in _IRREGULAR}
+    undone = _NEVER.search(text) or _CANNOT.search(text) or _PREFERS.match(text)
+    return _Profile(heavy, frozenset(keys | {"slot:" + s for s in slots}), slots, bool(ENDINGS & set(units) or undone))
 
 
 def _worth_comparing(a: _Profile, b: _Profile) -> bool:

@@ -319,6 +319,10 @@ def same_mistake(a: NewMistake | Mistake, b: NewMistake | Mistake) -> bool:
     An entry's examples are the same mistake by construction, so a new mistake
     may match any of them."""
     edits_a, edits_b = _edit_sets(a), _edit_sets(b)
+    # A correction and its reverse ("since" -> "for", "for" -> "since") are two mistakes,
+    # whatever rule text the model gave both.
+    if _side_words(edits_a, 0) & _side_words(edits_b, 1) or _side_words(edits_a, 1) & _side_words(edits_b, 0):
+        return False
     keys_b = [tuple(_edit_key(edit) for edit in edits) for edits in edits_b]
     same_rule = lexical.say_the_same(a.rule, b.rule)
     # The same correction is the same mistake only when it changes a word that
@@ -337,6 +341,11 @@ def same_mistake(a: NewMistake | Mistake, b: NewMistake | Mistake) -> bool:
     if not touched_a and not touched_b:
         return True  # the same rule, and no example shows a change: nothing tells them apart
     return bool(touched_a & touched_b)
+
+
+def _side_words(edit_sets: list[tuple[tuple[str, str], ...]], side: int) -> set[str]:
+    """The words every edit removes (side 0) or inserts (side 1)."""
+    return {word for edits in edit_sets for edit in edits for word in edit[side].split()}
 
 
 def _edit_sets(item: NewMistake | Mistake) -> list[tuple[tuple[str, str], ...]]:
