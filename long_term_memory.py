@@ -61,11 +61,12 @@ from memora.core.storage import ensure_private_dir, file_lock
 from memora.core.text_utils import counted
 from memora.core.timeutil import Clock, system_clock, to_aware
 from memora.model.embeddings import Embedder, EmbeddingResult, as_embedder
+from memora.reading.conflicts import find_conflicts
 from memora.store.catalog import FORGETTING, LexicalSearch, MemoryCatalog, catalog_path
 from memora.store.chroma_backend import ChromaConnection, ChromaVectors, check_local_store
 from memora.store.deletions import DeletionLog
 from memora.store.index import AddResult, Vector, VectorIndex, vectors_missing
-from memora.store.lexical import MINUS_SIGN, MINUS_SIGNS, say_the_same
+from memora.store.lexical import MINUS_SIGN, MINUS_SIGNS, say_the_same, terms
 from memora.store.retrieval import RETRIEVAL_MIN_SCORE as RETRIEVAL_MIN_SCORE  # the threshold, with the store
 from memora.store.retrieval import retrieve_relevant_memories
 
@@ -108,6 +109,9 @@ RELATED_DISTANCE = {
     "hash:v1-384": 0.75,
 }
 DEFAULT_RELATED_DISTANCE = 0.55
+# A new memory is checked for conflicts against this many neighbours by meaning and
+# as many by words: a contradiction shares a subject, so it is among the nearest.
+CONFLICT_NEIGHBOURS = 10
 
 _SPECIFIC = re.compile(
     MINUS_SIGN + "|"  # a minus sign: -10 degrees is not 10 degrees
@@ -399,10 +403,10 @@ class LongTermMemoryStore:
         if existing is not None:
             return AddResult(self.touch(existing.id, now), duplicate=True)
         vector = vector or self._vectors([text], later=True)[0]
-        if dedup and vector is not None:
-            hits = self.dense_candidates(vector, 3)
-            records = self.catalog.get_many([memory_id for memory_id, _ in hits])
-            for memory_id, distance in hits:
+        hits = self.dense_candidates(vector, CONFLICT_NEIGHBOURS) if vector is not None else []
+        if dedup:
+            records = self.catalog.get_many([memory_id for memory_id, _ in hits[:3]])
+            for memory_id, distance in hits[:3]:
                 found = records.get(memory_id)
                 if found and found.is_current and is_near_duplicate(self.embedder.name, text, found.content, distance):
                     return AddResult(self.touch(found.id, now), duplicate=True)
@@ -425,10 +429,25 @@ class LongTermMemoryStore:
             metadata=dict(metadata or {}),
         )
         keys = self.deletions.text_keys(record.content)
+        conflicts = self._conflicts_of(record, hits)
         with self._writing(guards=(("text", keys),)) as db:
             self.catalog.insert(db, [record], [vector])
+            self.catalog.add_conflicts(db, conflicts)
             self.vectors.upsert([record], [vector])
         return AddResult(record)
+
+    def _conflicts_of(
+        self, record: MemoryRecord, hits: Sequence[tuple[str, float]]
+    ) -> builtins.list[tuple[str, str, str]]:
+        """The pairs a new memory makes with its nearest current neighbours (by meaning
+        and by words) that may contradict: found once, when it is written, and kept in
+        the catalog, so nothing compares the whole store on a command's path."""
+        ids = [i for i, _ in hits] + [
+            i for i, _ in self.catalog.lexical_search(terms(record.content), CONFLICT_NEIGHBOURS)
+        ]
+        near = [r for r in self.catalog.get_many(ids).values() if r.is_current and r.id != record.supersedes]
+        found = find_conflicts([*near, record])  # on a tie in time, the one stored first is older
+        return [(c.first.id, c.second.id, c.reason) for c in found if record.id in (c.first.id, c.second.id)]
 
     def _rewrite(self, records: builtins.list[MemoryRecord], *, vectors: bool = True) -> None:
         """Write changed records (their vectors stay); ``vectors=False``: the catalog only."""
@@ -508,13 +527,17 @@ class LongTermMemoryStore:
             metadata={**old.metadata, **({"note": note} if note else {})},
         )
         guards = [("memory", [old.id])]
+        conflicts = []
         if successor is not None:
+            hits = self.dense_candidates(vector, CONFLICT_NEIGHBOURS) if vector is not None else []
+            conflicts = self._conflicts_of(successor, hits)
             guards.append(("text", self.deletions.text_keys(successor.content)))
         with self._writing(guards=guards) as db:
             self.catalog.update(db, retired)
             self.vectors.update([retired])
             if successor is not None:
                 self.catalog.insert(db, [successor], [vector])
+                self.catalog.add_conflicts(db, conflicts)
                 self.vectors.upsert([successor], [vector])
         return successor
 
@@ -636,27 +659,25 @@ class LongTermMemoryStore:
         self.vectors.check()
         return self.catalog.list(**filters)
 
+    def conflicts(self) -> builtins.list[tuple[str, str, str]]:
+        """The stored conflicting pairs whose sides are both current (``_conflicts_of``)."""
+        return self.catalog.conflicts()
+
     def count(self, *, include_superseded: bool = False) -> int:
         self.vectors.check()
         return self.catalog.count(current_only=not include_superseded)
 
     def history(self, memory_id: str) -> builtins.list[MemoryRecord]:
-        """The version chain through ``memory_id``, oldest first."""
-        record = self.catalog.require(memory_id)
-        links = self.catalog.chain_links()
-        start = record.id
-        seen = {start}
-        while (earlier := links.get(start, (None, None))[0]) and earlier not in seen and earlier in links:
-            start = earlier
-            seen.add(start)
-        chain = [start]
-        while True:
-            nxt = links.get(chain[-1], (None, None))[1]
-            if not nxt or nxt in chain or nxt not in links:
-                break
-            chain.append(nxt)
-        records = self.catalog.get_many(chain)
-        return [records[i] for i in chain if i in records]
+        """The version chain through ``memory_id``, oldest first, read link by link by id."""
+        chain = [self.catalog.require(memory_id)]
+        seen = {chain[0].id}
+        while (earlier := chain[0].supersedes) and earlier not in seen and (record := self.catalog.get(earlier)):
+            chain.insert(0, record)
+            seen.add(earlier)
+        while (later := chain[-1].superseded_by) and later not in seen and (record := self.catalog.get(later)):
+            chain.append(record)
+            seen.add(later)
+        return chain
 
     def search(
         self, query: str, n_results: int = 5, min_score: float | None = None

@@ -533,9 +533,6 @@ def page_worker(app, bare_dir: Path, open_only: bool, timer: Timer) -> None:
             if open_only:
                 pipe.send_bytes(b"q")
                 return
-            page = holder["page"]
-            while not page.conflicts_ready:  # as bench/page.py: the keys start once the conflicts are in
-                time.sleep(0.01)
             timings = []
             for key in keypresses():
                 drawn.clear()

@@ -39,7 +39,7 @@ from memora.cli.terminal import Console, render_table
 from memora.core.errors import MemoraError
 from memora.core.records import CATEGORIES
 from memora.core.text_utils import for_terminal
-from memora.reading.conflicts import Conflict, KeptPairs, find_conflicts
+from memora.reading.conflicts import Conflict, KeptPairs, pair_key
 
 if TYPE_CHECKING:
     from memora.app.assistant import Memora
@@ -73,10 +73,13 @@ def kept_pairs(app: Memora) -> KeptPairs:
     return KeptPairs(app.paths.kept_pairs)
 
 
-def open_conflicts(app: Memora, records=None) -> list[Conflict]:
-    """The flagged pairs among the current memories, without those the learner kept both of."""
-    current = records if records is not None else app.store.list()
-    return find_conflicts(current, kept_pairs(app).pairs())
+def open_conflicts(app: Memora) -> list[Conflict]:
+    """The stored pairs of current memories (found when written), newest first, less those kept both of."""
+    kept = kept_pairs(app).pairs()
+    pairs = [p for p in app.store.conflicts() if pair_key(p[0], p[1]) not in kept]
+    records = app.store.get_many(i for p in pairs for i in p[:2])
+    found = [Conflict(records[a], records[b], reason) for a, b, reason in pairs if a in records and b in records]
+    return sorted(found, key=lambda c: c.second.created_at, reverse=True)
 
 
 def keep_one(app: Memora, keep_id: str, drop_id: str) -> str:
@@ -215,8 +218,6 @@ class MemoryPage:
         self.background = background
         self.conflicts: list[Conflict] = []
         self.flagged: set[str] = set()
-        self.conflicts_ready = False
-        self.conflict_error = ""
         self._generation = 0
         self._deferred = None
         self._shown: tuple[object, list[Row]] = (None, [])
@@ -235,37 +236,22 @@ class MemoryPage:
         self.plan = app.ledger.schedule(self.now)
         self._texts: dict[tuple[str, bool], str] = {}
         self.state.rows = {}  # each view's rows are made when it is first shown (``rows_of``)
-        self._find_conflicts([r for r in self.records if r.is_current])
+        self._find_conflicts()
 
-    def _find_conflicts(self, current) -> None:
-        """Conflicts are found beside the page, not before it: among thousands of
-        memories that read each pair's words once, and the page opens without
-        waiting (the tab says "…" until they are in, then the rows are marked)."""
+    def _find_conflicts(self) -> None:
+        """The conflicts kept when memories were written (a read, not a search); every
+        other view's rows are made beside the page, which opens without waiting, so that
+        switching to the timeline of 10,000 memories is a redraw, not a wait."""
+        self.conflicts = open_conflicts(self.app)
+        self.flagged = {r.id for c in self.conflicts for r in (c.first, c.second)}
         self._generation += 1
         generation = self._generation
 
         def find() -> None:
-            # Every view's rows are made here too, beside the page, so that switching
-            # to the timeline of 10,000 memories is a redraw, not a wait.
             for view in ("memories", "timeline", "mistakes", "profile"):
                 if generation == self._generation:
                     self.rows_of(view)
-            try:
-                found = open_conflicts(self.app, current)
-            except Exception as error:  # the page stays usable; the tab says why
-                found, self.conflict_error = [], " ".join(str(error).split())[:80]
-            if generation != self._generation:
-                return  # an action since: a newer search is under way
-            self.conflicts = found
-            self.flagged = {r.id for c in found for r in (c.first, c.second)}
-            self.conflicts_ready = True
-            rows = {view: rows for view, rows in self.state.rows.items() if view != "conflicts"}
-            rows["conflicts"] = self._rows_conflicts()
-            self.state.rows = rows
-            if self.application is not None:
-                self.application.invalidate()
 
-        self.conflicts_ready = False
         if not self.background:
             find()
         elif self.application is None:
@@ -373,10 +359,6 @@ class MemoryPage:
             for label, r in (("1", c.first), ("2", c.second)):
                 row = self._memory_row(r, f" {label} ")
                 rows.append(Row(row.text, row.style, "conflict", c, row.search, record=r))
-        if not self.conflicts_ready:
-            return [Row("(looking for conflicting memories\u2026)", "class:heading")]
-        if self.conflict_error:
-            return [Row(f"(conflicts could not be found: {self.conflict_error})", "class:heading")]
         return rows or [Row("(no conflicting memories)", "class:heading")]
 
     def _rows_profile(self) -> list[Row]:
@@ -432,8 +414,7 @@ class MemoryPage:
         top = f"Memora page of {user} \u00b7 {level} \u00b7 corrections {p.corrections}{pending}"
         tabs = []
         for key, view in VIEW_KEYS.items():
-            found = str(len(self.conflicts)) if self.conflicts_ready else "\u2026"
-            count = f" ({found})" if view == "conflicts" else ""
+            count = f" ({len(self.conflicts)})" if view == "conflicts" else ""
             tabs.append(("class:tab.on" if view == self.state.view else "class:tab", f" {key} {view}{count} "))
         return [
             ("class:title", _fit(top, width) + "\n"),

@@ -85,6 +85,9 @@ CREATE INDEX IF NOT EXISTS memories_created ON memories (created_ts);
 CREATE INDEX IF NOT EXISTS memories_event ON memories (event_date) WHERE event_date IS NOT NULL;
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(terms, tokenize = 'unicode61 remove_diacritics 0');
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_vocab USING fts5vocab(memories_fts, row);
+-- Conflicting pairs, found when the newer one was written; read while both are current.
+CREATE TABLE IF NOT EXISTS conflicts (a TEXT NOT NULL, b TEXT NOT NULL, reason TEXT NOT NULL, PRIMARY KEY (a, b));
+CREATE INDEX IF NOT EXISTS conflicts_b ON conflicts (b);
 """
 # The record's own columns come from its persistence schema (records.stored_fields);
 # the rest are the catalog's: the text's key for exact repeats, the extras as
@@ -104,6 +107,7 @@ _SCHEMA = _SCHEMA_TEMPLATE.format(
     )
 )
 _DROP = """
+DROP TABLE IF EXISTS conflicts;
 DROP TABLE IF EXISTS memories_vocab;
 DROP TABLE IF EXISTS memories_fts;
 DROP TABLE IF EXISTS memory_vectors;
@@ -363,8 +367,22 @@ class MemoryCatalog:
                 db.execute("DELETE FROM memories_fts WHERE rowid = ?", (row["rid"],))
                 db.execute("DELETE FROM memory_vectors WHERE rid = ?", (row["rid"],))
                 db.execute("DELETE FROM memories WHERE rid = ?", (row["rid"],))
+            db.execute("DELETE FROM conflicts WHERE a = ?1 OR b = ?1", (memory_id,))
+
+    def add_conflicts(self, db: sqlite3.Connection, pairs: Iterable[tuple[str, str, str]]) -> None:
+        db.executemany("INSERT OR REPLACE INTO conflicts VALUES (?, ?, ?)", pairs)
+
+    def conflicts(self) -> builtins.list[tuple[str, str, str]]:
+        """The stored pairs (older id, newer id, reason) whose two sides are both current."""
+        rows = self._query(
+            "SELECT c.a, c.b, c.reason FROM conflicts AS c JOIN memories AS x ON x.id = c.a "
+            "JOIN memories AS y ON y.id = c.b WHERE x.status = ?1 AND y.status = ?1 AND x.user_id = ?2",
+            (STATUS_CURRENT, self.user_id),
+        )
+        return [(row[0], row[1], row[2]) for row in rows]
 
     def clear(self, db: sqlite3.Connection) -> None:
+        db.execute("DELETE FROM conflicts")
         db.execute("DELETE FROM memories_fts")
         db.execute("DELETE FROM memory_vectors")
         db.execute("DELETE FROM memories")
@@ -665,7 +683,3 @@ class MemoryCatalog:
             ),
         )
         return [_record(row) for row in rows]
-
-    def chain_links(self) -> dict[str, tuple[str | None, str | None]]:
-        rows = self._query("SELECT id, supersedes, superseded_by FROM memories WHERE user_id = ?", (self.user_id,))
-        return {row["id"]: (row["supersedes"], row["superseded_by"]) for row in rows}
