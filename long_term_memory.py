@@ -61,7 +61,6 @@ from memora.core.storage import ensure_private_dir, file_lock
 from memora.core.text_utils import counted
 from memora.core.timeutil import Clock, system_clock, to_aware
 from memora.model.embeddings import Embedder, EmbeddingResult, as_embedder
-from memora.reading.conflicts import find_conflicts
 from memora.store.catalog import FORGETTING, LexicalSearch, MemoryCatalog, catalog_path
 from memora.store.chroma_backend import ChromaConnection, ChromaVectors, check_local_store
 from memora.store.deletions import DeletionLog
@@ -233,9 +232,13 @@ class LongTermMemoryStore:
         recency_half_life_days: float | None = None,
         deletions: DeletionLog | None = None,
         on_embedding_tokens: Callable[[int], None] = lambda n: None,
+        find_conflicts: Callable[[builtins.list[MemoryRecord]], Sequence[Any]] = lambda records: (),
     ):
         """``vectors``: the index of another kind (``InMemoryVectors``); by default the
-        learner's Chroma collection, through ``connection`` (else embedded in ``path``)."""
+        learner's Chroma collection, through ``connection`` (else embedded in ``path``).
+        ``find_conflicts``: the pair judgment a new memory is checked with against its
+        neighbours (``reading.conflicts``, a layer above: the app passes it in)."""
+        self.find_conflicts = find_conflicts
         self.path = Path(path)
         # The tokens of the store's own embeddings (adding, editing, reindexing, importing),
         # counted by the caller on the thread that spent them; ``embed`` returns its own.
@@ -446,7 +449,7 @@ class LongTermMemoryStore:
             i for i, _ in self.catalog.lexical_search(terms(record.content), CONFLICT_NEIGHBOURS)
         ]
         near = [r for r in self.catalog.get_many(ids).values() if r.is_current and r.id != record.supersedes]
-        found = find_conflicts([*near, record])  # on a tie in time, the one stored first is older
+        found = self.find_conflicts([*near, record])  # on a tie in time, the one stored first is older
         return [(c.first.id, c.second.id, c.reason) for c in found if record.id in (c.first.id, c.second.id)]
 
     def _rewrite(self, records: builtins.list[MemoryRecord], *, vectors: bool = True) -> None:
