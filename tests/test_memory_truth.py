@@ -147,7 +147,8 @@ def test_memories_all_and_history_commands(make_app, server, run_repl):
     app = make_app()
     old = app.store.add("The learner's level is A2.")
     new = app.store.supersede(old.id, "The learner's level is B1.", reason="contradiction")
-    t = run_repl(app, ["memories", "memories --all", f"history {new.id[:5]}"])
+    # The full id: a prefix of digits alone ("83032") reads as a number, not an id (routing.typed_id).
+    t = run_repl(app, ["memories", "memories --all", f"history {new.id}"])
     listing = t.text.split("You: memories --all")[0]
     assert "level is B1" in listing and "level is A2" not in listing
     everything = t.text.split("You: memories --all")[1].split("You: history")[0]
