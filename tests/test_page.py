@@ -90,7 +90,9 @@ def test_every_memory_action_on_the_page_then_back_to_the_chat(seeded, data_dir,
     # open with the command: profile on top, memories by category in the digest's order
     term.send(b"page\r")
     assert term.wait_for("Memora page of default"), term.text()
-    assert term.wait_for("conflicts (2)"), term.text()  # found beside the page, then marked
+    # found beside the page, then marked: wait for the whole redraw, not only its first line
+    headings = ("identity (2)", "hobby (1)", "habit (2)", "schedule (1)")
+    assert term.wait_screen(lambda t: "conflicts (2)" in t and all(h in body(t) for h in headings)), term.text()
     screen = term.text()
     assert "B1" in screen and "pass IELTS with 7.0" in screen and "conflicts (2)" in screen
     listed = body(screen)
