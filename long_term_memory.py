@@ -61,6 +61,7 @@ from memora.core.records import (
     MemoryRecord,
     MemorySearchResult,
     clean_memory_text,
+    fresh_id,
     from_chroma,
     to_chroma_metadata,
 )
@@ -843,7 +844,7 @@ class LongTermMemoryStore:
 
     def _new_id(self) -> str:
         while True:
-            candidate = uuid.uuid4().hex[:8]
+            candidate = fresh_id()
             if self.catalog.get(candidate) is None:
                 return candidate
 
@@ -915,7 +916,7 @@ class LongTermMemoryStore:
             created = item.get("created_at")
             batch.append(
                 MemoryRecord(
-                    id=item.get("id") or uuid.uuid4().hex[:8],
+                    id=item.get("id") or fresh_id(),
                     content=text,
                     created_at=to_aware(created) if created else now,
                     memory_type=memory_type,
@@ -942,6 +943,10 @@ class LongTermMemoryStore:
     def _write_new(self, records: list[MemoryRecord], vectors: list[list[float] | None]) -> None:
         keys = [k for r in records for k in self.deletions.text_keys(r.content)]
         with self._writing(guards=(("text", keys),)) as (db, collection):
+            ids = [r.id for r in records]
+            taken = set(self.catalog.get_many(ids)) | {i for i in ids if ids.count(i) > 1}
+            if taken:  # a new memory never replaces another
+                raise StoreError(f"Memory id {min(taken)} is already in use, so nothing was written.")
             self.catalog.insert(db, records, vectors)
             _upsert(collection, records, vectors)
 
