@@ -4,7 +4,9 @@ every file, a damaged file stops nothing, and batching never shows."""
 from __future__ import annotations
 
 import pytest
+from helpers.scripts import extraction, fact, say
 
+from memora.cli.reports import status_rows
 from memora.core.errors import StoreError
 from memora.core.records import fresh_id
 
@@ -31,3 +33,24 @@ def test_a_write_that_would_replace_another_memory_is_refused(make_app, items):
     with pytest.raises(StoreError, match="already in use"):
         app.store.add_many(items)
     assert [(r.id, r.content) for r in app.store.all_records()] == before
+
+
+# -- nothing valid is lost for an invalid label ----------------------------------------------
+def test_a_fact_with_an_unknown_label_keeps_its_text_every_time(make_app, server):
+    app = make_app()
+    labels = [("music", "semantic"), ("Hobby ", "semantic"), ("sports", "habitual"), ("hobby", "forever")]
+    texts = [f"The learner plays the {what} on Sundays." for what in ("guitar", "drums", "harp", "flute")]
+    server.script("extraction", *[extraction(fact(t, c, memory_type=m)) for t, (c, m) in zip(texts, labels)])
+    server.script("extraction", extraction(fact("", "music"), fact("The learner rows at dawn.", None)))
+    for n in range(5):  # a server that keeps answering with bad labels loses nothing valid
+        say(app, f"Here is something about me, number {n}, for the record.")
+    stored = {r.content: (r.category, r.memory_type) for r in app.store.list()}
+    assert stored == {
+        texts[0]: ("other", "semantic"),
+        texts[1]: ("hobby", "semantic"),  # the nearest valid label
+        texts[2]: ("other", "semantic"),
+        texts[3]: ("hobby", "semantic"),
+        "The learner rows at dawn.": ("other", "semantic"),
+    }
+    status = {row[0]: row[1] for row in dict((t[0], t[2]) for t in status_rows(app))["Memory extraction"]}
+    assert status["items set aside or relabelled this session"] == "7"  # 6 relabelled, 1 of them then set aside: empty

@@ -65,7 +65,7 @@ from memora.core.errors import (
     MemoryFullError,
     ModelCallError,
 )
-from memora.core.records import CATEGORIES, MAX_MEMORY_CHARS, STATUS_SUPERSEDED, MemoryRecord
+from memora.core.records import CATEGORIES, MAX_MEMORY_CHARS, MEMORY_TYPES, STATUS_SUPERSEDED, MemoryRecord
 from memora.core.text_utils import clean_text, normalized_key, quoted, shorten
 from memora.core.timeutil import now_anchor, resolve_event_date, to_aware
 from memora.model.prompts import (
@@ -100,6 +100,12 @@ from user_profile import CEFR_LEVELS, UserProfileStore, normalize_level
 log = logging.getLogger("memora.extraction")
 
 Category = Literal[CATEGORIES]  # the structured-output schema offers exactly the stored categories
+_LABELS = {"category": (CATEGORIES, "other"), "memory_type": (MEMORY_TYPES, "semantic")}  # choices, fallback
+
+
+def _nearest_label(field: str, value) -> str:
+    choices, fallback = _LABELS[field]
+    return next((c for c in choices if c == str(value).strip().casefold()), fallback)
 
 
 class ExtractedFact(BaseModel):
@@ -196,7 +202,17 @@ class ExtractionResult(BaseModel):
                     try:
                         kept.append(model.model_validate(item))
                     except ValidationError as error:
-                        rejected.append((_ITEM_NAMES[key], _item_label(item), _validation_reason(error)))
+                        # A bad label does not lose a valid text: it takes its nearest valid value.
+                        bad = {e["loc"][0] for e in error.errors() if e["type"] == "literal_error"}
+                        try:
+                            if not isinstance(item, dict) or not bad or not bad <= _LABELS.keys():
+                                raise error
+                            fixed = {f: _nearest_label(f, item[f]) for f in sorted(bad)}
+                            kept.append(model.model_validate({**item, **fixed}))
+                            how = ", ".join(f"{f} {item[f]!r} stored as {v!r}" for f, v in fixed.items())
+                            rejected.append((_ITEM_NAMES[key], _item_label(item), shorten(how, 80)))
+                        except ValidationError as error:
+                            rejected.append((_ITEM_NAMES[key], _item_label(item), _validation_reason(error)))
                 data[key] = kept
         result = handler(data)
         result._rejected = rejected + list(result._rejected)
