@@ -54,3 +54,32 @@ def test_a_fact_with_an_unknown_label_keeps_its_text_every_time(make_app, server
     }
     status = {row[0]: row[1] for row in dict((t[0], t[2]) for t in status_rows(app))["Memory extraction"]}
     assert status["items set aside or relabelled this session"] == "7"  # 6 relabelled, 1 of them then set aside: empty
+
+
+# -- deleted means gone from every file, the prompt history included --------------------------
+def _typed(app, *lines):
+    from prompt_toolkit.history import FileHistory
+
+    history = FileHistory(str(app.paths.input_history))
+    for line in lines:
+        history.store_string(line)
+
+
+def test_forget_all_leaves_no_typed_line_profile_or_pending_change(make_app, run_repl, data_dir):
+    from helpers.stores import files_holding
+
+    from memora.reading.proposals import ProfileProposal
+
+    app = make_app()
+    app.store.add("The learner works as an accountant in Zorbatown.")
+    chat = ["My name is Mei and I am work as an accountant in Zorbatown", "my cat Qwillfin hates rain", "你好 Plovdix"]
+    _typed(app, *chat, "profile goal pass Yzmaexam")
+    app.profiles.add_learning_goal("pass Yzmaexam with 7.0")
+    app.profiles.add_preference("examples about Krondel trains")
+    app.proposals.add(ProfileProposal.new("learning_goal", "add", "visit Vexholm", None, "I want to visit Vexholm"))
+    t = run_repl(app, ["forget all", "DELETE"])
+    assert "your profile" in t.text and "what you typed at the prompt" in t.text  # the question says so
+    markers = ["Zorbatown", "Qwillfin", "Plovdix", "Yzmaexam", "Krondel", "Vexholm"]
+    assert files_holding(data_dir, *markers) == {}
+    assert app.profiles.get().is_empty() and app.proposals.pending() == []
+    assert run_repl(app, ["forget all"]).text.count("There are no memories to delete.") == 1

@@ -141,7 +141,7 @@ COMMANDS = (
         ids("all", "user"),
         (
             "forget <id> -- Delete one memory (and its earlier versions).",
-            "forget all -- Delete all your memories, mistakes and activity log (asks you to type DELETE).",
+            "forget all -- Delete all your data: memories, mistakes, conversation, profile, typed lines (asks first).",
             "forget user <name> -- Delete everything of one learner (asks you to type the name).",
         ),
         ("forget 3fa9c2d1", "forget all"),
@@ -577,11 +577,14 @@ class CommandRouter:
 
     def _forget_all(self) -> None:
         """``forget all``: says what there is to delete, asks, then deletes it."""
+        from memora.app.erasure import learner_leftovers
+
         count = self.app.store.count(include_superseded=True)
         mistakes = self.app.ledger.count()
         unread = self.app.conversation.unread()  # said, not read yet (here or in another terminal)
         turns = len(self.app.memory.messages) // 2
-        if count == 0 and mistakes == 0 and unread == 0 and turns == 0:
+        files = learner_leftovers(self.app)
+        if count == 0 and mistakes == 0 and unread == 0 and turns == 0 and not files:
             self.console.say("There are no memories to delete.")
             return
         parts = [f"all {counted(count, 'memory', 'memories')}" if count != 1 else "the 1 memory"]
@@ -591,15 +594,22 @@ class CommandRouter:
             parts.append(f"{counted(unread, 'message')} not read for memories yet")
         if turns:
             parts.append("this conversation")
+        parts += files
         if self._confirm(
             f"This deletes {_listed(parts)} of {self.app.settings.user}. Type {CONFIRM_WORD} to confirm: ",
             CONFIRM_WORD,
         ):
-            self._erase_all(unread, turns)
+            self._erase_all(unread, turns, files)
 
-    def _erase_all(self, unread: int, turns: int) -> None:
+    def _erase_all(self, unread: int, turns: int, leftovers: list[str]) -> None:
         """The deletion ``forget all`` confirmed, and what was deleted."""
-        from memora.app.erasure import ask_about_exports, erase_notice, forget_everywhere, learner_exports
+        from memora.app.erasure import (
+            ask_about_exports,
+            erase_leftovers,
+            erase_notice,
+            forget_everywhere,
+            learner_exports,
+        )
 
         store = self.app.store
         self.app.conversation.drop_unread()  # and the conversation; no wait for a reading under way
@@ -610,6 +620,7 @@ class CommandRouter:
         self.app.activity.clear()
         self.app.conversation.drop_changes()
         forget_everywhere(self.app, texts, self.console)
+        erase_leftovers(self.app, self.console)
         for export in exports:
             export.unlink(missing_ok=True)
         parts = [counted(deleted, "memory", "memories")] + ([counted(forgotten, "mistake")] if forgotten else [])
@@ -617,6 +628,7 @@ class CommandRouter:
             parts.append(counted(unread, "unread message"))
         if turns:
             parts.append("the conversation")
+        parts += leftovers
         if exports:
             parts.append(counted(len(exports), "export file"))
         self.console.say(f"Deleted {_listed(parts)}.")
