@@ -83,3 +83,44 @@ def test_forget_all_leaves_no_typed_line_profile_or_pending_change(make_app, run
     assert files_holding(data_dir, *markers) == {}
     assert app.profiles.get().is_empty() and app.proposals.pending() == []
     assert run_repl(app, ["forget all"]).text.count("There are no memories to delete.") == 1
+
+
+# -- no damaged or missing file stops Memora, the deletion log included ------------------------
+def _not_a_log(path):
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE deletions (id TEXT)")
+    db.commit()
+    db.close()
+
+
+DAMAGED_LOGS = {
+    "garbage": lambda p: p.write_bytes(b"\x00\xffnot a database at all" * 200),
+    "zeros": lambda p: p.write_bytes(bytes(8192)),
+    "torn header": lambda p: p.write_bytes(b"SQLite format 3\x00" + b"\x13" * 500),
+    "text": lambda p: p.write_text("deletions: none\n"),
+    "another schema": _not_a_log,
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGED_LOGS)
+def test_a_damaged_deletion_log_is_kept_aside_and_forget_still_works(make_app, run_repl, data_dir, damage):
+    from memora.store.deletions import FILE_NAME, DeletionLog, Fence
+
+    app = make_app()
+    kept = app.store.add("The learner keeps bees on the roof.").record
+    said = Fence(app.settings.user, app.deletions.generation())  # a message said before the log was lost
+    app.close()
+    log = data_dir / "memora_db" / FILE_NAME
+    log.unlink()
+    DAMAGED_LOGS[damage](log)
+    notices = []
+    app = make_app(notices=notices)
+    t = run_repl(app, [f"forget {kept.id}"])
+    assert f"Forgot {kept.id}." in t.text
+    [line] = [n for n in notices if "deletion log was damaged" in n]
+    assert "\n" not in line and list(log.parent.glob(FILE_NAME + ".corrupt-*"))
+    # What the old log knew is lost: a reading of anything said before it is refused.
+    assert app.deletions.covers(said) and not app.deletions.covers(Fence(app.settings.user, app.deletions.generation()))
+    assert not DeletionLog(log.parent).covers(Fence("someone", app.deletions.generation()))

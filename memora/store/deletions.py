@@ -14,7 +14,10 @@ reading of messages said at generation ``g`` is refused when a deletion after
 * ``memory``: a memory id (its later versions included), for a decision naming it;
 * ``text``: a new fact saying what a forgotten memory said;
 * ``mistake`` / ``mistake-text``: a mistake's id, and a new one making its correction;
-* ``reading``: a message's id (``undo`` of a message not read yet: nothing it says is kept).
+* ``reading``: a message's id (``undo`` of a message not read yet: nothing it says is kept);
+* ``lost``: the log was started anew (missing or damaged, the old file kept aside): its
+  generations start above any the old one could have had, and this row covers every
+  message said before it, of every learner, since what the old log held is unknown.
 
 A row holds no text: ``text`` keys are keyed hashes (HMAC-SHA256 with a random
 key kept in the same file, of the text as the store compares it and of its
@@ -42,13 +45,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from memora.core.storage import FILE_MODE, ensure_private_dir
+from memora.core.storage import FILE_MODE, ensure_private_dir, quarantine
 from memora.core.text_utils import normalized_key
 from memora.store import lexical
 
 KEEP_DAYS = 90
 FILE_NAME = "deletions.sqlite3"
-KINDS = ("all", "user", "memory", "text", "mistake", "mistake-text", "reading")
+KINDS = ("all", "user", "memory", "text", "mistake", "mistake-text", "reading", "lost")
 _SUBJECT = {"learner", "learners"}  # every extracted fact names the learner: not a meaning-bearing word
 
 _SCHEMA = """
@@ -81,8 +84,9 @@ class Fence:
 class DeletionLog:
     """The deletion rows of one data folder (see the module docstring)."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, notify=None):
         self.path = Path(folder) / FILE_NAME
+        self.notify = notify or (lambda line: None)
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         self._key: bytes | None = None
@@ -91,16 +95,38 @@ class DeletionLog:
     def _open(self) -> sqlite3.Connection:
         if self._db is None:
             ensure_private_dir(self.path.parent)
-            if not self.path.exists():
-                os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE))
-            db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
+            try:
+                self._db = self._connect()
+            except sqlite3.DatabaseError as error:  # not a database, malformed: never a reason not to start
+                kept = quarantine(self.path)
+                self._db = self._connect()
+                self.notify(
+                    f"The deletion log was damaged ({error}); it is kept as {kept.name} and a new one started. "
+                    "Messages said before now are not read for memories, so nothing forgotten can come back."
+                )
+        return self._db
+
+    def _connect(self) -> sqlite3.Connection:
+        fresh = not self.path.exists()
+        if fresh:
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE))
+        db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
+        try:
             db.executescript(_SCHEMA)
             db.execute(
                 "INSERT OR IGNORE INTO meta VALUES ('key', ?)", (secrets.token_hex(32),)
             )  # first writer wins; every process reads the same key
             self._key = bytes.fromhex(db.execute("SELECT value FROM meta WHERE key = 'key'").fetchone()[0])
-            self._db = db
-        return self._db
+            db.execute("SELECT generation, learner, kind, key, at FROM deletions LIMIT 1")  # its own shape
+            if fresh:  # a lost log's generations are unknown: start above any, covering what was said before
+                db.execute(
+                    "INSERT OR IGNORE INTO deletions VALUES (?, '', 'lost', '', ?)",
+                    (int(time.time() * 1000), time.time()),
+                )
+        except BaseException:
+            db.close()
+            raise
+        return db
 
     # -- the reading in progress ------------------------------------------------------------
     @contextlib.contextmanager
@@ -190,15 +216,16 @@ class DeletionLog:
         with self._lock:
             db = self._open()
             who = self.learner_key(fence.learner)
-            sql = "SELECT 1 FROM deletions WHERE learner = ? AND generation > ? AND (kind IN ('all', 'user')"
-            params: list = [who, fence.generation]
+            sql = "SELECT 1 FROM deletions WHERE generation > ? AND (kind = 'lost' OR learner = ? AND ("
+            sql += "kind IN ('all', 'user')"
+            params: list = [fence.generation, who]
             if fence.message:
                 sql += " OR (kind = 'reading' AND key = ?)"
                 params.append(fence.message)
             if keys:
                 sql += f" OR (kind = ? AND key IN ({','.join('?' * len(keys))}))"
                 params += [kind, *keys]
-            return db.execute(sql + ") LIMIT 1", params).fetchone() is not None
+            return db.execute(sql + ")) LIMIT 1", params).fetchone() is not None
 
     def newest(self, learner: str, kinds: tuple[str, ...] = ("all", "user")) -> int:
         """The generation of the newest deletion of ``kinds`` for ``learner`` (0: none)."""
