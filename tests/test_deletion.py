@@ -197,7 +197,7 @@ def test_a_forget_that_another_process_blocks_is_finished_at_the_next_start(make
     t = run_repl(app, [f"forget {record.id}"])
 
     assert f"Forgot {record.id}." in t.text
-    assert "could not be wiped from them yet; that happens at the next start." in t.text
+    assert "could not be wiped from the memory files yet (another Memora is using them); the next start will." in t.text
     assert "memora_db/catalog-default.sqlite3-wal" in files_holding(data_dir, "Frumbleware")
     assert (app.settings.db_dir / "erase-pending").exists()
     reader.execute("COMMIT")

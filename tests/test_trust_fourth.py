@@ -3,6 +3,8 @@ every file, a damaged file stops nothing, and batching never shows."""
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 from helpers.scripts import extraction, fact, say
 
@@ -124,3 +126,96 @@ def test_a_damaged_deletion_log_is_kept_aside_and_forget_still_works(make_app, r
     # What the old log knew is lost: a reading of anything said before it is refused.
     assert app.deletions.covers(said) and not app.deletions.covers(Fence(app.settings.user, app.deletions.generation()))
     assert not DeletionLog(log.parent).covers(Fence("someone", app.deletions.generation()))
+
+
+class _NoRoomToVacuum:
+    """Chroma's SQLite file, on a disk with no room for the copy VACUUM makes."""
+
+    def __init__(self, db, says):
+        self.db, self.says = db, says
+
+    def execute(self, sql, *args):
+        if sql.strip().upper() == "VACUUM":
+            raise sqlite3.OperationalError(self.says)
+        return self.db.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self.db, name)
+
+
+@pytest.mark.parametrize("says", ["database or disk is full", "attempt to write a readonly database"])
+@pytest.mark.parametrize("lines", [["forget {id}"], ["forget all", "DELETE"]])
+def test_a_forget_that_cannot_wipe_names_the_disk_not_another_memora(make_app, run_repl, monkeypatch, says, lines):
+    from memora.store import chroma_backend
+
+    app = make_app()
+    record = app.store.add("The learner collects Frumbleware teapots").record
+    real = chroma_backend._open_sqlite
+    monkeypatch.setattr(chroma_backend, "_open_sqlite", lambda *a, **k: _NoRoomToVacuum(real(*a, **k), says))
+    t = run_repl(app, [line.format(id=record.id) for line in lines])
+    cause = "the disk is full" if "full" in says else "the disk is read-only"
+    assert f"could not be wiped from the memory files yet ({cause})" in t.text
+    assert "Another Memora" not in t.text and "another Memora" not in t.text
+
+
+# -- an import never restores what was forgotten, nor takes a date from the future ----------------
+@pytest.mark.parametrize(
+    "forget",
+    [
+        lambda app, r: [f"forget {r.id}"],
+        lambda app, r: [f"forget {r.id[:6]}"],  # a shortened id
+        lambda app, r: ["forget all", "DELETE"],
+        lambda app, r: [f"memory edit {r.id} The learner keeps wasps now.", f"forget {app.store.list()[0].id}"],
+    ],
+)
+def test_an_older_export_does_not_bring_back_a_forgotten_memory(make_app, run_repl, tmp_path, forget):
+    app = make_app()
+    bees = app.store.add("The learner keeps bees on the roof.").record
+    app.store.add("The learner plays the oboe.")
+    backup = tmp_path / "old.json"
+    run_repl(app, [f"export {backup}"])
+    run_repl(app, forget(app, bees))
+    t = run_repl(app, [f"import {backup}"])
+    assert "you had forgotten left out" in t.text
+    assert not [r for r in app.store.all_records() if "bees" in r.content]
+
+
+def test_forget_all_then_an_older_export_leaves_out_what_it_held(make_app, run_repl, tmp_path):
+    app = make_app()
+    app.store.add("The learner plays the oboe.")
+    backup = tmp_path / "old.json"
+    run_repl(app, [f"export {backup}"])
+    run_repl(app, ["forget all", "DELETE"])
+    t = run_repl(app, [f"import {backup}"])
+    assert "Imported 0 memories" in t.text and "1 item you had forgotten left out" in t.text
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        lambda e: e["mistakes"][0]["reviews"][0].__setitem__("at", "2099-01-01T10:00:00+00:00"),
+        lambda e: e["mistakes"][0]["card"].__setitem__("last_review", "2099-01-01T00:00:00+00:00"),
+        lambda e: e["mistakes"][0].__setitem__("last_seen", "2031-05-01T00:00:00+00:00"),
+        lambda e: e["memories"][0].__setitem__("created_at", "2040-01-01T00:00:00+00:00"),
+        lambda e: e["activity"].__setitem__("2099-02-02", next(iter(e["activity"].values()))),
+    ],
+)
+def test_an_import_dated_in_the_future_is_refused(make_app, run_repl, server, tmp_path, where):
+    import json
+
+    from memora.teaching.ledger import NewMistake
+
+    app = make_app()
+    app.store.add("The learner plays the oboe.")
+    app.ledger.record(NewMistake(original="I goed home", corrected="I went home", rule="go → went", kind="grammar"))
+    server.script("review_grade", {"correct": True, "feedback": "Good."})
+    run_repl(app, ["review", "I went home", ""])
+    backup = tmp_path / "b.json"
+    run_repl(app, [f"export {backup}"])
+    data = json.loads(backup.read_text())
+    assert data["mistakes"][0]["reviews"] and data["activity"]
+    assert "Imported 0 memories" in run_repl(app, [f"import {backup}"]).text  # as written, it imports
+    where(data)
+    backup.write_text(json.dumps(data))
+    t = run_repl(app, [f"import {backup}"])
+    assert "in the future" in t.text and "Nothing was imported" in t.text

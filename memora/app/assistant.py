@@ -124,7 +124,7 @@ class Memora:
         self.turn = TurnState(self._lock, self.notify, self.proposals)
         # What was forgotten, shared by every learner and process of the data folder:
         # a reading that started before a deletion cannot undo it (deletions.py).
-        self.deletions = DeletionLog(settings.db_dir, self.notify)
+        self.deletions = DeletionLog(settings.db_dir, self.notify, clock)
         self.owner = new_owner()  # this session's name, for claiming messages to read
         self.ledger = LedgerStore(
             paths.mistakes, clock=clock, notify=self.turn.deliver, deletions=self.deletions, learner=user,

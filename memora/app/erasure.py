@@ -245,10 +245,9 @@ def erase_notice(console, store) -> None:
             "Your memories live on a Chroma server; it may keep copies in its own files until it compacts them."
         )
     elif not store.erased:
-        console.notice(
-            "Another Memora is using the memory files, so the deleted text could not be wiped from them yet; "
-            "that happens at the next start."
-        )
+        why = store.catalog.unwiped or store.connection.unwiped or "another Memora is using them"
+        console.notice(f"The deleted text could not be wiped from the memory files yet ({why}); the next start will.")
+        store.catalog.unwiped = store.connection.unwiped = None
 
 
 def forget_everywhere(app: Session, texts: Iterable[str], console=None) -> None:

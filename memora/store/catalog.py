@@ -31,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
+from memora.core.errors import disk_problem
 from memora.core.records import STATUS_CURRENT, MemoryRecord, catalog_columns, from_catalog_row, offset_columns
 from memora.core.storage import FILE_MODE, ensure_private_dir, file_lock, quarantine
 from memora.core.text_utils import normalized_key
@@ -188,6 +189,8 @@ class LexicalSearch(NamedTuple):
 
 class MemoryCatalog:
     """SQLite catalog of one learner's memories (thread-safe within a process)."""
+
+    unwiped: str | None = None  # why the last ``compact`` could not finish, when the disk is why
 
     def __init__(self, path: Path | str, user_id: str):
         self.path = Path(path)
@@ -360,7 +363,8 @@ class MemoryCatalog:
                 # leaves the rest to the next start (the caller's erase marker).
                 self._db.execute(f"PRAGMA busy_timeout={COMPACT_WAIT_MS}")
                 busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-            except sqlite3.OperationalError:  # locked by another process: also left for later
+            except sqlite3.OperationalError as error:  # locked by another process, a full disk: left for later
+                self.unwiped = disk_problem(error)
                 return False
             finally:
                 self._db.execute("PRAGMA busy_timeout=30000")

@@ -30,7 +30,7 @@ import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
-from memora.core.errors import DamagedStoreError, StoreError, error_line
+from memora.core.errors import DamagedStoreError, StoreError, disk_problem, error_line
 from memora.core.storage import ensure_private_dir, file_lock, quarantine
 from memora.core.text_utils import shorten
 
@@ -96,6 +96,8 @@ def check_local_store(path: Path) -> None:
 
 class ChromaConnection:
     """One Chroma client (embedded or HTTP) shared by the stores of a process."""
+
+    unwiped: str | None = None  # why the last ``compact`` could not finish, when the disk is why
 
     def __init__(self, path: Path | None = None, *, url: str | None = None):
         if path is None and url is None:
@@ -279,7 +281,8 @@ class ChromaConnection:
                         db.execute(_MERGE_FTS)
                     db.execute("VACUUM")
                     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            except sqlite3.Error:
+            except sqlite3.Error as error:
+                self.unwiped = disk_problem(error)
                 return False
         return True
 

@@ -84,9 +84,10 @@ class Fence:
 class DeletionLog:
     """The deletion rows of one data folder (see the module docstring)."""
 
-    def __init__(self, folder: Path, notify=None):
+    def __init__(self, folder: Path, notify=None, clock=None):
         self.path = Path(folder) / FILE_NAME
         self.notify = notify or (lambda line: None)
+        self.now = (lambda: clock().timestamp()) if clock else time.time  # when: the session's clock
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         self._key: bytes | None = None
@@ -182,7 +183,7 @@ class DeletionLog:
         """Record a deletion; its generation. ``keys``: ids, or keys from ``text_keys``."""
         if kind not in KINDS:
             raise ValueError(f"unknown deletion kind {kind!r}")
-        now = time.time()
+        now = self.now()
         with self._lock:
             db = self._open()
             who = self.learner_key(learner)
@@ -226,6 +227,29 @@ class DeletionLog:
                 sql += f" OR (kind = ? AND key IN ({','.join('?' * len(keys))}))"
                 params += [kind, *keys]
             return db.execute(sql + ")) LIMIT 1", params).fetchone() is not None
+
+    def named(self, learner: str, kind: str, keys: Iterable[str]) -> dict[str, float]:
+        """Which of ``keys`` a deletion of ``kind`` names, and when (an import leaves out
+        what was forgotten after it was made)."""
+        keys, found = list(dict.fromkeys(keys)), {}
+        with self._lock:
+            db, who = self._open(), self.learner_key(learner)
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                sql = f"SELECT key, MAX(at) FROM deletions WHERE learner = ? AND kind = ? AND key IN ({marks})"
+                sql += " GROUP BY key"
+                found.update(db.execute(sql, (who, kind, *chunk)).fetchall())
+        return found
+
+    def forgot_all_at(self, learner: str) -> float | None:
+        """When ``learner``'s last ``forget all`` or ``forget user`` was (a Unix time), if any."""
+        with self._lock:
+            row = self._open().execute(
+                "SELECT MAX(at) FROM deletions WHERE learner = ? AND kind IN ('all', 'user')",
+                (self.learner_key(learner),),
+            )
+            return row.fetchone()[0]
 
     def newest(self, learner: str, kinds: tuple[str, ...] = ("all", "user")) -> int:
         """The generation of the newest deletion of ``kinds`` for ``learner`` (0: none)."""
