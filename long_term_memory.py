@@ -388,6 +388,7 @@ class LongTermMemoryStore:
         self._seen_generation = self.catalog.generation()
         self.mismatch: str | None = None
         self.erased = True  # False after a forget whose wiping must wait (see erase_deleted)
+        self.unwiped: str | None = None  # then, the disk's problem when it is why
         self.interrupted_import: dict | None = None  # see _finish_interrupted_restore
         self.vectors_missing: str | None = None  # why Chroma lost this learner's vectors (see _lost_cause)
         self._examined_file: tuple[int, int] | None = None  # the chroma.sqlite3 last examined (embedded)
@@ -1167,11 +1168,12 @@ class LongTermMemoryStore:
         the next start of Memora finish it. A Chroma server keeps its own
         files, which no client can wipe (README, "Where your data lives").
         """
+        self.catalog.unwiped = self.connection.unwiped = None
         done = self.catalog.compact(full=full)
         if self.connection.url is None:
             done = self.connection.compact() and done
             self._remove_damaged_copies()
-        self.erased = done
+        self.erased, self.unwiped = done, self.catalog.unwiped or self.connection.unwiped
         self._mark_erase_pending(not done)
         return done
 

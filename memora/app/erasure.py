@@ -245,9 +245,8 @@ def erase_notice(console, store) -> None:
             "Your memories live on a Chroma server; it may keep copies in its own files until it compacts them."
         )
     elif not store.erased:
-        why = store.catalog.unwiped or store.connection.unwiped or "another Memora is using them"
+        why = store.unwiped or "another Memora is using them"
         console.notice(f"The deleted text could not be wiped from the memory files yet ({why}); the next start will.")
-        store.catalog.unwiped = store.connection.unwiped = None
 
 
 def forget_everywhere(app: Session, texts: Iterable[str], console=None) -> None:
