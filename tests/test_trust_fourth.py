@@ -219,3 +219,27 @@ def test_an_import_dated_in_the_future_is_refused(make_app, run_repl, server, tm
     backup.write_text(json.dumps(data))
     t = run_repl(app, [f"import {backup}"])
     assert "in the future" in t.text and "Nothing was imported" in t.text
+
+
+# -- first contact: the README's offline pytest skips, with the reason, what needs tiktoken's files --
+@pytest.mark.slow  # a pytest of its own, in a child
+def test_without_the_encoding_files_the_token_tests_skip_with_the_reason(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "MEMORA_"))}
+    env.update(TIKTOKEN_CACHE_DIR=str(tmp_path / "empty"), HOME=str(tmp_path))  # a fresh machine's caches
+    (tmp_path / "empty").mkdir()
+    picked = [
+        "tests/test_turn_pipeline.py",
+        "tests/test_budget.py::test_a_fold_keeps_the_last_exchange_verbatim_when_it_is_longer_than_half_the_window",
+    ]
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "-m", "not slow", *picked],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert "16 skipped" in run.stdout and "TIKTOKEN_CACHE_DIR" in run.stdout, run.stdout[-3000:]
