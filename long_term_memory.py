@@ -45,7 +45,7 @@ from memora.core.errors import (
     CommandError,
     DamagedStoreError,
     EmbeddingModelMismatch,
-    LocalModelUnavailable,
+    EmbeddingUnavailable,
     MemoraError,
     MemoryFullError,
     StoreError,
@@ -799,7 +799,7 @@ class LongTermMemoryStore:
         Any other embedding failure stands (a server that failed may answer next time)."""
         try:
             return self._vectors(texts)
-        except LocalModelUnavailable:
+        except EmbeddingUnavailable:
             return [None] * len(texts)
 
     def embed_waiting(self) -> int:

@@ -243,3 +243,30 @@ def test_without_the_encoding_files_the_token_tests_skip_with_the_reason(tmp_pat
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:]
     assert "16 skipped" in run.stdout and "TIKTOKEN_CACHE_DIR" in run.stdout, run.stdout[-3000:]
+
+
+@pytest.mark.parametrize("unreachable", ["dropped", "refused"])
+def test_with_a_key_and_openai_unreachable_remember_stores_and_search_waits(
+    make_settings, server, clock, run_repl, unreachable
+):
+    from helpers.fake_openai import Disconnect
+    from helpers.openai_route import openai_http_client
+
+    from memora.app.assistant import Memora
+
+    http = openai_http_client(server.base_url if unreachable == "dropped" else "http://127.0.0.1:9")
+    server.script("embeddings", Disconnect(times=100))
+    app = Memora.from_settings(make_settings(base_url=None), clock=clock, notify=lambda m: None, http_client=http)
+    try:
+        assert app.store.embedder.name.startswith("openai:")
+        t = run_repl(
+            app, ["remember I teach maths in Tainan", "remember I like green tea", "search maths", "search tea"]
+        )
+        assert t.text.count("Remembered (") == 2 and "Error" not in t.text and "unreachable (" not in t.text
+        assert t.text.count("Memory search is unavailable: the embedding service could not be reached") == 1
+        assert "Memory search is unavailable without the embedding service (see above)." in t.text
+        assert sorted(r.content for r in app.store.list()) == ["I like green tea", "I teach maths in Tainan"]
+        assert app.store.waiting_for_vectors == 2  # embedded once the service answers (next start, 'reindex')
+    finally:
+        app.close()
+        http.close()

@@ -36,7 +36,7 @@ from memora.cli.routing import (
     text,
 )
 from memora.cli.terminal import Console, render_definitions
-from memora.core.errors import CommandError, LocalModelUnavailable, MemoraError
+from memora.core.errors import CommandError, EmbeddingUnavailable, MemoraError
 from memora.core.records import CATEGORIES, MEMORY_TYPES
 from memora.core.text_utils import NO, YES, counted, quoted, shorten
 from memora.core.timeutil import time_ago
@@ -756,9 +756,9 @@ class CommandRouter:
             results, tokens = retrieve_relevant_memories(
                 self.app.store, args, n_results=10, include_below_threshold=True, now=self.app.clock()
             )
-        except LocalModelUnavailable:
+        except EmbeddingUnavailable:
             if not self._no_local_model_notice():
-                self.console.say("Memory search is unavailable without the local embedding model (see above).")
+                self.console.say(f"Memory search is unavailable without {self._embedding_source()} (see above).")
             return
         self.app.add_usage("embeddings", tokens)
         rows = [
@@ -784,12 +784,22 @@ class CommandRouter:
         is not on this machine) and that memories are still kept; True if said now."""
         if not self.app.turn.no_local_model_told_once():
             return False
+        why = (
+            "could not be reached"
+            if self.app.store.embedder.name.startswith("openai:")
+            else ("is not on this machine and could not be downloaded (see README, 'Offline use')")
+        )
         self.console.notice(
-            f"Memory search is unavailable: the local embedding model {LOCAL_MODEL_NAME} is not on this machine "
-            "and could not be downloaded (see README, 'Offline use'). Your memories are still saved; they become "
-            "searchable at the next start with the model, or with 'reindex'."
+            f"Memory search is unavailable: {self._embedding_source()} {why}. Your memories are still saved; they "
+            "become searchable at the next start that reaches it, or with 'reindex'."
         )
         return True
+
+    def _embedding_source(self) -> str:
+        name = self.app.store.embedder.name
+        return (
+            "the embedding service" if name.startswith("openai:") else f"the local embedding model {LOCAL_MODEL_NAME}"
+        )
 
     def cmd_reindex(self, args: str) -> None:
         rebuilding = self.app.store.vectors_missing is not None
