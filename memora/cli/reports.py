@@ -107,7 +107,6 @@ def status_rows(app: Memora) -> list[Table]:
     ]
     extraction_rows = [
         ["queued", str(pending)],
-        ["short messages held to read with the next", str(len(app.queue.held))],
         ["failures this session", str(app.turn.extraction_failures)],
         ["last failure", app.turn.extraction_error or "none"],
         ["items set aside or relabelled this session", str(len(app.turn.extraction_skipped))],
