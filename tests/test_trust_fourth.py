@@ -270,3 +270,33 @@ def test_with_a_key_and_openai_unreachable_remember_stores_and_search_waits(
     finally:
         app.close()
         http.close()
+
+
+# -- batching never shows: every write and question comes after its own message's turn ----------
+def test_what_a_short_message_causes_is_told_and_asked_after_its_own_turn(make_app, run_repl, server):
+    goed = {"original": "I goed home", "corrected": "I went home", "rule": "go → went", "kind": "grammar"}
+    level = {"field": "english_level", "action": "set", "value": "B2", "evidence": "I'm B2 now"}
+    server.script(
+        "extraction",
+        extraction(fact("The learner keeps bees.", "hobby")),
+        extraction() | {"mistakes": [goed]},
+        extraction() | {"asked_words": [{"word": "reluctant", "meaning": "not willing"}]},
+        extraction(profile_changes=[level]),
+        extraction(fact("The learner has a cat.", "identity")),
+    )
+    app = make_app()
+    app.profiles.set_english_level("B1")
+    said = ["I keep bees.", "I goed home.", "What does reluctant mean?", "yes", "I'm B2 now.", "yes", "Cat!"]
+    t = run_repl(app, said)
+
+    def after(line: str, nth: int = 0) -> str:
+        return t.text.split(f"You: {line}\n")[nth + 1].split("You: ", 1)[0]
+
+    assert "remembered" in after("I keep bees.") and "keeps bees" in after("I keep bees.")
+    assert "Add \u201creluctant\u201d to your review cards? (yes/no)" in after("What does reluctant mean?")
+    assert "Added \u201creluctant\u201d" in after("yes")
+    assert "Update your profile level from B1 to B2? (yes/no)" in after("I'm B2 now.")
+    assert "English level is now B2" in after("yes", 1)
+    assert "has a cat" in after("Cat!")
+    assert [c.input[-1]["content"] for c in server.chats].count("yes") == 0  # an answer, never chat
+    assert len(server.of_kind("extraction")) == 5  # each message read after its own reply
