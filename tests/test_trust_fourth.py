@@ -9,7 +9,7 @@ import pytest
 from helpers.scripts import extraction, fact, say
 
 from memora.cli.reports import status_rows
-from memora.core.errors import StoreError
+from memora.core.errors import MemoraError, StoreError
 from memora.core.records import fresh_id
 
 
@@ -300,3 +300,55 @@ def test_what_a_short_message_causes_is_told_and_asked_after_its_own_turn(make_a
     assert "has a cat" in after("Cat!")
     assert [c.input[-1]["content"] for c in server.chats].count("yes") == 0  # an answer, never chat
     assert len(server.of_kind("extraction")) == 5  # each message read after its own reply
+
+
+# -- the page: single-key answers, keep-one refuses a memory that is gone ------------------------
+@pytest.mark.parametrize(
+    "keys, forgotten, says",
+    [
+        ("dy", True, "Forgot"),
+        ("dY", True, "Forgot"),
+        ("dn", False, "Cancelled"),
+        ("dxzy", True, "Forgot"),  # keys that answer nothing are not typed into the answer
+        ("d\x03", False, "Cancelled"),  # Ctrl-C
+    ],
+)
+def test_a_y_n_question_on_the_page_takes_one_key(make_app, keys, forgotten, says):
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from memora.cli.commands import line_runner
+    from memora.cli.page import MemoryPage
+
+    app = make_app()
+    record = app.store.add("The learner keeps bees on the roof.").record
+    with create_pipe_input() as keyboard:
+        page = MemoryPage(app, line_runner, input=keyboard, output=DummyOutput(), background=False)
+        page.state.view = "memories"
+        application = page.build()
+        keyboard.send_text(keys)  # no Enter: the answer is the key
+        messages = []
+        application.after_render += lambda _: messages.append(page.state.message)
+        keyboard.send_text("q")
+        application.run()
+    assert (app.store.get(record.id) is None) is forgotten
+    assert any(says in m for m in messages), messages
+
+
+@pytest.mark.parametrize("gone", ["forgotten", "edited", "superseded"])
+def test_keep_one_refuses_a_memory_another_terminal_changed(make_app, gone):
+    from memora.cli.page import keep_one
+
+    app = make_app()
+    keep = app.store.add("The learner loves coffee.", category="habit").record
+    drop = app.store.add("The learner quit coffee.", category="habit").record
+    other = make_app()  # another terminal
+    if gone == "forgotten":
+        other.store.delete(keep.id)
+    elif gone == "edited":
+        other.store.edit(keep.id, "The learner loves green tea.")
+    else:
+        other.store.supersede(keep.id, None, reason="correction")
+    with pytest.raises(MemoraError, match="gone or was changed"):
+        keep_one(app, keep.id, drop.id)
+    assert app.store.get(drop.id).is_current  # neither left without a current version

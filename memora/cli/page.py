@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memora.cli.terminal import Console, render_table
-from memora.core.errors import MemoraError
+from memora.core.errors import CommandError, MemoraError
 from memora.core.records import CATEGORIES
 from memora.core.text_utils import for_terminal
 from memora.reading.conflicts import Conflict, KeptPairs, find_conflicts
@@ -80,7 +80,11 @@ def open_conflicts(app: Memora, records=None) -> list[Conflict]:
 
 
 def keep_one(app: Memora, keep_id: str, drop_id: str) -> str:
-    """Keep ``keep_id``: ``drop_id`` is retracted (superseded, with history), undoable as an edit is."""
+    """Keep ``keep_id``: ``drop_id`` is retracted (superseded, with history), undoable as an edit is;
+    refused when the kept one is no longer current (another terminal forgot or changed it)."""
+    kept = app.store.get(keep_id)
+    if kept is None or not kept.is_current:
+        raise CommandError(f"{keep_id} is gone or was changed since, so {drop_id} stays as it is.")
     app.store.supersede(drop_id, None, reason="conflict", source="command", note=f"kept {keep_id} instead")
     app.conversation.record_changes("conflict", [(drop_id, None)])
     return f"Kept {keep_id}; {drop_id} is superseded (see 'history {drop_id}', 'undo' takes it back)."
@@ -677,6 +681,9 @@ class MemoryPage:
         asking = Condition(lambda: self.state.asking is not None)
         keys = KeyBindings()
         on_list = has_focus(body)
+        # A y/n question takes one key: y or n answers it at once, any other key is not typed.
+        yes_no = has_focus(self.answer) & Condition(lambda: (self.state.asking or ("",))[0].endswith("(y/n)"))
+        keys.add("<any>", filter=yes_no)(lambda event: None)
 
         for name in ("down", "up", "pagedown", "pageup", "home", "end"):
             keys.add(name, filter=on_list)(lambda event, name=name: self.press(name))
@@ -714,6 +721,9 @@ class MemoryPage:
             event.app.layout.focus(body)
             self.state.message = ""
             then(text)
+
+        for letter in "yYnN":
+            keys.add(letter, filter=yes_no)(lambda event, key=letter: (self.answer.insert_text(key), _answered(event)))
 
         @keys.add("escape", filter=has_focus(self.answer), eager=True)
         @keys.add("c-c", filter=has_focus(self.answer))
