@@ -191,7 +191,7 @@ def test_nothing_is_asked_at_exit_and_the_question_waits_for_the_next_start(make
     app.set_notify(console.notice)
     chatbot.run(app, console, raise_unexpected=True)
     assert len(server.of_kind("extraction")) == 1
-    at_exit = "".join(out).split("Saving memories from the last 1 message\u2026\n", 1)[1]
+    at_exit = "".join(out).split("Saving memories from your last message\u2026\n", 1)[1]
     assert at_exit.endswith("Goodbye!\n")
     assert "reads the Economist" in at_exit  # what it remembered is still told
     assert "?" not in at_exit and "yes/no" not in at_exit and "undo" not in at_exit, at_exit

@@ -122,7 +122,7 @@ def test_exit_counts_the_messages_it_saves_not_the_queued_writes(make_app):
             gate.set()  # the line is printed: let the worker finish
 
     assert chatbot.run(app, PlainConsole(lambda prompt: lines.pop(0), write)) == 0
-    assert "".join(out).endswith("\nSaving memories from the last 1 message\u2026\nGoodbye!\n")
+    assert "".join(out).endswith("\nSaving memories from your last message\u2026\nGoodbye!\n")
 
 
 @pytest.mark.slow  # a child process, a kill or hundreds of turns

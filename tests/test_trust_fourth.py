@@ -352,3 +352,37 @@ def test_keep_one_refuses_a_memory_another_terminal_changed(make_app, gone):
     with pytest.raises(MemoraError, match="gone or was changed"):
         keep_one(app, keep.id, drop.id)
     assert app.store.get(drop.id).is_current  # neither left without a current version
+
+
+@pytest.mark.parametrize("columns", [80, 60, 40])
+def test_the_history_pane_wraps_whole_words(make_app, columns):
+    from memora.cli.commands import line_runner
+    from memora.cli.page import MemoryPage
+
+    app = make_app()
+    record = app.store.add("The learner's husband and daughter live in Kaohsiung near the harbour.").record
+    app.store.edit(record.id, "The learner's husband and daughter moved to Tainan with their grandmother.")
+    page = MemoryPage(app, line_runner, background=False)
+    page.state.pane = page.command(f"history {record.id}")
+    drawn = "".join(text for _, text in page.visible(columns, 40))
+    words = {w.strip(".,") for w in drawn.split()}
+    assert all(len(line) <= columns for line in drawn.splitlines())
+    for word in ("husband", "daughter", "Kaohsiung", "grandmother", "harbour"):
+        assert word in words, drawn
+
+
+def test_first_contact_lines(make_app, run_repl, data_dir):
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    ignored = subprocess.run(["git", "check-ignore", "-q", "memora_kept_pairs.json"], cwd=ROOT)
+    assert ignored.returncode == 0  # learner data is never committed
+    usage = subprocess.run([sys.executable, "chatbot.py", "--help"], cwd=ROOT, capture_output=True, text=True)
+    assert "~/.local/share/memora" in " ".join(usage.stdout.split())
+    app = make_app()
+    app.store.add("The learner grows Plimquat tomatoes")
+    run_repl(app, ["export"])
+    t = run_repl(app, ["forget all", "DELETE", "no"])
+    assert "export file in the data folder" in t.text and ") holds these memories too" in t.text

@@ -202,7 +202,7 @@ def ask_about_exports(console, exports: list[Path]) -> list[Path]:
     try:
         answer = console.read(
             f"Your {counted(len(exports), 'export file')} in the data folder ({names}) "
-            "hold these memories too. Delete them as well? (yes/no) "
+            f"{'holds' if len(exports) == 1 else 'hold'} these memories too. Delete them as well? (yes/no) "
         )
     except (EOFError, KeyboardInterrupt):
         answer = ""

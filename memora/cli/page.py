@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import textwrap
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -447,7 +448,7 @@ class MemoryPage:
     def visible(self, width: int, height: int) -> list[tuple[str, str]]:
         """The fragments of the rows that fit ``height`` lines, the cursor's row reversed."""
         if self.state.pane is not None:  # wrapped, not cut: a history's last column is the text
-            wrapped = [line[i : i + width] for line in self.state.pane for i in range(0, max(len(line), 1), width)]
+            wrapped = [part for line in self.state.pane for part in textwrap.wrap(line, width) or [""]]  # whole words
             return [("", _fit(line, width) + "\n") for line in wrapped[: max(height, 1)]]
         rows = self.shown_rows()
         state = self.state
