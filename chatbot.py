@@ -56,7 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
         "MEMORA_HOME, MEMORA_USER, CHROMA_HOST/CHROMA_PORT/CHROMA_SSL and the MEMORA_* limits (see README).",
     )
     parser.add_argument("--model", help="model name for chat, extraction and summaries (MEMORA_MODEL)")
-    parser.add_argument("--data-dir", help="folder for all data files (MEMORA_HOME); default: beside chatbot.py")
+    parser.add_argument(
+        "--data-dir",
+        help="folder for all data (MEMORA_HOME); default: beside chatbot.py, or ~/.local/share/memora",
+    )
     parser.add_argument("--user", help="learner name (MEMORA_USER); each learner has separate data")
     parser.add_argument("--new", action="store_true", help="start a fresh conversation (profile and memories stay)")
     parser.add_argument(
@@ -331,7 +334,7 @@ def preload(app: Memora, stop: threading.Event) -> None:
 def _shutdown(app: Memora, console: Console) -> int:
     pending = app.reader.unsaved()
     if pending:
-        console.say(f"Saving memories from the last {counted(pending, 'message')}…")
+        console.say(f"Saving memories from your last {counted(pending, 'message') if pending > 1 else 'message'}…")
     try:
         finished = app.close(timeout=15)
     except KeyboardInterrupt:

@@ -31,6 +31,7 @@ import builtins
 import re
 import sqlite3
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from typing import Any
 from memora.core.errors import (
     CommandError,
     EmbeddingModelMismatch,
-    LocalModelUnavailable,
+    EmbeddingUnavailable,
     MemoraError,
     MemoryFullError,
     StoreError,
@@ -251,6 +252,7 @@ class LongTermMemoryStore:
         self.default_memory_cap = memory_cap
         self.recency_half_life_days = recency_half_life_days
         self.erased = True  # False after a forget whose wiping must wait (see erase_deleted)
+        self.unwiped: str | None = None  # then, the disk's problem when it is why
         self.connection = connection
         if vectors is None:
             self.connection = chroma = connection or ChromaConnection(self.path)
@@ -350,7 +352,7 @@ class LongTermMemoryStore:
                 embedded = self.embed(texts[start : start + 256])
                 self.on_embedding_tokens(embedded.tokens)
                 vectors.extend(embedded.vectors)
-        except LocalModelUnavailable:
+        except EmbeddingUnavailable:
             if not later:
                 raise
             return [None] * len(texts)
@@ -643,9 +645,12 @@ class LongTermMemoryStore:
         and in Chroma's log (``MemoryCatalog.compact``, ``VectorIndex.erase``). When another
         process holds a file open, ``erased`` is False and a marker makes the next start
         finish it. A Chroma server keeps its own files, which no client can wipe (README)."""
+        disk = [self.catalog] + ([self.connection] if self.connection is not None else [])
+        for holder in disk:
+            holder.unwiped = None
         done = self.catalog.compact(full=full)
         done = self.vectors.erase() and done
-        self.erased = done
+        self.erased, self.unwiped = done, next((h.unwiped for h in disk if h.unwiped), None)
         marker = self.path / "erase-pending"
         if done:
             marker.unlink(missing_ok=True)
@@ -745,12 +750,14 @@ class LongTermMemoryStore:
         vectors: Sequence[Vector | None] | None = None,
         remove: Sequence[str] = (),
         journal: Callable[[dict[str, tuple[MemoryRecord, builtins.list[float]]]], None] | None = None,
+        replace: bool = False,
     ) -> int:
-        """Write records by id as they are (importing twice adds nothing twice) and remove
-        the ``remove`` ids, all or nothing: everything is embedded first (unless ``vectors``,
-        the index's own, are put back), and a write that fails midway (the second of two
-        Chroma batches) is undone. ``journal`` gets what the write overwrites
-        (``{id: (record, vector)}``) under the lock before the first write (``import_undo``)."""
+        """Write records by id as they are and remove the ``remove`` ids, all or nothing
+        (an id already stored is refused, unless ``replace``: an undo putting memories
+        back): everything is embedded first (unless ``vectors``, the index's own, are put
+        back), and a write that fails midway (the second of two Chroma batches) is undone.
+        ``journal`` gets what the write overwrites (``{id: (record, vector)}``) under the
+        lock before the first write (``import_undo``)."""
         # The same cleaning and limits as typed text, whoever built the records.
         records = [r.evolve(user_id=self.user_id, content=clean_memory_text(r.content)) for r in records]
         embedding = vectors is None
@@ -760,6 +767,11 @@ class LongTermMemoryStore:
         ids = [r.id for r in records]
         with self._writing(new_vectors=embedding) as db:
             before = self.vectors.stored(ids)
+            taken = {i for i, n in Counter(ids).items() if n > 1}
+            if not replace:
+                taken |= set(self.catalog.get_many(ids)) - set(remove)
+            if taken:  # a memory is never written over another with its id
+                raise StoreError(f"Memory id {min(taken)} is already in use, so nothing was written.")
             if journal is not None:
                 journal(before)
             try:

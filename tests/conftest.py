@@ -67,7 +67,7 @@ def model_files(tmp_path_factory):
     children (which share the caches). Offline, what is missing is recorded: a failed
     encoding stays failed in this process (``tokens.load_encoding``), so every later
     counter takes the documented approximation without touching the network, and the
-    tests that need the exact files skip with the reason (``exact_tokens_or_skip``,
+    tests that need the exact files skip with the reason (``exact_tokens``,
     ``local_model_or_skip``), or fail under ``MEMORA_REQUIRE_LOCAL_MODELS=1``."""
     import fcntl
 
@@ -100,10 +100,12 @@ def _missing_or_skip(message: str) -> None:
     pytest.skip(message)
 
 
-def exact_tokens_or_skip(*encodings: str) -> None:
-    """For a test whose figures hold only for tiktoken's exact counts (not the
-    approximation Memora falls back to without the encoding files)."""
-    for name in encodings or TOKEN_ENCODINGS:
+@pytest.fixture(autouse=True)
+def exact_tokens(request, model_files):
+    """``@pytest.mark.exact_tokens``: a test whose figures hold only for tiktoken's exact
+    counts (not the approximation Memora falls back to without the encoding files)."""
+    marker = request.node.get_closest_marker("exact_tokens")
+    for name in (marker.args or TOKEN_ENCODINGS) if marker else ():
         if name in _MODEL_FILES_MISSING:
             _missing_or_skip(
                 f"tiktoken's {name} could not be downloaded ({_MODEL_FILES_MISSING[name]}); offline, set "

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 
 import pytest
-from conftest import exact_tokens_or_skip
 from helpers.fake_openai import Error
 
 from context_builder import build_background_messages
@@ -20,6 +19,7 @@ def counted(counter: TokenCounter, request) -> int:
 
 
 @pytest.mark.slow  # a child process, a kill or hundreds of turns
+@pytest.mark.exact_tokens("o200k_base")
 def test_200_turns_stay_within_the_budget_and_fold_into_a_summary(make_app, server):
     rng = random.Random(7)
     words = "airport hotel ticket luggage present perfect article phrase practise sentence meaning".split()
@@ -125,9 +125,9 @@ def test_background_drops_memories_first_lowest_score_first_and_profile_last():
     assert squeezed.background.profile == UserProfile(english_level="B2")  # the level is the very last to go
 
 
+@pytest.mark.exact_tokens("o200k_base")  # the explanation's length is chosen against the real count
 def test_a_fold_keeps_the_last_exchange_verbatim_when_it_is_longer_than_half_the_window():
     """A long explanation the learner is about to ask about is not folded into the summary."""
-    exact_tokens_or_skip("o200k_base")  # the explanation's length is chosen against the real count
     counter = TokenCounter("gpt-4.1-mini")
     folded: list[list[dict]] = []
 

@@ -3,8 +3,8 @@
 Every other test talks to ``fake_openai.py``, a Responses server written to the same
 reading of the API as Memora. Here a whole session runs through LiteLLM's proxy
 (``/v1/responses``, bridged to chat completions) in front of a scripted
-chat-completions server (``helpers/chat_backend.py``): the streamed reply, short
-messages held and read together, several facts decided in one call, a correction,
+chat-completions server (``helpers/chat_backend.py``): the streamed reply,
+each message read after its reply, several facts decided in one call, a correction,
 a profile question, a review answer graded by the model and older turns folded into
 the summary. The test asserts on what the model behind the proxy was sent and on
 what the learner saw. Three shorter tests end a reply early through the proxy: at
@@ -106,8 +106,7 @@ def _as_responses(body: dict) -> dict:
 
 def _repl(app, lines):
     """``chatbot.run`` in plain mode, fed ``lines``. Between lines the reading already
-    queued finishes (so its notices print before the next prompt), but held short
-    messages stay held: they are what the batch is about."""
+    queued finishes, so its notices print before the next prompt."""
     import chatbot
     from memora.cli.terminal import PlainConsole
 
@@ -151,9 +150,9 @@ EXPLANATION = (
 SUMMARY = "The learner moved to Tokyo, is B2 now and practises the past simple and the present perfect."
 
 LINES = [
-    "I moved to Tokyo last month.",  # 1. short: held
-    "I took up tennis.",  # 2. short: held
-    "Yesterday I goed to the market.",  # 3. the batch is full: the three read in one call
+    "I moved to Tokyo last month, and I took up tennis.",  # 1. two facts decided in one call
+    "I took up tennis.",  # 2. each message is read after its own reply
+    "Yesterday I goed to the market.",  # 3. a mistake
     "No, I never said I want to work abroad.",  # 4. a correction, read before its reply
     "I passed the B2 exam, so I'm B2 now.",  # 5. read after its reply: a profile question
     "yes",  # its answer, not chat
@@ -182,7 +181,9 @@ def test_a_whole_session_through_a_litellm_proxy(make_app, litellm, server):
     backend.script("chat", *REPLIES)
     backend.script(
         "extraction",
-        extraction(fact(TOKYO, "identity"), fact(TENNIS, "hobby")) | {"mistakes": [GOED]},
+        extraction(fact(TOKYO, "identity"), fact(TENNIS, "hobby")),
+        extraction(),
+        extraction() | {"mistakes": [GOED]},
         extraction(corrections=[{"statement": ABROAD, "evidence": "No, I never said I want to work abroad."}]),
         extraction(
             profile_changes=[
@@ -211,7 +212,6 @@ def test_a_whole_session_through_a_litellm_proxy(make_app, litellm, server):
         base_url=litellm.base_url,
         api_key=litellm.api_key,
         model=litellm.model,
-        extraction_batch=3,
         recent_tokens=250,
         summary_tokens=120,
     )
@@ -226,12 +226,12 @@ def test_a_whole_session_through_a_litellm_proxy(make_app, litellm, server):
     assert code == 0
     for line, reply in zip(SAID, REPLIES, strict=True):
         assert f"Memora: {reply}" in _after(text, line), line
-    batch = _after(text, LINES[2])
-    [memory_line] = [line for line in batch.splitlines() if line.startswith("Note: Memory: ")]
+    first = _after(text, LINES[0])
+    [memory_line] = [line for line in first.splitlines() if line.startswith("Note: Memory: ")]
     assert f"superseded {taipei.id[:6]} \u201c{TAIPEI}\u201d \u2192 " in memory_line
     assert "\u201cThe learner moved to Tokyo last month.\u201d" in memory_line
     assert "remembered " in memory_line and "\u201cThe learner took up tennis.\u201d" in memory_line
-    assert "Memory:" not in _after(text, LINES[0]) + _after(text, LINES[1])  # held: nothing read yet
+    assert "Memory:" not in _after(text, LINES[1]) + _after(text, LINES[2])  # nothing new to remember
     correction = _after(text, LINES[3])
     assert f"Got it, that is superseded ('memories --all' still lists it): \u201c{ABROAD}\u201d" in correction
     assert "Update your profile level from B1 to B2? (yes/no)" in _after(text, LINES[4])

@@ -125,9 +125,9 @@ def test_forget_all_wipes_every_memory_and_the_exports_after_asking(make_app, ru
 
     t = run_repl(app, ["forget all", "DELETE", "yes"])
 
-    assert "Deleted 3001 memories and 2 export files." in t.text
-    assert files_holding(data_dir, *markers, "note17") == {}
-    assert "what a nice day" in app.paths.input_history.read_text()  # lines that held no memory stay
+    assert "Deleted 3001 memories, what you typed at the prompt and 2 export files." in t.text
+    assert files_holding(data_dir, *markers, "note17", "what a nice day") == {}
+    assert app.paths.input_history.read_text() == ""  # every typed line: chat says facts in other words
     assert not any(data_dir.glob("memora-export-*.json")) and not (data_dir / "my-backup.json").exists()
     assert app.store.count(include_superseded=True) == 0
     app.close()
@@ -203,7 +203,7 @@ def test_a_forget_that_another_process_blocks_is_finished_at_the_next_start(make
     t = run_repl(app, [f"forget {record.id}"])
 
     assert f"Forgot {record.id}." in t.text
-    assert "could not be wiped from them yet; that happens at the next start." in t.text
+    assert "could not be wiped from the memory files yet (another Memora is using them); the next start will." in t.text
     assert "memora_db/catalog-default.sqlite3-wal" in files_holding(data_dir, "Frumbleware")
     assert (app.settings.db_dir / "erase-pending").exists()
     reader.execute("COMMIT")

@@ -167,7 +167,7 @@ def test_import_accepts_what_export_wrote_at_the_configured_limits(
 
 
 def test_nothing_is_asked_at_exit_and_the_question_waits_for_the_next_start(make_app, server, run_repl):
-    """A held message read at exit may offer a word card and remember a fact: between
+    """A message whose reading lands at exit may offer a word card and remember a fact: between
     "Saving memories…" and "Goodbye!" no line can be typed, so nothing there asks or
     hints at a command; the offer is asked at the next start, where "yes" answers it."""
     from helpers.scripts import extraction, fact
@@ -176,11 +176,23 @@ def test_nothing_is_asked_at_exit_and_the_question_waits_for_the_next_start(make
         **extraction(fact("The learner reads the Economist.", "hobby")),
         "asked_words": [{"word": "ubiquitous", "meaning": "found everywhere"}],
     }
-    server.script("extraction", asked)
+    import chatbot
+    from memora.cli.terminal import PlainConsole
+
+    reading = server.hold("extraction", asked)  # still at the server when the learner leaves
     app = make_app()
-    t = run_repl(app, ["What does ubiquitous mean"], settle=False)
-    assert len(app.queue.held) == 0 and len(server.of_kind("extraction")) == 1
-    at_exit = t.text.split("Saving memories from the last 1 message\u2026\n", 1)[1]
+    lines, out = ["What does ubiquitous mean"], []
+
+    def write(text: str) -> None:
+        out.append(text)
+        if text.startswith("Saving memories"):
+            reading.release()
+
+    console = PlainConsole(lambda prompt: lines.pop(0) if lines else (_ for _ in ()).throw(EOFError), write)
+    app.set_notify(console.notice)
+    chatbot.run(app, console, raise_unexpected=True)
+    assert len(server.of_kind("extraction")) == 1
+    at_exit = "".join(out).split("Saving memories from your last message\u2026\n", 1)[1]
     assert at_exit.endswith("Goodbye!\n")
     assert "reads the Economist" in at_exit  # what it remembered is still told
     assert "?" not in at_exit and "yes/no" not in at_exit and "undo" not in at_exit, at_exit

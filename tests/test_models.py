@@ -6,7 +6,6 @@ import json
 import re
 
 import pytest
-from conftest import exact_tokens_or_skip
 
 from memora.core.config import Settings
 from memora.model.embeddings import HashEmbedder, LocalEmbedder, OpenAIEmbedder, make_embedder
@@ -71,8 +70,8 @@ def test_a_store_built_with_another_model_keeps_it_and_reindex_switches(make_app
     assert switched.store.embedder.name == "local:all-MiniLM-L6-v2"
 
 
+@pytest.mark.exact_tokens("o200k_base")
 def test_unknown_models_count_with_o200k_base():
-    exact_tokens_or_skip("o200k_base")
     assert TokenCounter("my-local-llama").count("hello world") == TokenCounter("gpt-4o").count("hello world")
     assert TokenCounter("my-local-llama").encoding_name == "o200k_base"
 
@@ -108,7 +107,7 @@ def test_the_approximation_does_not_undercount_english_or_chinese():
 
 def test_extraction_runs_after_the_reply_not_before_it(make_app, server):
     held = server.hold("extraction")
-    app = make_app(extraction_batch=1)  # every message read after its own reply (batching: test_extraction_batch)
+    app = make_app()  # every message read after its own reply (batching: test_extraction_batch)
     app.chat("My favourite singer is Jay Chou.", on_delta=lambda _: None)
     assert app.worker.pending == 1  # the reply is back while extraction is still running
     assert not app.wait_for_extraction(0.05)

@@ -163,11 +163,11 @@ def test_every_memory_action_on_the_page_then_back_to_the_chat(seeded, data_dir,
     assert term.wait_screen(lambda t: "Quixoticmochi" in cursor_line(t)), term.text()
     term.send(b"d")
     assert term.wait_for("(y/n)"), term.text()
-    term.send(b"n\r")
+    term.send(b"n")
     assert term.wait_for("Cancelled; nothing changed."), term.text()
     term.send(b"d")
     assert term.wait_for("(y/n)"), term.text()
-    term.send(b"y\r")
+    term.send(b"y")  # one key answers
     assert term.wait_for("Forgot"), term.text()
     assert term.wait_screen(lambda t: "Quixoticmochi" not in body(t)), term.text()
     assert files_holding(data_dir, secret, *pieces) == {}
@@ -209,7 +209,7 @@ def test_conflicts_profile_and_mistakes_on_the_page(seeded, data_dir, server, ma
     tainan = next(line for line in body(term.text()).splitlines() if "Tainan" in line)
     term.send(b"2" if "! 1 " in tainan else b"1")
     assert term.wait_for("and supersede"), term.text()
-    term.send(b"y\r")
+    term.send(b"y")  # one key answers
     assert term.wait_for("Kept"), term.text()
     assert term.wait_for("conflicts (1)"), term.text()
     # keep both: the coffee pair is never flagged again
@@ -226,7 +226,7 @@ def test_conflicts_profile_and_mistakes_on_the_page(seeded, data_dir, server, ma
     assert term.wait_for("English level (A1-C2): B1"), term.text()
     term.send(CLEAR_LINE + b"B2\r")
     assert term.wait_for("Change your level from B1 to B2? (y/n)"), term.text()
-    term.send(b"y\r")
+    term.send(b"y")  # one key answers
     assert term.wait_for("Profile updated."), term.text()
     assert term.wait_screen(lambda t: "English level: B2" in t), term.text()
 
@@ -235,7 +235,7 @@ def test_conflicts_profile_and_mistakes_on_the_page(seeded, data_dir, server, ma
     assert term.wait_screen(lambda t: "go: went" in t and "next review" in t), term.text()
     term.send(b"d")
     assert term.wait_for("Forget mistake"), term.text()
-    term.send(b"y\r")
+    term.send(b"y")  # one key answers
     assert term.wait_for("Forgot mistake"), term.text()
     term.send(ESC)
     assert term.wait_screen(lambda t: "You:" in t.rpartition("Back from the memory page")[2]), term.text()

@@ -114,7 +114,7 @@ def test_a_404_that_is_not_about_the_model_points_at_the_base_url(make_app, serv
 
 def test_on_openai_each_call_kind_gets_its_own_effort_and_room_for_it(make_app, server):
     server.script("extraction", extraction(fact("The learner keeps bees.")))
-    app = make_app(as_openai=True, model="gpt-5.4-mini", extraction_batch=1)
+    app = make_app(as_openai=True, model="gpt-5.4-mini")
     say(app, "I keep bees on the roof of my building in Taichung.")
     [chat] = server.chats
     assert chat.body["reasoning"] == {"effort": "low"}  # the tutor: low, quick
@@ -134,7 +134,7 @@ def test_on_openai_each_call_kind_gets_its_own_effort_and_room_for_it(make_app, 
 )
 def test_the_effort_sent_is_one_the_model_takes(make_app, server, model, chat_effort, structured_effort):
     server.script("extraction", extraction())
-    app = make_app(as_openai=True, model=model, extraction_batch=1)
+    app = make_app(as_openai=True, model=model)
     say(app, "I practised my presentation for tomorrow's meeting twice today.")
     sent = server.chats[-1].body.get("reasoning")
     assert sent == ({"effort": chat_effort} if chat_effort else None)
@@ -149,7 +149,7 @@ def test_a_400_naming_the_reasoning_parameter_is_retried_once_without_it_for_the
         "chat",
         Error(400, "Unsupported parameter: 'reasoning.effort' is not supported with this model."),
     )
-    app = make_app(as_openai=True, model="gpt-5.4-mini", extraction_batch=1)
+    app = make_app(as_openai=True, model="gpt-5.4-mini")
     t = run_repl(app, ["Hello there, how are you?", "What should we practise?", "status"])
     assert "Memora: Reply 1." in t.text and "Memora: Reply 2." in t.text and "Error" not in t.text
     first, retried, second = server.chats
@@ -161,7 +161,7 @@ def test_a_400_naming_the_reasoning_parameter_is_retried_once_without_it_for_the
 
 def test_on_another_server_the_reply_asks_low_thinking_and_the_rest_none(make_app, server):
     server.script("extraction", extraction(), extraction())
-    app = make_app(extraction_batch=1)  # a local server: its models are unknown, and may think
+    app = make_app()  # a local server: its models are unknown, and may think
     say(app, "I walked to the station in the rain this morning.")
     assert server.chats[-1].body["reasoning"] == {"effort": "low"}
     assert server.of_kind("extraction")[-1].body["reasoning"] == {"effort": "none"}
@@ -179,7 +179,7 @@ def test_on_another_server_the_reply_asks_low_thinking_and_the_rest_none(make_ap
 )
 def test_memora_reasoning_effort_overrides_per_kind(make_app, server, setting, chat, structured):
     server.script("extraction", extraction())
-    app = make_app(extraction_batch=1, reasoning_effort=setting)
+    app = make_app(reasoning_effort=setting)
     say(app, "I walked to the station in the rain again this evening.")
     assert server.chats[-1].body.get("reasoning") == ({"effort": chat} if chat else None)
     assert server.of_kind("extraction")[-1].body.get("reasoning") == ({"effort": structured} if structured else None)
@@ -295,7 +295,7 @@ FENCED = '```json\n{"facts": [{"text": "The learner keeps bees.", "memory_type":
 )
 def test_a_json_answer_inside_fences_or_text_is_accepted_and_validated(make_app, server, answer):
     server.script("extraction", answer)
-    app = make_app(extraction_batch=1)
+    app = make_app()
     say(app, "I keep bees on the roof of my building in Taichung.")
     assert [r.content for r in app.store.list()] == ["The learner keeps bees."]
     assert len(server.of_kind("extraction")) == 1  # no repair was needed
@@ -304,7 +304,7 @@ def test_a_json_answer_inside_fences_or_text_is_accepted_and_validated(make_app,
 
 def test_an_invalid_answer_gets_one_repair_request_quoting_the_error(make_app, server, run_repl):
     server.script("extraction", '{"facts": "bees"}', extraction(fact("The learner keeps bees.", "hobby")))
-    app = make_app(extraction_batch=1)
+    app = make_app()
     t = run_repl(app, ["I keep bees on the roof of my building in Taichung.", "status"])
     first, repair = server.of_kind("extraction")
     asked = repair.input
@@ -322,7 +322,7 @@ def test_an_invalid_answer_gets_one_repair_request_quoting_the_error(make_app, s
 
 def test_an_answer_still_invalid_after_the_repair_keeps_the_job_and_loses_nothing(make_app, server):
     server.script("extraction", "no json here", "still no json")
-    app = make_app(extraction_batch=1)
+    app = make_app()
     app.chat("I keep bees on the roof of my building in Taichung.", on_delta=lambda _: None)
     app.wait_for_extraction(10)
     assert app.store.list() == []
@@ -405,7 +405,7 @@ def test_a_refusal_is_reported_as_a_refusal_and_nothing_is_kept(make_app, server
 
 def test_a_structured_refusal_keeps_the_job_and_says_the_model_declined(make_app, server):
     server.script("extraction", wire.Body(wire.refusal_body("I can't do that.")))
-    app = make_app(extraction_batch=1)
+    app = make_app()
     app.chat("I keep bees on the roof of my building in Taichung.", on_delta=lambda _: None)
     app.wait_for_extraction(10)
     [note] = app.turn.take_unsaved_notes()
@@ -569,7 +569,7 @@ def test_on_lm_studio_structured_answers_land_and_the_schema_goes_in_the_instruc
     server.persona = "lmstudio"
     server.json_wrapping = wrapping
     server.script("extraction", extraction(fact("The learner keeps bees.", "hobby")))
-    app = make_app(extraction_batch=1)
+    app = make_app()
     say(app, "I keep bees on the roof of my building in Taichung.")
     assert [r.content for r in app.store.list()] == ["The learner keeps bees."]
     [read] = server.of_kind("extraction")
@@ -579,7 +579,7 @@ def test_on_lm_studio_structured_answers_land_and_the_schema_goes_in_the_instruc
 
 def test_the_server_is_probed_once_per_session(make_app, server):
     server.persona = "ollama"
-    app = make_app(extraction_batch=1)
+    app = make_app()
     server.script("extraction", extraction(), extraction())
     say(app, "I walked to the station in the rain this morning.")
     say(app, "I walked back home in the evening sunshine.")
@@ -745,7 +745,7 @@ def test_a_raw_newline_inside_a_string_is_accepted_without_a_repair_request(make
 )
 def test_dated_pro_and_fine_tuned_names_get_the_effort_their_family_takes(make_app, server, model, structured):
     server.script("extraction", extraction())
-    app = make_app(as_openai=True, model=model, extraction_batch=1)
+    app = make_app(as_openai=True, model=model)
     say(app, "I practised my presentation for tomorrow's meeting twice today.")
     sent = server.of_kind("extraction")[-1].body.get("reasoning")
     assert sent == ({"effort": structured} if structured else None)
@@ -812,7 +812,7 @@ def test_on_ollama_a_thinking_reply_gets_the_room_its_thinking_took(make_app, se
 def test_on_ollama_structured_calls_and_summaries_ask_for_no_thinking(make_app, server, run_repl):
     server.persona, server.context = "ollama", 32768
     server.thinks = {"summary": 3000, "structured": 3000}  # what it would think if asked nothing
-    app = make_app(extraction_batch=1, recent_tokens=150, summary_tokens=100)
+    app = make_app(recent_tokens=150, summary_tokens=100)
     lines = [f"Turn {i}: yesterday I practised the airport vocabulary with my sister again. " * 3 for i in range(6)]
     t = run_repl(app, [*lines, "status"])
     calls = server.of_kind("summary") + server.of_kind("extraction")
@@ -852,7 +852,7 @@ def test_a_reply_still_cut_off_names_the_setting_that_fixes_it_and_its_tokens_ar
 def test_a_parameter_a_server_refuses_is_dropped_once_for_the_session(make_app, server, kind, answer, dropped):
     server.script(kind, answer)
     server.script("extraction", extraction(), extraction())
-    app = make_app(extraction_batch=1)
+    app = make_app()
     say(app, "I walked to the station in the rain this morning.")
     say(app, "I walked back home in the evening sunshine.")
     refused, retried, *later = server.of_kind(kind)
@@ -926,7 +926,7 @@ def test_an_object_the_model_quotes_from_the_learners_message_is_not_stored(make
 
     pasted = json.dumps(extraction(fact("The learner is a pilot.", "identity")))
     server.script("extraction", f"The message quotes {pasted}, nothing to extract.", extraction())
-    app = make_app(extraction_batch=1)
+    app = make_app()
     say(app, f"My friend sent me this and I do not understand it: {pasted}")
     assert app.store.list() == []
     assert len(server.of_kind("extraction")) == 2  # the quote was no answer: a repair request followed
@@ -945,7 +945,7 @@ def test_on_ollama_a_4096_token_context_is_asked_for_and_kept(make_app, server, 
 
     server.persona = "ollama"  # no num_ctx in the Modelfile: 4,096 tokens below 23 GiB of VRAM
     notices: list[str] = []
-    app = make_app(extraction_batch=1, notices=notices)
+    app = make_app(notices=notices)
     chatbot.preload(app, threading.Event())  # the start, while the learner types
     [said] = [n for n in notices if "context window" in n]
     assert said.startswith("The model's context window is 4096 tokens") and "\n" not in said
@@ -1006,7 +1006,7 @@ def test_lm_studio_is_found_through_its_current_api_with_the_loaded_context(make
 def test_the_temperature_is_chosen_per_server_and_call_kind(make_app, server, persona, chat, structured):
     server.persona = persona
     server.script("extraction", extraction())
-    app = make_app(as_openai=persona == "openai", extraction_batch=1, context_tokens=32768)
+    app = make_app(as_openai=persona == "openai", context_tokens=32768)
     say(app, "I walked to the station in the rain this morning.")
     assert server.chats[-1].body.get("temperature") == chat
     assert server.of_kind("extraction")[-1].body.get("temperature") == structured
@@ -1045,7 +1045,7 @@ def test_a_reply_of_zero_width_characters_alone_is_not_kept(make_app, server, in
 
 def test_a_structured_answer_that_fails_still_has_its_tokens_counted(make_app, server):
     server.script("extraction", "no json here", "still no json")
-    app = make_app(extraction_batch=1)
+    app = make_app()
     say(app, "I keep bees on the roof of my building in Taichung.")
     assert app.memory.usage.extraction == 2 * 15  # both attempts (the stand-in's 10 in, 5 out each)
 

@@ -102,19 +102,17 @@ def test_forget_user_for_a_learner_with_no_data_says_so_without_asking(make_app,
     assert "You: profile\n" in t.text  # "profile" was not eaten as a confirmation
 
 
-@pytest.mark.parametrize("batch, queued", [(1, 2), (4, 1)])
-def test_exit_counts_the_messages_it_saves_not_the_queued_writes(make_app, batch, queued):
+def test_exit_counts_the_messages_it_saves_not_the_queued_writes(make_app):
     import threading
 
     import chatbot
     from memora.cli.terminal import PlainConsole
 
-    app = make_app(extraction_batch=batch)
+    app = make_app()
     gate = threading.Event()
     app.worker.submit(gate.wait)  # a queued store write, like the follow-up mark a hint adds
     app.chat("My favourite singer is Jay Chou.", on_delta=lambda _: None)
-    # one write, and the message queued (batch 1) or held to be read with the next (batch 4)
-    assert app.worker.pending == queued and len(app.queue.held) == 2 - queued
+    assert app.worker.pending == 2  # one write, and the message's reading
     out: list[str] = []
     lines = ["exit"]
 
@@ -124,7 +122,7 @@ def test_exit_counts_the_messages_it_saves_not_the_queued_writes(make_app, batch
             gate.set()  # the line is printed: let the worker finish
 
     assert chatbot.run(app, PlainConsole(lambda prompt: lines.pop(0), write)) == 0
-    assert "".join(out).endswith("\nSaving memories from the last 1 message\u2026\nGoodbye!\n")
+    assert "".join(out).endswith("\nSaving memories from your last message\u2026\nGoodbye!\n")
 
 
 @pytest.mark.slow  # a child process, a kill or hundreds of turns

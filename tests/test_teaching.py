@@ -328,7 +328,7 @@ def reviewed_yesterday(app, clock):
 
 
 def test_a_correct_use_in_chat_passes_the_due_card_and_says_so(make_app, run_repl, server, clock):
-    app = make_app(extraction_batch=1)
+    app = make_app()
     entry = reviewed_yesterday(app, clock)
     said = "Last weekend we went to the night market with my cousins and ate a lot."
     server.script(
@@ -346,7 +346,7 @@ def test_a_correct_use_in_chat_passes_the_due_card_and_says_so(make_app, run_rep
 
 
 def test_a_repeat_in_chat_is_a_lapse_and_a_use_is_counted_once_a_day(make_app, run_repl, server, clock):
-    app = make_app(extraction_batch=1)
+    app = make_app()
     entry = reviewed_yesterday(app, clock)
     app.ledger.review(entry.id, 3)  # answered right this morning: not due again today
     clock.advance(hours=2)
@@ -365,7 +365,7 @@ def test_a_repeat_in_chat_is_a_lapse_and_a_use_is_counted_once_a_day(make_app, r
 
 
 def test_a_use_the_message_does_not_hold_or_an_unknown_id_changes_nothing(make_app, run_repl, server, clock):
-    app = make_app(extraction_batch=1)
+    app = make_app()
     entry = reviewed_yesterday(app, clock)
     server.script(
         "extraction",
@@ -458,7 +458,7 @@ def test_sixty_days_of_one_learner(make_app, run_repl, server, clock):
 
     def session(n, hour, lines, *, minute=0, mistakes=(), uses=()):
         clock.now = day_of(n, hour, minute)
-        app = make_app(extraction_batch=1, reviews_per_day=4)
+        app = make_app(reviews_per_day=4)
         for line, made in zip(lines, list(mistakes) + [None] * len(lines)):
             if line not in ("review", "mistakes") and not line.startswith("answer"):
                 server.script("extraction", extraction(*([made] if made else []), uses=uses))
@@ -468,7 +468,7 @@ def test_sixty_days_of_one_learner(make_app, run_repl, server, clock):
 
     def review(n, hour, minute=0, wrong=0):
         clock.now = day_of(n, hour, minute)
-        app = make_app(extraction_batch=1, reviews_per_day=4)
+        app = make_app(reviews_per_day=4)
         due = len(app.ledger.due())
         server.script("grading", *[{"verdict": "wrong", "feedback": "Not yet."}] * wrong)
         t = run_repl(app, ["review"] + ["answer"] * min(due, 10))
@@ -554,7 +554,7 @@ def test_sixty_days_of_one_learner(make_app, run_repl, server, clock):
 
     # day 50: a due card's corrected form used right in chat passes it
     clock.now = day_of(50, 12)
-    app = make_app(extraction_batch=1, reviews_per_day=4)
+    app = make_app(reviews_per_day=4)
     due = [m for m in app.ledger.due() if not m.is_new]
     target = due[0]
     app.close()
@@ -604,7 +604,7 @@ def sixty_day_figures(ledger, start):
 
 
 def test_undo_takes_back_the_review_a_message_counted(make_app, run_repl, server, clock):
-    app = make_app(extraction_batch=1)
+    app = make_app()
     entry = reviewed_yesterday(app, clock)
     before = app.ledger.get(entry.id)
     use = {"mistake": entry.id, "use": "correct", "evidence": "we went to the night"}
@@ -618,7 +618,7 @@ def test_undo_takes_back_the_review_a_message_counted(make_app, run_repl, server
 
 
 def test_a_lapse_read_from_a_message_is_said_and_undone(make_app, run_repl, server, clock):
-    app = make_app(extraction_batch=1)
+    app = make_app()
     entry, _ = app.ledger.record(GOED)
     app.ledger.review(entry.id, 3)
     clock.advance(days=5)
@@ -639,7 +639,7 @@ def test_a_lapse_read_from_a_message_is_said_and_undone(make_app, run_repl, serv
 
 
 def test_a_new_mistake_is_said_after_the_turn(make_app, run_repl, server, clock):
-    app = make_app(extraction_batch=1)
+    app = make_app()
     server.script("extraction", extraction(GOED_1))
     t = run_repl(app, [GOED_1["original"]])
     assert "New mistake to review: “goed” → “went” (go → went: irregular past tense); review it today." in t.text

@@ -167,7 +167,7 @@ def test_undo_survives_a_restart(make_app, server, run_repl):
 def test_undo_while_the_last_message_is_read_decides_at_once_and_the_reading_keeps_nothing(make_app, server, run_repl):
     """The reading of the last message is still at the server: undo does not wait for it
     (a slow server could outlast any wait); what it would remember is refused when it lands."""
-    app = make_app(extraction_batch=1)
+    app = make_app()
     held = server.hold("extraction", extraction(fact("The learner plays the violin.", "hobby")))
     app.chat("I play the violin every evening after dinner.", on_delta=lambda _: None)
     held.wait_arrived()  # the reading is at the server, and stays there

@@ -47,7 +47,7 @@ from memora.core.errors import (
     VectorsMissing,
 )
 from memora.core.storage import ensure_private_dir
-from memora.core.timeutil import Clock, said_day, system_clock
+from memora.core.timeutil import Clock, system_clock
 from memora.model.embeddings import Embedder, make_embedder
 from memora.model.llm import ModelClient
 from memora.model.model_facts import shutdown_note
@@ -130,7 +130,7 @@ class Memora:
         self.turn = TurnState(self._lock, self.notify, self.proposals)
         # What was forgotten, shared by every learner and process of the data folder:
         # a reading that started before a deletion cannot undo it (deletions.py).
-        self.deletions = DeletionLog(settings.db_dir)
+        self.deletions = DeletionLog(settings.db_dir, self.notify, clock)
         self.owner = new_owner()  # this session's name, for claiming messages to read
         self.ledger = LedgerStore(
             paths.mistakes, clock=clock, notify=self.turn.deliver, deletions=self.deletions, learner=user,
@@ -257,15 +257,12 @@ class Memora:
         return text
 
     def _read_correction_early(self, text: str, now: datetime) -> PreparedExtraction | None:
-        """For a message that looks like a correction, read it before the reply
-        (with the messages held from its day: one call reads them all; those of
-        another day are read on their own after the reply, see ``reading_queue``)."""
+        """For a message that looks like a correction, read it before the reply."""
         if self.store.mismatch or self.store.vectors_missing or not looks_like_correction(text):
             return None
-        earlier = self.queue.held_on(said_day(now))
         try:
             generation = self.deletions.generation()
-            return self.worker.extractor.prepare(ExtractionJob(text, now, earlier=earlier, generation=generation))
+            return self.worker.extractor.prepare(ExtractionJob(text, now, generation=generation))
         except MemoraError:
             return None  # read after the reply instead, like any message
 
@@ -333,35 +330,19 @@ class Memora:
             self.store.mark_followed_up(hint.memory_id, now, sync_chroma=False)
             self.worker.submit(lambda: self.store.mark_followed_up(hint.memory_id))
         notes.extend(cut_off_note(reply))
-        readings = self._plan(message, early)
+        readings = [] if self.turn.deleted else self.queue.plan(message, early)  # 'forget user': sent nowhere
         self.conversation.save()
         self.activity.record_turn(now)
         return readings
 
-    def _plan(self, message: PendingExtraction | None, early: PreparedExtraction | None = None) -> list[ExtractionJob]:
-        """What the batching policy reads now (``reading_queue.plan_reading``); the rest
-        stays held. ``message`` None: every held message is read (Memora must be up to date)."""
-        with self._lock:
-            recent = {m["content"] for m in self.memory.messages if m.get("role") == "user"}
-            _, batches = self.queue.plan(
-                message, early, count=self.counter.count, recent=recent, batch_size=self.settings.extraction_batch
-            )
-            # 'forget user' removed this learner: their words are not sent anywhere
-            return [] if self.turn.deleted else batches
-
-    def read_held_messages(self) -> None:
-        """Queue the held short messages now (exit, a new session, undo: Memora must be up to date)."""
-        for reading in self._plan(None):
-            self.worker.submit(reading)
-
     def bring_up_to_date(self, say: Callable[[str], None]) -> bool:
-        """Before a command shows what Memora knows: read the held messages and wait
+        """Before a command shows what Memora knows: wait
         (bounded by the model call's timeout) for the readings under way, saying so in
         one line while it waits. What they change is announced first, as after a reply.
         True when nothing was left unread."""
         if not self.model.configured or self.turn.deleted:
             return True
-        if not self.queue.held and not self.worker.pending:
+        if not self.worker.pending:
             return True
         say("Reading your last messages for memories first…")
         done = self.wait_for_extraction(self.settings.timeout + 5)
@@ -370,8 +351,7 @@ class Memora:
         return done
 
     def wait_for_extraction(self, timeout: float | None = 30.0) -> bool:
-        """Read every message said so far (held ones too) and wait, bounded, until done."""
-        self.read_held_messages()
+        """Wait, bounded, until every message said so far is read."""
         return self.worker.wait_idle(timeout)
 
     def close(self, timeout: float | None = 10.0) -> bool:
@@ -382,7 +362,6 @@ class Memora:
         start, and the change line has no 'undo' hint, since no line can be typed
         between "Saving memories…" and "Goodbye!"."""
         self.turn.leaving()
-        self.read_held_messages()
         finished = self.worker.close(timeout)
         self.conversation.save()
         release_owner(self.owner)  # its claims lapse: another session may read what is left
@@ -394,7 +373,6 @@ class Memora:
         return self.conversation.undo(self.store, self.ledger, lambda texts: forget_everywhere(self, texts))
 
     def reset_session(self) -> None:
-        self.read_held_messages()  # they leave the recent turns now
         self.conversation.reset()
 
     def forget_learner(self) -> None:

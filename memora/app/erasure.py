@@ -40,6 +40,8 @@ class Session(Protocol):
     settings: Settings
     paths: Any
     conversation: Any  # ``Conversation``: ``rewrite`` passes the session's texts through a function
+    profiles: Any
+    proposals: Any
 
 
 FORGOTTEN = "[forgotten]"
@@ -200,7 +202,7 @@ def ask_about_exports(console, exports: list[Path]) -> list[Path]:
     try:
         answer = console.read(
             f"Your {counted(len(exports), 'export file')} in the data folder ({names}) "
-            "hold these memories too. Delete them as well? (yes/no) "
+            f"{'holds' if len(exports) == 1 else 'hold'} these memories too. Delete them as well? (yes/no) "
         )
     except (EOFError, KeyboardInterrupt):
         answer = ""
@@ -210,6 +212,32 @@ def ask_about_exports(console, exports: list[Path]) -> list[Path]:
     return []
 
 
+def learner_leftovers(app: Session) -> list[str]:
+    """What ``forget all`` deletes besides the memories, mistakes and conversation, as the
+    question names it: the profile (with its pending changes) and the prompt's history."""
+    history = app.paths.input_history
+    return [
+        name
+        for name, there in (
+            ("your profile", not app.profiles.get().is_empty() or bool(app.proposals.pending())),
+            ("what you typed at the prompt", history.exists() and history.stat().st_size > 0),
+        )
+        if there
+    ]
+
+
+def erase_leftovers(app: Session, console=None) -> None:
+    """``forget all``: the profile and its pending changes go, and the prompt's history is
+    emptied in place (the running prompt appends to it; it stays owner-only)."""
+    for path in (app.paths.profile, app.paths.proposals):
+        path.unlink(missing_ok=True)
+    if app.paths.input_history.exists():
+        atomic_write_text(app.paths.input_history, "")
+    loaded = getattr(getattr(getattr(console, "session", None), "history", None), "_loaded_strings", None)
+    if isinstance(loaded, list):
+        loaded.clear()
+
+
 def erase_notice(console, store) -> None:
     """Say what a forget could not wipe (yet), if anything."""
     if store.connection.url is not None:
@@ -217,10 +245,8 @@ def erase_notice(console, store) -> None:
             "Your memories live on a Chroma server; it may keep copies in its own files until it compacts them."
         )
     elif not store.erased:
-        console.notice(
-            "Another Memora is using the memory files, so the deleted text could not be wiped from them yet; "
-            "that happens at the next start."
-        )
+        why = store.unwiped or "another Memora is using them"
+        console.notice(f"The deleted text could not be wiped from the memory files yet ({why}); the next start will.")
 
 
 def forget_everywhere(app: Session, texts: Iterable[str], console=None) -> None:
@@ -236,9 +262,11 @@ __all__ = [
     "FORGOTTEN",
     "TextFinder",
     "ask_about_exports",
+    "erase_leftovers",
     "erase_notice",
     "exports_holding",
     "forget_everywhere",
     "learner_exports",
+    "learner_leftovers",
     "scrub_input_history",
 ]

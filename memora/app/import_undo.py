@@ -96,7 +96,7 @@ def undo_import(store: LongTermMemoryStore) -> dict | None:
     except (OSError, ValueError, KeyError, TypeError):
         quarantine(path)  # unreadable: kept for a look, never half-applied
         return None
-    store.restore([r for r, _ in before], vectors=[v for _, v in before], remove=added)
+    store.restore([r for r, _ in before], vectors=[v for _, v in before], remove=added, replace=True)
     path.unlink(missing_ok=True)
     return files
 

@@ -32,7 +32,7 @@ class Reader:
 
     def unsaved(self) -> int:
         """How many messages still wait to have their memories read (what ``exit`` waits for)."""
-        return len(self.queue.pending) if self.worker.pending else len(self.queue.held)
+        return len(self.queue.pending) if self.worker.pending else 0
 
     def retry(self, timeout: float | None) -> int:
         """Queue again every message whose reading failed (``reindex`` calls this once

@@ -36,7 +36,7 @@ from memora.cli.routing import (
     typed_id,
 )
 from memora.cli.terminal import Console, render_definitions
-from memora.core.errors import CommandError, LocalModelUnavailable, MemoraError
+from memora.core.errors import CommandError, EmbeddingUnavailable, MemoraError
 from memora.core.records import CATEGORIES, MEMORY_TYPES
 from memora.core.text_utils import NO, YES, counted, quoted, shorten
 from memora.core.timeutil import time_ago
@@ -141,7 +141,7 @@ COMMANDS = (
         ids("all", "user"),
         (
             "forget <id> -- Delete one memory (and its earlier versions).",
-            "forget all -- Delete all your memories, mistakes and activity log (asks you to type DELETE).",
+            "forget all -- Delete all your data: memories, mistakes, conversation, profile, typed lines (asks first).",
             "forget user <name> -- Delete everything of one learner (asks you to type the name).",
         ),
         ("forget 3fa9c2d1", "forget all"),
@@ -579,11 +579,14 @@ class CommandRouter:
 
     def _forget_all(self) -> None:
         """``forget all``: says what there is to delete, asks, then deletes it."""
+        from memora.app.erasure import learner_leftovers
+
         count = self.app.store.count(include_superseded=True)
         mistakes = self.app.ledger.count()
         unread = self.app.conversation.unread()  # said, not read yet (here or in another terminal)
         turns = len(self.app.memory.messages) // 2
-        if count == 0 and mistakes == 0 and unread == 0 and turns == 0:
+        files = learner_leftovers(self.app)
+        if count == 0 and mistakes == 0 and unread == 0 and turns == 0 and not files:
             self.console.say("There are no memories to delete.")
             return
         parts = [f"all {counted(count, 'memory', 'memories')}" if count != 1 else "the 1 memory"]
@@ -593,15 +596,22 @@ class CommandRouter:
             parts.append(f"{counted(unread, 'message')} not read for memories yet")
         if turns:
             parts.append("this conversation")
+        parts += files
         if self._confirm(
             f"This deletes {_listed(parts)} of {self.app.settings.user}. Type {CONFIRM_WORD} to confirm: ",
             CONFIRM_WORD,
         ):
-            self._erase_all(unread, turns)
+            self._erase_all(unread, turns, files)
 
-    def _erase_all(self, unread: int, turns: int) -> None:
+    def _erase_all(self, unread: int, turns: int, leftovers: list[str]) -> None:
         """The deletion ``forget all`` confirmed, and what was deleted."""
-        from memora.app.erasure import ask_about_exports, erase_notice, forget_everywhere, learner_exports
+        from memora.app.erasure import (
+            ask_about_exports,
+            erase_leftovers,
+            erase_notice,
+            forget_everywhere,
+            learner_exports,
+        )
 
         store = self.app.store
         self.app.conversation.drop_unread()  # and the conversation; no wait for a reading under way
@@ -612,6 +622,7 @@ class CommandRouter:
         self.app.activity.clear()
         self.app.conversation.drop_changes()
         forget_everywhere(self.app, texts, self.console)
+        erase_leftovers(self.app, self.console)
         for export in exports:
             export.unlink(missing_ok=True)
         parts = [counted(deleted, "memory", "memories")] + ([counted(forgotten, "mistake")] if forgotten else [])
@@ -619,6 +630,7 @@ class CommandRouter:
             parts.append(counted(unread, "unread message"))
         if turns:
             parts.append("the conversation")
+        parts += leftovers
         if exports:
             parts.append(counted(len(exports), "export file"))
         self.console.say(f"Deleted {_listed(parts)}.")
@@ -746,9 +758,9 @@ class CommandRouter:
             results, tokens = retrieve_relevant_memories(
                 self.app.store, args, n_results=10, include_below_threshold=True, now=self.app.clock()
             )
-        except LocalModelUnavailable:
+        except EmbeddingUnavailable:
             if not self._no_local_model_notice():
-                self.console.say("Memory search is unavailable without the local embedding model (see above).")
+                self.console.say(f"Memory search is unavailable without {self._embedding_source()} (see above).")
             return
         self.app.add_usage("embeddings", tokens)
         rows = [
@@ -774,12 +786,22 @@ class CommandRouter:
         is not on this machine) and that memories are still kept; True if said now."""
         if not self.app.turn.no_local_model_told_once():
             return False
+        why = (
+            "could not be reached"
+            if self.app.store.embedder.name.startswith("openai:")
+            else ("is not on this machine and could not be downloaded (see README, 'Offline use')")
+        )
         self.console.notice(
-            f"Memory search is unavailable: the local embedding model {LOCAL_MODEL_NAME} is not on this machine "
-            "and could not be downloaded (see README, 'Offline use'). Your memories are still saved; they become "
-            "searchable at the next start with the model, or with 'reindex'."
+            f"Memory search is unavailable: {self._embedding_source()} {why}. Your memories are still saved; they "
+            "become searchable at the next start that reaches it, or with 'reindex'."
         )
         return True
+
+    def _embedding_source(self) -> str:
+        name = self.app.store.embedder.name
+        return (
+            "the embedding service" if name.startswith("openai:") else f"the local embedding model {LOCAL_MODEL_NAME}"
+        )
 
     def cmd_reindex(self, args: str) -> None:
         rebuilding = self.app.store.vectors_missing is not None

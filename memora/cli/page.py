@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import textwrap
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memora.cli.terminal import Console, render_table
-from memora.core.errors import MemoraError
+from memora.core.errors import CommandError, MemoraError
 from memora.core.records import CATEGORIES
 from memora.core.text_utils import for_terminal
 from memora.reading.conflicts import Conflict, KeptPairs, pair_key
@@ -83,7 +84,11 @@ def open_conflicts(app: Memora) -> list[Conflict]:
 
 
 def keep_one(app: Memora, keep_id: str, drop_id: str) -> str:
-    """Keep ``keep_id``: ``drop_id`` is retracted (superseded, with history), undoable as an edit is."""
+    """Keep ``keep_id``: ``drop_id`` is retracted (superseded, with history), undoable as an edit is;
+    refused when the kept one is no longer current (another terminal forgot or changed it)."""
+    kept = app.store.get(keep_id)
+    if kept is None or not kept.is_current:
+        raise CommandError(f"{keep_id} is gone or was changed since, so {drop_id} stays as it is.")
     app.store.supersede(drop_id, None, reason="conflict", source="command", note=f"kept {keep_id} instead")
     app.conversation.record_changes("conflict", [(drop_id, None)])
     return f"Kept {keep_id}; {drop_id} is superseded (see 'history {drop_id}', 'undo' takes it back)."
@@ -426,7 +431,7 @@ class MemoryPage:
     def visible(self, width: int, height: int) -> list[tuple[str, str]]:
         """The fragments of the rows that fit ``height`` lines, the cursor's row reversed."""
         if self.state.pane is not None:  # wrapped, not cut: a history's last column is the text
-            wrapped = [line[i : i + width] for line in self.state.pane for i in range(0, max(len(line), 1), width)]
+            wrapped = [part for line in self.state.pane for part in textwrap.wrap(line, width) or [""]]  # whole words
             return [("", _fit(line, width) + "\n") for line in wrapped[: max(height, 1)]]
         rows = self.shown_rows()
         state = self.state
@@ -660,6 +665,9 @@ class MemoryPage:
         asking = Condition(lambda: self.state.asking is not None)
         keys = KeyBindings()
         on_list = has_focus(body)
+        # A y/n question takes one key: y or n answers it at once, any other key is not typed.
+        yes_no = has_focus(self.answer) & Condition(lambda: (self.state.asking or ("",))[0].endswith("(y/n)"))
+        keys.add("<any>", filter=yes_no)(lambda event: None)
 
         for name in ("down", "up", "pagedown", "pageup", "home", "end"):
             keys.add(name, filter=on_list)(lambda event, name=name: self.press(name))
@@ -697,6 +705,9 @@ class MemoryPage:
             event.app.layout.focus(body)
             self.state.message = ""
             then(text)
+
+        for letter in "yYnN":
+            keys.add(letter, filter=yes_no)(lambda event, key=letter: (self.answer.insert_text(key), _answered(event)))
 
         @keys.add("escape", filter=has_focus(self.answer), eager=True)
         @keys.add("c-c", filter=has_focus(self.answer))

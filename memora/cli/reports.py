@@ -107,10 +107,9 @@ def status_rows(app: Memora) -> list[Table]:
     ]
     extraction_rows = [
         ["queued", str(pending)],
-        ["short messages held to read with the next", str(len(app.queue.held))],
         ["failures this session", str(app.turn.extraction_failures)],
         ["last failure", app.turn.extraction_error or "none"],
-        ["items skipped this session", str(len(app.turn.extraction_skipped))],
+        ["items set aside or relabelled this session", str(len(app.turn.extraction_skipped))],
     ]
     if app.turn.extraction_skipped:
         skipped = app.turn.extraction_skipped[-1]

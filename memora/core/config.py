@@ -100,10 +100,6 @@ DEFAULT_PROACTIVE_DAYS = 3
 # Items per profile list (goals, preferences): enough for anyone, and it keeps
 # the profile, which is sent every turn, from growing without end.
 DEFAULT_MAX_PROFILE_ITEMS = 100
-# Messages one extraction call may read: short messages wait for the next ones,
-# so the call's fixed instructions and schema are paid once for several (see
-# reading_queue.BATCH_SHORT_TOKENS). 1 reads every message right after its reply.
-DEFAULT_EXTRACTION_BATCH = 8
 # Review (spaced.py, ledger.py): the hour a learner's day starts, as in Anki, so a
 # late-night session still counts as the evening's day (MEMORA_DAY_START); new
 # cards a day, so a new mistake is drilled within a day or two (MEMORA_NEW_CARDS);
@@ -185,7 +181,6 @@ class Settings:
     recency_half_life_days: float = DEFAULT_RECENCY_HALF_LIFE_DAYS
     proactive_days: int = DEFAULT_PROACTIVE_DAYS
     max_profile_items: int = DEFAULT_MAX_PROFILE_ITEMS
-    extraction_batch: int = DEFAULT_EXTRACTION_BATCH
     day_start: int = DEFAULT_DAY_START
     new_cards: int = DEFAULT_NEW_CARDS
     reviews_per_day: int = DEFAULT_REVIEWS_PER_DAY
@@ -227,7 +222,6 @@ class Settings:
             "memory_cap": "MEMORA_MEMORY_CAP",
             "proactive_days": "MEMORA_PROACTIVE_DAYS",
             "max_profile_items": "MEMORA_MAX_PROFILE_ITEMS",
-            "extraction_batch": "MEMORA_EXTRACTION_BATCH",
             "day_start": "MEMORA_DAY_START",
             "new_cards": "MEMORA_NEW_CARDS",
             "reviews_per_day": "MEMORA_REVIEWS_PER_DAY",
@@ -260,7 +254,6 @@ class Settings:
             "context window (MEMORA_CONTEXT_TOKENS)": 1 if self.context_tokens is None else self.context_tokens,
             "memory cap (MEMORA_MEMORY_CAP)": self.memory_cap,
             "profile list limit (MEMORA_MAX_PROFILE_ITEMS)": self.max_profile_items,
-            "extraction batch (MEMORA_EXTRACTION_BATCH)": self.extraction_batch,
             "timeout (MEMORA_TIMEOUT)": self.timeout,
             "recency half-life (MEMORA_RECENCY_HALF_LIFE_DAYS)": self.recency_half_life_days,
         }

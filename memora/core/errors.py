@@ -115,10 +115,14 @@ class EmbeddingError(MemoraError):
     """The embedding model could not embed the text (offline, API failure...)."""
 
 
-class LocalModelUnavailable(EmbeddingError):
-    """The local embedding model's files are not on this machine and cannot be
-    downloaded (offline). Memories are still stored, their vectors computed later
-    (``reindex``, or the next start with the model); only searching must wait."""
+class EmbeddingUnavailable(EmbeddingError):
+    """No embedding can be made now: the embedding service cannot be reached, or (the
+    subclass) the local model's files are not here offline. Memories are still stored,
+    their vectors computed later (``reindex``, or the next start); only searching waits."""
+
+
+class LocalModelUnavailable(EmbeddingUnavailable):
+    """The local embedding model's files are not on this machine and cannot be downloaded."""
 
 
 class MemoryFullError(MemoraError):

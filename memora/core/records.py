@@ -6,6 +6,7 @@ Kept free of heavy imports so the REPL can start before Chroma is loaded.
 from __future__ import annotations
 
 import functools
+import secrets
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import date, datetime, timedelta, timezone
@@ -23,6 +24,12 @@ SOURCES = ("command", "extracted", "import")
 STATUS_CURRENT = "current"
 STATUS_SUPERSEDED = "superseded"
 MAX_MEMORY_CHARS = 1000
+
+
+def fresh_id() -> str:
+    """48 random bits: a million memories share one id with odds of about 1 in 500, and
+    that one write is refused (``LongTermMemoryStore._write_new``), never overwritten."""
+    return secrets.token_hex(6)
 
 
 def clean_memory_text(content: str) -> str:

@@ -41,7 +41,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 
@@ -71,6 +71,7 @@ from memora.core.records import (
 )
 from memora.core.storage import FIRST_YEAR, LAST_YEAR, StoredDay, atomic_write_text, first_problem, special_file
 from memora.core.text_utils import clean_text, counted, normalized_key
+from memora.core.timeutil import to_aware
 from memora.reading.proposals import MAX_PENDING, ProfileProposal
 from memora.teaching.activity import DayActivity
 from memora.teaching.ledger import MAX_MISTAKES, Mistake, clean_mistake_text
@@ -610,7 +611,7 @@ def _plan_profile(app: Memora, path: Path, export: ExportFile) -> UserProfile:
     )
 
 
-def _missing_memories(app: Memora, path: Path, export: ExportFile) -> list[MemoryRecord]:
+def _missing_memories(app: Memora, path: Path, export: ExportFile) -> tuple[list[MemoryRecord], int]:
     """The export's memories not here yet, refused when they do not fit the cap."""
     learner = validate_user_name(export.user)  # the name as --user and export spell it (NFC, lower case)
     if learner != app.settings.user:
@@ -623,6 +624,18 @@ def _missing_memories(app: Memora, path: Path, export: ExportFile) -> list[Memor
     # Memories already here are kept as they are: an older export must never
     # bring back a fact that was superseded or edited since.
     missing = [m.to_record(app.settings.user) for m in export.memories if m.id not in existing]
+    # Nor one that was forgotten (as long as the deletion log keeps its row): left out, and said so.
+    log, everything = app.deletions, app.deletions.forgot_all_at(learner) or -math.inf
+    ids = log.named(learner, "memory", [r.id for r in missing])
+    texts = log.named(learner, "text", [k for r in missing for k in log.text_keys(r.content)])
+
+    def forgotten_at(r: MemoryRecord) -> float:  # the last deletion naming it (by id, text or all); -inf: none
+        return max([everything, ids.get(r.id, -math.inf), *(texts.get(k, -math.inf) for k in log.text_keys(r.content))])
+
+    forgotten = {r.id for r in missing if r.created_at.timestamp() <= forgotten_at(r)}
+    missing = [r for r in missing if r.id not in forgotten]
+    gone = app.deletions.named(learner, "mistake", [m.id for m in export.mistakes])
+    export.mistakes = [m for m in export.mistakes if m.id not in gone]
     cap = app.store.memory_cap
     adding = sum(1 for r in missing if r.is_current)
     if cap is not None and adding and app.store.count() + adding > cap:
@@ -631,7 +644,22 @@ def _missing_memories(app: Memora, path: Path, export: ExportFile) -> list[Memor
             f"adds {adding} current memories to your {app.store.count()}, over your memory cap of {cap}; "
             "raise it with 'memory cap <n>' or 'memory cap off' first",
         )
-    return missing
+    return missing, len(forgotten) + len(gone)
+
+
+def _not_from_the_future(path: Path, export: ExportFile, now: datetime) -> None:
+    """Times that record the past may be at most a day ahead of this clock (time zones):
+    a review dated 2099 would keep its card from ever coming back."""
+    times = [("the export", export.exported_at), *((f"level {c.level}", c.at) for c in export.profile.level_history)]
+    for m in export.memories:
+        times += [(f"memory {m.id}", t) for t in (m.created_at, m.last_seen, m.valid_until, m.followed_up_at)]
+    for m in export.mistakes:
+        times += [(f"mistake {m.id}", t) for t in (m.first_seen, m.last_seen, m.mastered_at, m.card.last_review)]
+        times += [(f"a review of mistake {m.id}", r.at) for r in m.reviews]
+    times += [("the activity", datetime.combine(day, datetime.min.time(), now.tzinfo)) for day in export.activity]
+    for what, when in times:
+        if when is not None and to_aware(when) > now + timedelta(days=1):
+            raise _refuse(path, f"dates {what} {to_aware(when):%Y-%m-%d}, in the future")
 
 
 def _new_mistakes(app: Memora, path: Path, export: ExportFile) -> list[Mistake]:
@@ -656,7 +684,8 @@ def import_data(app: Memora, path: Path) -> str:
     (see the module docstring)."""
     path = Path(path)
     export = read_export(path, import_limits(app.store.memory_cap, app.profiles.max_items))
-    missing = _missing_memories(app, path, export)
+    _not_from_the_future(path, export, to_aware(app.clock()))
+    missing, left_out = _missing_memories(app, path, export)
     merged = _plan_profile(app, path, export)
     new_mistakes = _new_mistakes(app, path, export)
     pending = [p.as_proposal() for p in export.pending_profile_changes]
@@ -707,7 +736,7 @@ def import_data(app: Memora, path: Path) -> str:
                 f"Importing {_shown(path.name)} failed ({reason}); restart Memora to undo what it wrote."
             ) from None
         raise ImportFileError(f"Could not import {_shown(path.name)}: {reason}. Nothing was imported.") from None
-    return _imported(export, restored, profile_changed, added, new_mistakes, restore_session)
+    return _imported(export, restored, profile_changed, added, new_mistakes, restore_session, left_out)
 
 
 def _import_failure(error: Exception) -> str:
@@ -722,10 +751,10 @@ def _import_failure(error: Exception) -> str:
 
 
 def _imported(
-    export: ExportFile, restored: int, profile_changed: bool, added: list, new_mistakes: list, session: bool
+    export: ExportFile, restored: int, profile_changed: bool, added: list, new_mistakes: list, session: bool, left: int
 ) -> str:
     """The line that says what an import did."""
-    kept = len(export.memories) - restored
+    kept = len(export.memories) - restored - left
     session_note = "session kept (yours was not empty)"
     if session:
         session_note = f"session restored ({counted(len(export.session.messages), 'message')})"
@@ -734,6 +763,8 @@ def _imported(
     proposals_note = f", {counted(len(added), 'pending profile change')} restored" if added else ""
     if new_mistakes:
         proposals_note += f", {counted(len(new_mistakes), 'mistake')} added to your ledger"
+    if left:
+        proposals_note += f", {counted(left, 'item')} you had forgotten left out"
     return (
         f"Imported {counted(restored, 'memory', 'memories')} ({kept} already here, kept as they are), "
         f"profile {'merged' if profile_changed else 'unchanged'}{proposals_note}, {session_note}."

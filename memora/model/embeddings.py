@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memora.core.errors import EmbeddingError, LocalModelUnavailable, MemoraError
+from memora.core.errors import EmbeddingError, EmbeddingUnavailable, LocalModelUnavailable, MemoraError
 from memora.core.text_utils import CJK_RANGES
 
 if TYPE_CHECKING:
@@ -190,7 +190,7 @@ class OpenAIEmbedder:
                 raise self._refused(client, error) from None
             raise EmbeddingError(f"The embedding request failed ({error.status_code}).") from None
         except openai.APIConnectionError as error:
-            raise EmbeddingError(f"The embedding service is unreachable ({type(error).__name__}).") from None
+            raise EmbeddingUnavailable(f"The embedding service is unreachable ({type(error).__name__}).") from None
         except Exception as error:
             raise EmbeddingError(f"The embedding request failed ({type(error).__name__}).") from None
 

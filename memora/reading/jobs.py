@@ -12,13 +12,14 @@ from typing import Literal
 
 from pydantic import BaseModel, PrivateAttr, ValidationError, model_validator
 
-from memora.core.records import CATEGORIES, MemoryRecord
+from memora.core.records import CATEGORIES, MEMORY_TYPES, MemoryRecord
 from memora.core.text_utils import normalized_key, shorten
 from memora.reading.proposals import ProfileProposal
 from memora.store import lexical
 from memora.teaching.ledger import NewMistake
 
 Category = Literal[CATEGORIES]  # the structured-output schema offers exactly the stored categories
+_LABELS = {"category": (CATEGORIES, "other"), "memory_type": (MEMORY_TYPES, "semantic")}  # choices, fallback
 
 
 class ExtractedFact(BaseModel):
@@ -115,11 +116,28 @@ class ExtractionResult(BaseModel):
                     try:  # an item already of its model is kept as it is
                         kept.append(model.model_validate(item))
                     except ValidationError as error:
-                        rejected.append((kind, _item_label(item), _validation_reason(error)))
+                        fixed = _relabelled(model, item, error)
+                        if fixed is not None:  # a bad label does not lose a valid text
+                            kept.append(fixed[0])
+                        rejected.append((kind, _item_label(item), fixed[1] if fixed else _validation_reason(error)))
                 data[key] = kept
         result = handler(data)
         result._rejected = rejected + list(result._rejected)
         return result
+
+
+def _relabelled(model: type[BaseModel], item: object, error: ValidationError) -> tuple[BaseModel, str] | None:
+    """The item with each unknown label (category, memory type) at its nearest valid
+    value, and what was changed; None when anything else is wrong with it."""
+    bad = {e["loc"][0] for e in error.errors() if e["type"] == "literal_error"}
+    if not isinstance(item, dict) or not bad or not bad <= _LABELS.keys():
+        return None
+    fixed = {f: next((c for c in _LABELS[f][0] if c == str(item[f]).strip().casefold()), _LABELS[f][1]) for f in bad}
+    try:
+        valid = model.model_validate({**item, **fixed})
+    except ValidationError:
+        return None
+    return valid, shorten(", ".join(f"{f} {item[f]!r} stored as {v!r}" for f, v in sorted(fixed.items())), 80)
 
 
 def _item_label(item) -> str:

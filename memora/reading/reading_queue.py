@@ -1,51 +1,31 @@
-"""Which messages are read for memories, and when: the batching policy and the queue it keeps.
+"""Which messages are read for memories, and the queue that keeps them.
 
-The fixed part of an extraction call (instructions and schema, ~900 tokens)
-costs the same for "Same here!" as for a paragraph, so a short message is held
-and read in one call with the messages after it. Holding loses nothing: the held
-message is still in the recent turns the tutor sees verbatim, it is in the
-session file's pending list (a crash reads it at the next start), and it is read
-at once whenever Memora must be up to date (exit, a new session, undo, a command
-that shows what Memora knows). A message that may change the profile or correct
-a memory is read at once, the held ones with it, so the learner's "I'm B2 now"
-is answered after that reply, not a few turns later. ``plan_reading`` is the whole policy, one pure
-function; ``ReadingQueue`` keeps its state (what is pending, what is held).
+Every message is read right after its reply (an acknowledgement or greeting
+never: ``cues.skips_extraction``), so what it makes Memora remember, and any
+question it raises (a profile change, a word card), is told after that very
+turn. Holding short messages to read several in one call saved tokens but
+showed: a fact's notice came turns later, and a question after a later reply.
+A message not read yet stays in the session file's pending list (a crash, or a
+failed reading, reads it at the next start).
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, replace
-from datetime import date, datetime
+from dataclasses import replace
+from datetime import datetime
 
 from pydantic import BaseModel
 
 from memora.core.storage import Guarded
-from memora.core.timeutil import said_day
-from memora.reading.cues import looks_like_correction, may_change_profile, skips_extraction
+from memora.reading.cues import skips_extraction
 from memora.reading.jobs import ExtractionJob, ExtractionResult, PreparedExtraction
 
 log = logging.getLogger("memora")
 
-BATCH_SHORT_TOKENS = 80  # a message this short (tiktoken; under a tenth of the call) may wait for the next one
-BATCH_MAX_TOKENS = 300  # one call reads at most this much held text (and Settings.extraction_batch messages)
 MAX_EXTRACTION_ATTEMPTS = 3  # a message whose reading keeps failing (bad model, bad server) is dropped with a notice
-
-# Why a plan holds or reads. Each is a row of tests/test_turn_pipeline.py (CASES).
-ACKNOWLEDGEMENT = "an acknowledgement or greeting: holds no fact, never read"
-UP_TO_DATE = "Memora must be up to date: every held message is read"
-ANOTHER_DAY = "held from another day: read on its own, so a batch never spans two days"
-READ_EARLY = "read before the reply (a correction): the messages held from its day go with it"
-LONG = "long enough to pay for its own call"
-PROFILE = "may change the profile: acted on after this reply"
-CORRECTION = "looks like a correction: acted on after this reply"
-BATCH_FULL = "the batch is full"
-TOO_MUCH = "the held text would pass BATCH_MAX_TOKENS"
-LEFT_RECENT = "a held message has left the recent turns"
-SHORT = "short: waits to be read with the next ones"
 
 
 class PendingExtraction(BaseModel):
@@ -62,72 +42,8 @@ class PendingExtraction(BaseModel):
     claimed_by: str | None = None
 
 
-@dataclass(frozen=True)
-class Plan:
-    """What to do with the held messages and a new one: ``read`` the batches of
-    message ids now (oldest first; a batch's last id is the message it is read
-    with), ``hold`` the rest, for ``reasons``."""
-
-    read: tuple[tuple[str, ...], ...]
-    hold: tuple[str, ...]
-    reasons: tuple[str, ...]
-
-
-def _by_day(held: Sequence[PendingExtraction]) -> tuple[tuple[str, ...], ...]:
-    return tuple(tuple(p.job_id for p in run) for _, run in itertools.groupby(held, key=lambda p: said_day(p.said_at)))
-
-
-def plan_reading(
-    message: PendingExtraction | None,
-    held: Sequence[PendingExtraction],
-    *,
-    count: Callable[[str], int],
-    recent: Collection[str],
-    batch_size: int,
-    read_early: bool = False,
-) -> Plan:
-    """Hold or read: the batching policy. ``message`` is the one just answered
-    (None: Memora must be up to date), ``held`` the messages waiting (oldest first),
-    ``recent`` the learner's messages still in the recent turns, ``read_early``
-    whether ``message`` was read before its reply. Pure: it changes nothing."""
-    if message is None:
-        return Plan(read=_by_day(held), hold=(), reasons=(UP_TO_DATE,) if held else ())
-    if not read_early and skips_extraction(message.text):
-        return Plan(read=(), hold=tuple(p.job_id for p in held), reasons=(ACKNOWLEDGEMENT,))
-    # A fact is dated with its batch, and "yesterday" said before midnight must
-    # not be read as today's: each message's day is counted where it was said.
-    day = said_day(message.said_at)
-    other = [p for p in held if said_day(p.said_at) != day]
-    same = [p for p in held if said_day(p.said_at) == day]
-    tokens = count(message.text)
-    now = [
-        why
-        for applies, why in (
-            (read_early, READ_EARLY),
-            (tokens > BATCH_SHORT_TOKENS, LONG),
-            (may_change_profile(message.text), PROFILE),
-            (looks_like_correction(message.text), CORRECTION),
-            (len(same) + 1 >= batch_size, BATCH_FULL),
-            (sum(count(p.text) for p in same) + tokens > BATCH_MAX_TOKENS, TOO_MUCH),
-            (any(p.text not in recent for p in same), LEFT_RECENT),
-        )
-        if applies
-    ]
-    reasons = ([ANOTHER_DAY] if other else []) + (now or [SHORT])
-    ids = tuple(p.job_id for p in same) + (message.job_id,)
-    if now:
-        return Plan(read=_by_day(other) + (ids,), hold=(), reasons=tuple(reasons))
-    return Plan(read=_by_day(other), hold=ids, reasons=tuple(reasons))
-
-
 def _job(p: PendingExtraction) -> ExtractionJob:
     return ExtractionJob(p.text, p.said_at, p.job_id, generation=p.generation)
-
-
-def _batch(messages: Sequence[PendingExtraction]) -> ExtractionJob:
-    """One reading of ``messages`` (oldest first), taken with the last of them."""
-    *earlier, last = (_job(p) for p in messages)
-    return replace(last, earlier=tuple(earlier))
 
 
 def resumed_job(pending: PendingExtraction) -> ExtractionJob:
@@ -145,19 +61,15 @@ def resumed_job(pending: PendingExtraction) -> ExtractionJob:
 
 class ReadingQueue(Guarded):
     """The messages said and not read for memories yet (``pending``, oldest first),
-    which of them are held (``held``), which this session has known (``known``,
+    which this session has known (``known``,
     for ``SessionStore.save``) and which the worker is reading (``reading``)."""
 
     def __init__(self, lock: threading.RLock, pending: Sequence[PendingExtraction] = ()):
         super().__init__(lock)
         with lock:
             self.pending: tuple[PendingExtraction, ...] = tuple(pending)
-            self.held: tuple[str, ...] = ()
             self.known: frozenset[str] = frozenset(p.job_id for p in pending)
             self.reading: frozenset[str] = frozenset()
-
-    def _held(self) -> list[PendingExtraction]:
-        return [p for p in self.pending if p.job_id in self.held]
 
     def said(self, message: PendingExtraction) -> None:
         """A message was answered; an acknowledgement is not kept to be read."""
@@ -166,26 +78,14 @@ class ReadingQueue(Guarded):
             if not skips_extraction(message.text):
                 self.pending = (*self.pending, message)
 
-    def plan(self, message: PendingExtraction | None, early: PreparedExtraction | None = None, **policy):
-        """Apply ``plan_reading`` to the held messages: what it holds stays held, and
-        the readings it asks for are returned, to be submitted in order. They count as
-        this session's from now on, so the next save claims them (no write of its own)."""
+    def plan(self, message: PendingExtraction, early: PreparedExtraction | None = None) -> list[ExtractionJob]:
+        """The reading of a message just answered, right after its reply (none for an
+        acknowledgement). It counts as this session's from now on, so the next save claims it."""
         with self.lock:
-            plan = plan_reading(message, self._held(), read_early=early is not None, **policy)
-            self.held = plan.hold
-            self.reading = self.reading | {i for ids in plan.read for i in ids}
-            said = {p.job_id: p for p in self.pending}
-            if message is not None:
-                said[message.job_id] = message
-            batches = [_batch([said[i] for i in ids]) for ids in plan.read]
-            if early is not None and plan.read and plan.read[-1][-1] == message.job_id:
-                batches[-1] = replace(batches[-1], prepared=early)
-            return plan, batches
-
-    def held_on(self, day: date) -> tuple[ExtractionJob, ...]:
-        """The held messages said on ``day``, oldest first (read with a correction read early)."""
-        with self.lock:
-            return tuple(_job(p) for p in self._held() if said_day(p.said_at) == day)
+            if early is None and skips_extraction(message.text):
+                return []
+            self.reading = self.reading | {message.job_id}
+            return [replace(_job(message), prepared=early)]
 
     def unread_since(self, moment: datetime | None) -> PendingExtraction | None:
         """The newest message not read yet that was said at or after ``moment``."""
@@ -197,7 +97,6 @@ class ReadingQueue(Guarded):
         """Forgotten, taken back, or read by another process: not this session's to read."""
         with self.lock:
             self.pending = tuple(p for p in self.pending if p.job_id not in ids)
-            self.held = tuple(i for i in self.held if i not in ids)
             self.reading = self.reading - set(ids)
 
     def keep_from(self, generation: int) -> None:
@@ -210,13 +109,12 @@ class ReadingQueue(Guarded):
         with self.lock:
             dropped = len({p.job_id for p in self.pending} | set(also_known))
             self.known = self.known | set(also_known)
-            self.pending, self.held = (), ()
+            self.pending = ()
             return dropped
 
     def requeue(self) -> list[ExtractionJob]:
-        """Every pending message as a reading again, none held (``reindex``)."""
+        """Every pending message as a reading again (``reindex``)."""
         with self.lock:
-            self.held = ()
             return [resumed_job(p) for p in self.pending]
 
     def claimed(self, ids: Collection[str]) -> None:
@@ -257,11 +155,7 @@ class ReadingQueue(Guarded):
 
 
 __all__ = [
-    "BATCH_MAX_TOKENS",
-    "BATCH_SHORT_TOKENS",
     "MAX_EXTRACTION_ATTEMPTS",
-    "Plan",
     "ReadingQueue",
-    "plan_reading",
     "resumed_job",
 ]

@@ -26,7 +26,6 @@ import os
 import re
 import sqlite3
 import threading
-import uuid
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -34,8 +33,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
-from memora.core.errors import CommandError
-from memora.core.records import STATUS_CURRENT, MemoryRecord, catalog_columns, from_catalog_row, offset_columns
+from memora.core.errors import CommandError, disk_problem
+from memora.core.records import (
+    STATUS_CURRENT,
+    MemoryRecord,
+    catalog_columns,
+    fresh_id,
+    from_catalog_row,
+    offset_columns,
+)
 from memora.core.storage import FILE_MODE, ensure_private_dir, file_lock, quarantine
 from memora.core.text_utils import normalized_key
 from memora.store import lexical
@@ -224,6 +230,8 @@ class LexicalSearch(NamedTuple):
 class MemoryCatalog:
     """SQLite catalog of one learner's memories (thread-safe within a process)."""
 
+    unwiped: str | None = None  # why the last ``compact`` could not finish, when the disk is why
+
     def __init__(self, path: Path | str, user_id: str):
         self.path = Path(path)
         self.user_id = user_id
@@ -409,7 +417,8 @@ class MemoryCatalog:
                 # leaves the rest to the next start (the caller's erase marker).
                 self._db.execute(f"PRAGMA busy_timeout={COMPACT_WAIT_MS}")
                 busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-            except sqlite3.OperationalError:  # locked by another process: also left for later
+            except sqlite3.OperationalError as error:  # locked by another process, a full disk: left for later
+                self.unwiped = disk_problem(error)
                 return False
             finally:
                 self._db.execute("PRAGMA busy_timeout=30000")
@@ -441,7 +450,7 @@ class MemoryCatalog:
     def new_id(self) -> str:
         """An id no memory here has."""
         while True:
-            candidate = uuid.uuid4().hex[:8]
+            candidate = fresh_id()
             if self.get(candidate) is None:
                 return candidate
 

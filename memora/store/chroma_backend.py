@@ -38,7 +38,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import urlparse
 
-from memora.core.errors import DamagedStoreError, EmbeddingModelMismatch, MemoraError, StoreError, error_line
+from memora.core.errors import (
+    DamagedStoreError,
+    EmbeddingModelMismatch,
+    MemoraError,
+    StoreError,
+    disk_problem,
+    error_line,
+)
 from memora.core.records import MemoryRecord, from_chroma, to_chroma_metadata
 from memora.core.storage import ensure_private_dir, file_lock, quarantine
 from memora.core.text_utils import shorten
@@ -109,6 +116,8 @@ def check_local_store(path: Path, *, rebuildable: bool = False) -> None:
 
 class ChromaConnection:
     """One Chroma client (embedded or HTTP) shared by the stores of a process."""
+
+    unwiped: str | None = None  # why the last ``compact`` could not finish, when the disk is why
 
     def __init__(self, path: Path | None = None, *, url: str | None = None):
         if path is None and url is None:
@@ -268,7 +277,8 @@ class ChromaConnection:
                         db.execute(_MERGE_FTS)
                     db.execute("VACUUM")
                     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            except sqlite3.Error:
+            except sqlite3.Error as error:
+                self.unwiped = disk_problem(error)
                 return False
         return True
 

@@ -14,7 +14,10 @@ reading of messages said at generation ``g`` is refused when a deletion after
 * ``memory``: a memory id (its later versions included), for a decision naming it;
 * ``text``: a new fact saying what a forgotten memory said;
 * ``mistake`` / ``mistake-text``: a mistake's id, and a new one making its correction;
-* ``reading``: a message's id (``undo`` of a message not read yet: nothing it says is kept).
+* ``reading``: a message's id (``undo`` of a message not read yet: nothing it says is kept);
+* ``lost``: the log was started anew (missing or damaged, the old file kept aside): its
+  generations start above any the old one could have had, and this row covers every
+  message said before it, of every learner, since what the old log held is unknown.
 
 A row holds no text: ``text`` keys are keyed hashes (HMAC-SHA256 with a random
 key kept in the same file, of the text as the store compares it and of its
@@ -43,13 +46,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memora.core.records import MemoryRecord
-from memora.core.storage import FILE_MODE, ensure_private_dir
+from memora.core.storage import FILE_MODE, ensure_private_dir, quarantine
 from memora.core.text_utils import normalized_key
 from memora.store import lexical
 
 KEEP_DAYS = 90
 FILE_NAME = "deletions.sqlite3"
-KINDS = ("all", "user", "memory", "text", "mistake", "mistake-text", "reading")
+KINDS = ("all", "user", "memory", "text", "mistake", "mistake-text", "reading", "lost")
 _SUBJECT = {"learner", "learners"}  # every extracted fact names the learner: not a meaning-bearing word
 
 _SCHEMA = """
@@ -82,8 +85,10 @@ class Fence:
 class DeletionLog:
     """The deletion rows of one data folder (see the module docstring)."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, notify=None, clock=None):
         self.path = Path(folder) / FILE_NAME
+        self.notify = notify or (lambda line: None)
+        self.now = (lambda: clock().timestamp()) if clock else time.time  # when: the session's clock
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         self._key: bytes | None = None
@@ -92,16 +97,38 @@ class DeletionLog:
     def _open(self) -> sqlite3.Connection:
         if self._db is None:
             ensure_private_dir(self.path.parent)
-            if not self.path.exists():
-                os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE))
-            db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
+            try:
+                self._db = self._connect()
+            except sqlite3.DatabaseError as error:  # not a database, malformed: never a reason not to start
+                kept = quarantine(self.path)
+                self._db = self._connect()
+                self.notify(
+                    f"The deletion log was damaged ({error}); it is kept as {kept.name} and a new one started. "
+                    "Messages said before now are not read for memories, so nothing forgotten can come back."
+                )
+        return self._db
+
+    def _connect(self) -> sqlite3.Connection:
+        fresh = not self.path.exists()
+        if fresh:
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE))
+        db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
+        try:
             db.executescript(_SCHEMA)
             db.execute(
                 "INSERT OR IGNORE INTO meta VALUES ('key', ?)", (secrets.token_hex(32),)
             )  # first writer wins; every process reads the same key
             self._key = bytes.fromhex(db.execute("SELECT value FROM meta WHERE key = 'key'").fetchone()[0])
-            self._db = db
-        return self._db
+            db.execute("SELECT generation, learner, kind, key, at FROM deletions LIMIT 1")  # its own shape
+            if fresh:  # a lost log's generations are unknown: start above any, covering what was said before
+                db.execute(
+                    "INSERT OR IGNORE INTO deletions VALUES (?, '', 'lost', '', ?)",
+                    (int(time.time() * 1000), time.time()),
+                )
+        except BaseException:
+            db.close()
+            raise
+        return db
 
     # -- the reading in progress ------------------------------------------------------------
     @contextlib.contextmanager
@@ -157,7 +184,7 @@ class DeletionLog:
         """Record a deletion; its generation. ``keys``: ids, or keys from ``text_keys``."""
         if kind not in KINDS:
             raise ValueError(f"unknown deletion kind {kind!r}")
-        now = time.time()
+        now = self.now()
         with self._lock:
             db = self._open()
             who = self.learner_key(learner)
@@ -199,15 +226,39 @@ class DeletionLog:
         with self._lock:
             db = self._open()
             who = self.learner_key(fence.learner)
-            sql = "SELECT 1 FROM deletions WHERE learner = ? AND generation > ? AND (kind IN ('all', 'user')"
-            params: list = [who, fence.generation]
+            sql = "SELECT 1 FROM deletions WHERE generation > ? AND (kind = 'lost' OR learner = ? AND ("
+            sql += "kind IN ('all', 'user')"
+            params: list = [fence.generation, who]
             if fence.message:
                 sql += " OR (kind = 'reading' AND key = ?)"
                 params.append(fence.message)
             if keys:
                 sql += f" OR (kind = ? AND key IN ({','.join('?' * len(keys))}))"
                 params += [kind, *keys]
-            return db.execute(sql + ") LIMIT 1", params).fetchone() is not None
+            return db.execute(sql + ")) LIMIT 1", params).fetchone() is not None
+
+    def named(self, learner: str, kind: str, keys: Iterable[str]) -> dict[str, float]:
+        """Which of ``keys`` a deletion of ``kind`` names, and when (an import leaves out
+        what was forgotten after it was made)."""
+        keys, found = list(dict.fromkeys(keys)), dict[str, float]()
+        with self._lock:
+            db, who = self._open(), self.learner_key(learner)
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                sql = f"SELECT key, MAX(at) FROM deletions WHERE learner = ? AND kind = ? AND key IN ({marks})"
+                sql += " GROUP BY key"
+                found.update(db.execute(sql, (who, kind, *chunk)).fetchall())
+        return found
+
+    def forgot_all_at(self, learner: str) -> float | None:
+        """When ``learner``'s last ``forget all`` or ``forget user`` was (a Unix time), if any."""
+        with self._lock:
+            row = self._open().execute(
+                "SELECT MAX(at) FROM deletions WHERE learner = ? AND kind IN ('all', 'user')",
+                (self.learner_key(learner),),
+            )
+            return row.fetchone()[0]
 
     def newest(self, learner: str, kinds: tuple[str, ...] = ("all", "user")) -> int:
         """The generation of the newest deletion of ``kinds`` for ``learner`` (0: none)."""

@@ -6,10 +6,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import uuid
 from pathlib import Path
 
-from memora.core.records import MemoryRecord
+from memora.core.records import MemoryRecord, fresh_id
 from memora.core.timeutil import to_aware
 from memora.store.chroma_backend import collection_name
 
@@ -23,7 +22,7 @@ def add_many(store, items, *, batch_size: int = 256) -> list[MemoryRecord]:
         text, kind, category = store.validate(item["content"], kind, category)
         records.append(
             MemoryRecord(
-                id=item.get("id") or uuid.uuid4().hex[:8],
+                id=item.get("id") or fresh_id(),
                 content=text,
                 created_at=to_aware(item.get("created_at") or now),
                 memory_type=kind,
