@@ -237,3 +237,20 @@ def test_a_catalog_from_an_older_memora_is_rebuilt_from_chroma(tmp_path, clock, 
     assert [r.id for r in reopened.search("Lisbon sister", min_score=0)][:1] == [kept.id]
     reopened.add("The learner plays badminton on Sundays.", category="hobby")
     assert reopened.count() == 3
+
+
+def test_memories_shows_the_newest_page_and_the_way_to_the_rest(make_app, run_repl):
+    from memora.cli.commands import MEMORIES_PAGE
+
+    app = make_app()
+    now = app.clock()
+    for n in range(MEMORIES_PAGE + 3):  # oldest last: number 0 is the newest
+        app.store.add(f"Cousin number {n} keeps parrot {n * 7919}.", created_at=now - timedelta(minutes=n), dedup=False)
+    t = run_repl(app, ["memories", "memories --page 2", "memories --page 9"])
+    first, _, rest = t.text.partition("You: memories --page 2")
+    second, _, beyond = rest.partition("You: memories --page 9")
+    assert "page 1; 'memories --page 2' for more" in first
+    assert "Cousin number 0 " in first and f"Cousin number {MEMORIES_PAGE - 1} " in first
+    assert f"Cousin number {MEMORIES_PAGE} " not in first
+    assert "3 memories (cap 2000), page 2" in second and f"Cousin number {MEMORIES_PAGE + 2} " in second
+    assert "Cousin number 0 " not in second and "Cousin" not in beyond

@@ -78,6 +78,7 @@ class Command:
 
 
 # Every command, in the order 'help' lists them.
+MEMORIES_PAGE = 50  # 'memories' lists this many, newest first: a screen, whatever the store's size
 COMMANDS = (
     Command(
         "help",
@@ -115,8 +116,11 @@ COMMANDS = (
     Command(
         "memories",
         text(max_words=2),
-        ("memories [--all] [--type semantic|episodic] [--category C] [text] -- List memories, newest first.",),
-        ("memories --type episodic", "memories --all coffee"),
+        (
+            "memories [--all] [--page N] [--type semantic|episodic] [--category C] [text] -- List memories, "
+            f"newest first, {MEMORIES_PAGE} a page.",
+        ),
+        ("memories --type episodic", "memories --all coffee", "memories --page 2"),
         reads_first=True,
     ),
     Command(
@@ -470,6 +474,7 @@ class CommandRouter:
             raise self.usage("memories") from None
         filters: dict = {"include_superseded": False}
         text: list[str] = []
+        page = 1
         index = 0
         while index < len(words):
             word = words[index]
@@ -482,6 +487,9 @@ class CommandRouter:
                     raise CommandError(f"Unknown {word[2:]} '{shorten(value, 40)}'. Use one of: {', '.join(allowed)}.")
                 filters["memory_type" if word == "--type" else "category"] = value
                 index += 1
+            elif word == "--page" and index + 1 < len(words) and words[index + 1].isdigit():
+                page = max(1, int(words[index + 1]))
+                index += 1
             elif word.startswith("--"):
                 raise self.usage("memories")
             else:
@@ -489,7 +497,9 @@ class CommandRouter:
             index += 1
         if text:
             filters["text"] = " ".join(text)
-        records = self.app.store.list(**filters)
+        # A page, never the whole store: the row past it only says there is more.
+        records = self.app.store.list(**filters, limit=MEMORIES_PAGE + 1, offset=(page - 1) * MEMORIES_PAGE)
+        more, records = len(records) > MEMORIES_PAGE, records[:MEMORIES_PAGE]
         now = self.app.clock()
         rows = []
         resolved = False
@@ -510,6 +520,9 @@ class CommandRouter:
             columns.insert(4, "status")
         cap = self.app.store.memory_cap
         title = counted(len(records), "memory", "memories") + (f" (cap {cap})" if cap else "")
+        title += (
+            f", page {page}" + (f"; 'memories --page {page + 1}' for more" if more else "") if more or page > 1 else ""
+        )
         self.console.table(title, columns, rows)
         if resolved:
             self.console.notice("Times are shown as the tutor reads them today; 'history <id>' shows your own words.")

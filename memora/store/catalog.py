@@ -505,6 +505,7 @@ class MemoryCatalog:
         source: str | None = None,
         text: str | None = None,
         limit: int | None = None,
+        offset: int = 0,
         newest_first: bool = True,
     ) -> builtins.list[MemoryRecord]:
         where: builtins.list[str] = ["user_id = ?"]
@@ -524,8 +525,8 @@ class MemoryCatalog:
             f"ORDER BY created_ts {'DESC' if newest_first else 'ASC'}, rid"
         )
         if limit is not None:
-            sql += " LIMIT ?"
-            params.append(int(limit))
+            sql += " LIMIT ? OFFSET ?"
+            params += [int(limit), int(offset)]
         return [_record(row) for row in self._query(sql, tuple(params))]
 
     def find_exact(self, content: str, *, status: str = STATUS_CURRENT) -> MemoryRecord | None:
