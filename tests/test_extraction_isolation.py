@@ -197,7 +197,9 @@ def test_running_a_job_again_changes_nothing(make_app, server):
         )
     )
     server.script("correction", retracting(wrong.content), retracting(wrong.content))
-    job = ExtractionJob("text", app.clock(), "job1", prepared=PreparedExtraction(result))
+    job = ExtractionJob(
+        "text", app.clock(), "job1", prepared=PreparedExtraction(result), generation=app.deletions.generation()
+    )
     extractor = app.worker.extractor
     first = extractor.extract(job)
     assert len(first.added) == 2 and first.retracted == [wrong.id] and first.skipped == []

@@ -107,7 +107,7 @@ def test_the_approximation_does_not_undercount_english_or_chinese():
 
 def test_extraction_runs_after_the_reply_not_before_it(make_app, server):
     held = server.hold("extraction")
-    app = make_app()  # every message read after its own reply (batching: test_extraction_batch)
+    app = make_app()  # every message read after its own reply
     app.chat("My favourite singer is Jay Chou.", on_delta=lambda _: None)
     assert app.worker.pending == 1  # the reply is back while extraction is still running
     assert not app.wait_for_extraction(0.05)

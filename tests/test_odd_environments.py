@@ -192,8 +192,8 @@ def test_a_terminal_resized_to_a_few_columns_while_a_reply_streams(server, tmp_p
     term.resize(40, 30)
     assert term.wait_for(b"You:", after=b"still do."), term.output[-2000:]
     term.send(b"status\r")
-    assert term.wait_for(b"skipped", after=b"status"), term.output[-3000:]
-    assert term.wait_for(b"You:", after=b"skipped"), term.output[-3000:]
+    assert term.wait_for(b"relabelled", after=b"status"), term.output[-3000:]
+    assert term.wait_for(b"You:", after=b"relabelled"), term.output[-3000:]
     code = term.close()
     assert b"Traceback" not in term.output
     assert code == 0

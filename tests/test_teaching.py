@@ -475,16 +475,15 @@ def test_sixty_days_of_one_learner(make_app, run_repl, server, clock):
         app.close()
         return app, t
 
-    # day 0, evening: two short messages with mistakes, held to be read together (the
-    # default batching); 'review' reads them first and drills both the same evening
+    # day 0, evening: two short messages with mistakes, each read after its own reply;
+    # 'review' waits for any reading still under way and drills both the same evening
     clock.now = day_of(0, 20)
     app = make_app(reviews_per_day=4)
-    server.script("extraction", extraction(GOED_1, DECIDE_1))
+    server.script("extraction", extraction(GOED_1), extraction(DECIDE_1))
     t = run_repl(app, [GOED_1["original"], DECIDE_1["original"], "review", "answer", "answer"], settle=False)
     app.close()
     drill = t.text.split("You: review\n", 1)[1]
-    assert len(server.of_kind("extraction")) == 1  # one reading for both messages
-    assert drill.startswith("Note: Reading your last messages for memories first…")
+    assert len(server.of_kind("extraction")) == 2  # one reading per message
     assert "Review: 2 cards." in drill and "Fix this sentence: “Yesterday I goed to the market" in drill
     assert "Next in 2 days" in drill
     # day 1, 21:30: a new mistake, answered wrong: back tomorrow
@@ -935,7 +934,7 @@ def test_a_learner_who_only_chats_for_thirty_days_sees_their_due_cards_move(make
     learner takes the chance in a sentence of their own. No 'review' is ever typed."""
     from memora.teaching.ledger import fix_words
 
-    app = make_app(extraction_batch=1)
+    app = make_app()
     ids = []
     for item in many(4):
         entry, _ = app.ledger.record(item)
@@ -964,7 +963,7 @@ def test_a_learner_who_only_chats_for_thirty_days_sees_their_due_cards_move(make
     start = clock().date()
     for day in range(1, 31):
         clock.now = at(start + timedelta(days=day), 19, tz=clock().tzinfo)
-        app = make_app(extraction_batch=1)
+        app = make_app()
         server.script("chat", tutor)
         server.script("extraction", reading)
         run_repl(app, ["Hello! What shall we talk about today?"])
@@ -972,7 +971,7 @@ def test_a_learner_who_only_chats_for_thirty_days_sees_their_due_cards_move(make
             server.script("extraction", reading)
             run_repl(app, [f"Yesterday I {offered[-1]} it at work, and it was fine."])
         app.close()
-    app = make_app(extraction_batch=1)
+    app = make_app()
     passes = [r for i in ids for r in app.ledger.get(i).reviews if r.source == "chat" and r.correct]
     assert {i for i in ids if any(r.source == "chat" for r in app.ledger.get(i).reviews)} == set(ids)
     assert all(app.ledger.get(i).due > app.ledger.today() for i in ids)  # every card moved past today
@@ -1005,7 +1004,7 @@ def test_a_right_use_counts_only_in_the_learners_own_statement(ledger, message, 
 
 
 def test_a_quoted_use_in_a_message_leaves_the_due_card_due(make_app, run_repl, server, clock):
-    app = make_app(extraction_batch=1)
+    app = make_app()
     entry, _ = app.ledger.record(DOESNT)
     app.ledger.review(entry.id, 1)
     clock.advance(days=1)
@@ -1016,7 +1015,7 @@ def test_a_quoted_use_in_a_message_leaves_the_due_card_due(make_app, run_repl, s
 
 
 def test_the_lines_about_a_mistake_say_what_changed_and_never_overdue(make_app, run_repl, server, clock):
-    app = make_app(extraction_batch=1)
+    app = make_app()
     dropped = said(
         "If I will have time this weekend, I will practise more.",
         "If I have time this weekend, I will practise more.",
@@ -1033,7 +1032,7 @@ def test_the_lines_about_a_mistake_say_what_changed_and_never_overdue(make_app, 
 
 
 def test_a_chat_pass_that_masters_a_card_says_so(make_app, run_repl, server, clock):
-    app = make_app(extraction_batch=1)
+    app = make_app()
     entry, _ = app.ledger.record(GOED)
     for _ in range(2):
         entry = app.ledger.review(entry.id, 3)
