@@ -491,6 +491,7 @@ class LongTermMemoryStore:
         note: str | None = None,
         vector: builtins.list[float] | None = None,
         said_at: datetime | None = None,
+        said: str | None = None,
     ) -> MemoryRecord | None:
         """Mark ``old_id`` no longer current; store ``new_content`` as its successor.
 
@@ -498,7 +499,7 @@ class LongTermMemoryStore:
         ``superseded_by`` and ``status=superseded``. Without ``new_content`` the
         memory is retracted (a correction) and ``None`` is returned. ``said_at``:
         when the successor was said (a reading's message), else now; it is what a
-        later, older fact is compared with ("newer wins").
+        later, older fact is compared with ("newer wins"); ``said``: the message itself.
         """
         old = self.catalog.require(old_id)
         if not old.is_current:
@@ -522,7 +523,7 @@ class LongTermMemoryStore:
                 event_date=event_date
                 if event_date is not None
                 else (old.event_date if reason in ("update", "edit") else None),
-                metadata={k: v for k, v in old.metadata.items() if k != "note"},
+                metadata={k: v for k, v in old.metadata.items() if k != "note"} | ({"said": said} if said else {}),
             )
         retired = old.evolve(
             status=STATUS_SUPERSEDED,

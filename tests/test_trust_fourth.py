@@ -88,6 +88,34 @@ def test_forget_all_leaves_no_typed_line_profile_or_pending_change(make_app, run
     assert run_repl(app, ["forget all"]).text.count("There are no memories to delete.") == 1
 
 
+@pytest.mark.parametrize(
+    "then",
+    [
+        lambda memory: [f"forget {memory.id}"],
+        lambda memory: [f"forget {memory.id[:6]}"],
+        lambda memory: [f"memory edit {memory.id} The learner keeps wasps.", "forget {newest}"],
+    ],
+)
+def test_forget_one_memory_leaves_no_line_it_was_read_from(make_app, run_repl, server, data_dir, then):
+    """The learner's own sentence, however worded beside the memory, goes with it: from the
+    prompt's history and from the conversation kept in the session."""
+    from helpers.stores import files_holding
+
+    app = make_app()
+    said = "Honestly I look after three Quorvex beehives up on my roof"
+    server.script("extraction", extraction(fact("The learner keeps bees on the roof.", "hobby")))
+    _typed(app, said, "what a lovely day in Plimmerton")
+    say(app, said)
+    [memory] = app.store.list()
+    lines = then(memory)
+    t = run_repl(app, lines[:1])
+    if len(lines) > 1:
+        t = run_repl(app, [lines[1].format(newest=app.store.list()[0].id)])
+    assert "Forgot" in t.text
+    assert files_holding(data_dir, "Quorvex") == {}
+    assert "Plimmerton" in app.paths.input_history.read_text()  # other lines stay
+
+
 # -- no damaged or missing file stops Memora, the deletion log included ------------------------
 def _not_a_log(path):
     import sqlite3

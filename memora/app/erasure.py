@@ -4,8 +4,9 @@ The store wipes its own files (``LongTermMemoryStore.erase_deleted``). A
 forgotten memory's text can also sit in three files of the learner's:
 
 * the line history of the prompt (``.memora_history``), which holds every
-  ``remember <text>`` and ``memory edit <id> <text>`` line typed: every entry
-  that contains a forgotten text is removed, from the file and from the
+  ``remember <text>`` and ``memory edit <id> <text>`` line typed, and the chat
+  message each memory was read from (its ``said``): every entry that contains a
+  forgotten text is removed, from the file and from the
   running prompt's memory;
 * the session (``memora_session.json``): a reply may quote the memory, and a
   pending extraction job would read the fact back in from the message it came

@@ -686,7 +686,8 @@ class CommandRouter:
         chain = store.history(memory_id)
         deleted = store.delete(memory_id)
         self.app.conversation.drop_changes(deleted)
-        texts = [r.content for r in chain if r.id in deleted]
+        # and the learner's own message each version was read from (``said``), however worded
+        texts = [t for r in chain if r.id in deleted for t in (r.content, r.metadata.get("said")) if t]
         forget_everywhere(self.app, texts, self.console)
         extra = f" (and {counted(len(deleted) - 1, 'earlier version')})" if len(deleted) > 1 else ""
         self.console.say(f"Forgot {deleted[-1] if len(deleted) == 1 else memory_id}{extra}.")

@@ -380,9 +380,8 @@ class Extractor:
             return write.memory
         fields = {"memory_type": fact.memory_type, "category": fact.category, "event_date": fact.event_date}
         if write.action == "add":
-            new = self.store.add(
-                write.text, created_at=fact.said_at, source="extracted", dedup=False, vector=fact.vector, **fields
-            )
+            said = {"dedup": False, "vector": fact.vector, "metadata": {"said": fact.said.text}}
+            new = self.store.add(write.text, created_at=fact.said_at, source="extracted", **said, **fields)
             outcome.added.append(new.id)
             return new.id
         # The memory replaced by the new text, with the fact's type, category, date and
@@ -394,6 +393,7 @@ class Extractor:
             reason="update" if update else "contradiction",
             vector=None if update else fact.vector,
             said_at=fact.said_at,
+            said=fact.said.text,
             **fields,
         )
         (outcome.updated if update else outcome.superseded).append((write.memory, new.id))
