@@ -401,6 +401,44 @@ def test_the_history_pane_wraps_whole_words(make_app, columns):
         assert word in words, drawn
 
 
+@pytest.mark.parametrize("columns", [80, 60])
+@pytest.mark.parametrize("view", ["m", "t", "x", "c", "p"])
+def test_every_view_of_the_page_fits_and_breaks_no_word(make_app, columns, view):
+    from memora.cli.commands import line_runner
+    from memora.cli.page import MemoryPage
+    from memora.teaching.ledger import NewMistake
+
+    app = make_app()
+    texts = [
+        "The learner's husband and daughter live in Kaohsiung near the harbour with their grandmother.",
+        "The learner lives in Taipei.",
+        "The learner lives in Tainan.",
+        "The learner's grandmother celebrates her ninetieth birthday in Kaohsiung next spring.",
+    ]
+    for text in texts:
+        app.store.add(text, category="identity")
+    app.profiles.add_learning_goal("pass the IELTS examination with seven overall before September")
+    app.ledger.record(
+        NewMistake(
+            original="I goed to the supermarket yesterday afternoon",
+            corrected="I went to the supermarket yesterday afternoon",
+            rule="go: went (irregular past)",
+            kind="grammar",
+        )
+    )
+    page = MemoryPage(app, line_runner, background=False)
+    page._key(view)
+    page.state.cursor = 1
+    parts = (page.visible(columns, 20), page.detail(columns), page.footer(columns))
+    drawn = "\n".join("".join(text for _, text in part) for part in parts)
+    assert all(len(line) <= columns for line in drawn.splitlines()), drawn
+    shown = {w.strip(".,()\u2026\u201c\u201d") for w in drawn.split()}
+    long_words = ("husband", "grandmother", "Kaohsiung", "harbour", "celebrates", "ninetieth", "examination")
+    long_words += ("September", "supermarket", "afternoon", "history", "forget", "filter")
+    broken = [w for w in shown if len(w) >= 2 and any(n.startswith(w) and n != w for n in long_words)]
+    assert not broken, (broken, drawn)  # a word is shown whole or not at all
+
+
 def test_first_contact_lines(make_app, run_repl, data_dir):
     import subprocess
     import sys

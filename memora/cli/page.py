@@ -170,32 +170,27 @@ def _age(then, now) -> str:
     return f"{days // 365}y"
 
 
-def _split_cells(text: str, width: int) -> tuple[str, str]:
-    """``text`` split where ``width`` terminal cells are full (a CJK character takes two)."""
+def _split_cells(text: str, width: int, sep: str = " ") -> tuple[str, str]:
+    """``text`` split where ``width`` terminal cells are full (a CJK character takes two),
+    after the last whole word (or ``sep``-separated item) that fits."""
     from prompt_toolkit.utils import get_cwidth
 
     used = 0
     for index, ch in enumerate(text):
         used += get_cwidth(ch)
         if used > width:
-            return text[:index], text[index:]
+            at = text.rfind(sep, 0, index + len(sep))
+            end = text.find(" ", index) % (len(text) + 1)  # the end of the word cut (or of the text)
+            at = at if 0 < at and end - at <= width else index  # a word longer than a line is split
+            return text[:at].rstrip(), text[at:].strip()
     return text, ""
 
 
-def _fit(text: str, width: int) -> str:
-    """``text`` cut to ``width`` terminal cells (a CJK character takes two)."""
+def _fit(text: str, width: int, sep: str = " ") -> str:
+    """``text`` within ``width`` terminal cells, cut after a whole word and marked."""
     from prompt_toolkit.utils import get_cwidth
 
-    if get_cwidth(text) <= width:
-        return text
-    out, used = [], 0
-    for ch in text:
-        w = get_cwidth(ch)
-        if used + w > width - 1:
-            break
-        out.append(ch)
-        used += w
-    return "".join(out) + "\u2026"
+    return text if get_cwidth(text) <= width else _split_cells(text, width - 1, sep)[0] + "\u2026"
 
 
 class MemoryPage:
@@ -473,7 +468,7 @@ class MemoryPage:
         if self.state.asking:
             return [("class:ask", _fit(self.state.asking[0], width))]
         message = self.state.message or HELP[self.state.view]
-        return [("class:message", _fit(message, width))]
+        return [("class:message", _fit(message, width, sep="  "))]  # the help line by whole keys
 
     # -- actions ----------------------------------------------------------------------------
     def selected(self) -> Row | None:
