@@ -257,8 +257,10 @@ class Memora:
         return text
 
     def _read_correction_early(self, text: str, now: datetime) -> PreparedExtraction | None:
-        """For a message that looks like a correction, read it before the reply."""
-        if self.store.mismatch or self.store.vectors_missing or not looks_like_correction(text):
+        """For a message that looks like a correction, read it before the reply; not while
+        an earlier message is being read: the facts it corrects may not be stored yet, and
+        after the reply it is read behind them."""
+        if self.store.mismatch or self.store.vectors_missing or self.worker.pending or not looks_like_correction(text):
             return None
         try:
             generation = self.deletions.generation()
