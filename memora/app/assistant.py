@@ -52,7 +52,7 @@ from memora.model.embeddings import Embedder, make_embedder
 from memora.model.llm import ModelClient
 from memora.model.model_facts import shutdown_note
 from memora.model.tokens import TokenCounter
-from memora.reading.conflicts import find_conflicts
+from memora.store.pairs import find_conflicts
 from memora.reading.cues import looks_like_correction, skips_extraction
 from memora.reading.extraction import Extractor
 from memora.reading.jobs import ExtractionJob, PreparedExtraction

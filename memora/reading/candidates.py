@@ -12,7 +12,7 @@ from context_builder import retrieved_text
 from memora.core.records import MemoryRecord
 from memora.core.timeutil import to_aware
 from memora.model.tokens import TokenCounter
-from memora.reading.conflicts import slot_cues, slots_of
+from memora.store.pairs import slot_cues, slots_of
 from memora.reading.jobs import SUBJECT_TERMS
 from memora.reading.writes import Candidate
 from memora.store import lexical

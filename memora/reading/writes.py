@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from memora.core.records import MAX_MEMORY_CHARS, MemoryRecord
 from memora.core.text_utils import clean_text, shorten
 from memora.core.timeutil import to_aware
-from memora.reading.conflicts import slots_of
+from memora.store.pairs import slots_of
 from memora.reading.jobs import SUBJECT_TERMS, ExtractedFact, ExtractionJob, ExtractionResult
 from memora.store import lexical
 
