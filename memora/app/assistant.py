@@ -52,7 +52,6 @@ from memora.model.embeddings import Embedder, make_embedder
 from memora.model.llm import ModelClient
 from memora.model.model_facts import shutdown_note
 from memora.model.tokens import TokenCounter
-from memora.store.pairs import find_conflicts
 from memora.reading.cues import looks_like_correction, skips_extraction
 from memora.reading.extraction import Extractor
 from memora.reading.jobs import ExtractionJob, PreparedExtraction
@@ -182,7 +181,6 @@ class Memora:
             recency_half_life_days=settings.recency_half_life_days,
             deletions=self.deletions,
             on_embedding_tokens=on_embedding_tokens,
-            find_conflicts=find_conflicts,
         )
         finish_interrupted_import(self.store, self.paths, self.notify)  # a crash cut an import short
         if self.store.mismatch:
