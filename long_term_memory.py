@@ -7,7 +7,7 @@ together in one write section under the catalog's file lock. Every read and
 write is scoped to the store's ``user_id``. What the store promises:
 
 * **No duplicates, and no contradiction merged.** An exact (normalised)
-  repeat, or a text that says the same thing in words (``is_near_duplicate``),
+  repeat, or a text that says the same thing in words (``pairs.is_near_duplicate``),
   is not stored again; the existing memory's ``last_seen`` is refreshed instead.
 * **Nothing true is deleted by a model.** A memory that is no longer true is
   *superseded*: it gets ``status=superseded``, ``valid_until`` and a
@@ -28,9 +28,7 @@ write is scoped to the store's ``user_id``. What the store promises:
 from __future__ import annotations
 
 import builtins
-import re
 import sqlite3
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -66,38 +64,10 @@ from memora.store.catalog import FORGETTING, LexicalSearch, MemoryCatalog, catal
 from memora.store.chroma_backend import ChromaConnection, ChromaVectors, check_local_store
 from memora.store.deletions import DeletionLog
 from memora.store.index import AddResult, Vector, VectorIndex, vectors_missing
-from memora.store.lexical import MINUS_SIGN, MINUS_SIGNS, say_the_same, terms
+from memora.store.lexical import terms
+from memora.store.pairs import find_conflicts, is_near_duplicate
 from memora.store.retrieval import RETRIEVAL_MIN_SCORE as RETRIEVAL_MIN_SCORE  # the threshold, with the store
 from memora.store.retrieval import retrieve_relevant_memories
-
-# The duplicate rule (``is_near_duplicate``). A false "duplicate" loses a fact
-# forever and keeps a stale one current ("finds grammar easy" merged into by
-# "finds grammar hard", 0.050 apart with MiniLM; left-/right-handed 0.018), and
-# no embedding distance separates antonyms. So a new fact is merged without
-# asking only when it says the same thing *in words*: ``lexical.say_the_same``
-# (same meaning-bearing words and inflections after case, punctuation,
-# stemming and filler words, in the same order up to moving a block from the
-# front to the end). Everything else near an existing memory goes to the
-# decision call, which may still answer NOOP. The distance below is an extra
-# condition per embedding model, so that a wording the lexical rule accepts but
-# the model reads differently is still asked about:
-# - local MiniLM: the paraphrases in tests/fixtures/dedup_pairs.json that the
-#   word test accepts are at most 0.051 apart (reorderings 0.016-0.051), while
-#   "I ..." beside "The learner ..." is 0.2-0.5 apart and is asked about.
-#   0.10 admits the former with margin; the word test, not the distance, keeps
-#   contradictions apart.
-# - OpenAI text-embedding-3-small could not be calibrated here (no API
-#   access); 0.08 is deliberately tighter.
-# - the hash test embedding (a bag of words): reorderings are 0 apart.
-# On top of both, ``_differs_in_specifics`` refuses to merge texts whose
-# numbers, weekdays, months, times of day, negations or symbols (C++ / C#)
-# differ, which the word comparison alone would miss for symbols.
-DUPLICATE_DISTANCE = {
-    "local:all-MiniLM-L6-v2": 0.10,
-    "openai:text-embedding-3-small": 0.08,
-    "hash:v1-384": 0.10,
-}
-DEFAULT_DUPLICATE_DISTANCE = 0.08
 
 # Neighbours closer than this are shown to the model when it decides
 # ADD / UPDATE / SUPERSEDE / NOOP for a new fact (extraction.py). It is
@@ -112,43 +82,6 @@ DEFAULT_RELATED_DISTANCE = 0.55
 # A new memory is checked for conflicts against this many neighbours by meaning and
 # as many by words: a contradiction shares a subject, so it is among the nearest.
 CONFLICT_NEIGHBOURS = 10
-
-_SPECIFIC = re.compile(
-    MINUS_SIGN + "|"  # a minus sign: -10 degrees is not 10 degrees
-    r"\d+|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
-    r"|\b(?:not|never|no|cannot|don't|doesn't|didn't|won't|can't|isn't|aren't|quit|stopped|anymore)\b"
-    r"|\b(?:morning|afternoon|evening|night|tonight|today|tomorrow|yesterday|weekend|weekday)s?\b"
-    r"|[一二三四五六七八九十百千萬万兩两]|不|沒|没|別|别|週[一二三四五六日天]|星期"
-    r"|[^\w\s.,!?;:'\"()\-。，！？；：、]",  # symbols carry meaning: C++ / C#, 50% / $50
-    re.IGNORECASE,
-)
-
-
-def _specifics(text: str) -> list[str]:
-    # NFKC first, as the word comparison does: a full-width "２０" is "20".
-    return sorted(_specific_key(m) for m in _SPECIFIC.findall(unicodedata.normalize("NFKC", text)))
-
-
-def _specific_key(match: str) -> str:
-    # "doesn't" and "does not" negate alike, and "-10" typed with U+2212 is "-10";
-    # which negation or which number it is still counts.
-    if match.lower().endswith(("n't", "cannot")):
-        return "not"
-    return "-" if match in MINUS_SIGNS else match.lower()
-
-
-def _differs_in_specifics(a: str, b: str) -> bool:
-    return _specifics(a) != _specifics(b)
-
-
-def is_near_duplicate(embedder_name: str, new: str, old: str, distance: float) -> bool:
-    """The dedup rule: the same thing in words, the same specifics, and close in the model's space.
-
-    The word test decides; it reads Chinese as well as English, so no model
-    needs to understand Chinese for a Chinese repeat to be merged.
-    """
-    threshold = DUPLICATE_DISTANCE.get(embedder_name, DEFAULT_DUPLICATE_DISTANCE)
-    return distance <= threshold and say_the_same(new, old) and not _differs_in_specifics(new, old)
 
 
 @dataclass(frozen=True)
@@ -233,13 +166,9 @@ class LongTermMemoryStore:
         recency_half_life_days: float | None = None,
         deletions: DeletionLog | None = None,
         on_embedding_tokens: Callable[[int], None] = lambda n: None,
-        find_conflicts: Callable[[builtins.list[MemoryRecord]], Sequence[Any]] = lambda records: (),
     ):
         """``vectors``: the index of another kind (``InMemoryVectors``); by default the
-        learner's Chroma collection, through ``connection`` (else embedded in ``path``).
-        ``find_conflicts``: the pair judgment a new memory is checked with against its
-        neighbours (``reading.conflicts``, a layer above: the app passes it in)."""
-        self.find_conflicts = find_conflicts
+        learner's Chroma collection, through ``connection`` (else embedded in ``path``)."""
         self.path = Path(path)
         # The tokens of the store's own embeddings (adding, editing, reindexing, importing),
         # counted by the caller on the thread that spent them; ``embed`` returns its own.
@@ -451,7 +380,7 @@ class LongTermMemoryStore:
             i for i, _ in self.catalog.lexical_search(terms(record.content), CONFLICT_NEIGHBOURS)
         ]
         near = [r for r in self.catalog.get_many(ids).values() if r.is_current and r.id != record.supersedes]
-        found = self.find_conflicts([*near, record])  # on a tie in time, the one stored first is older
+        found = find_conflicts([*near, record])  # on a tie in time, the one stored first is older
         return [(c.first.id, c.second.id, c.reason) for c in found if record.id in (c.first.id, c.second.id)]
 
     def _rewrite(self, records: builtins.list[MemoryRecord], *, vectors: bool = True) -> None:

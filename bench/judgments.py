@@ -56,7 +56,7 @@ from memora.cli.routing import CHAT, route  # noqa: E402
 from memora.core.records import MemoryRecord  # noqa: E402
 from memora.core.timeutil import resolve_event_date  # noqa: E402
 from memora.model.embeddings import LocalEmbedder, local_model_available  # noqa: E402
-from memora.reading.conflicts import find_conflicts  # noqa: E402
+from memora.store.pairs import find_conflicts  # noqa: E402
 
 SHAPES = {name: command.shape for command in COMMANDS for name in (command.name, *command.aliases)}
 # Sentences of a turn, as a learner typing one a line would send them.

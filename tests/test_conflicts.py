@@ -1,4 +1,4 @@
-"""The conflict detector (``memora/reading/conflicts.py``): a table of pairs it
+"""The conflict detector (``memora/store/pairs.py``): a table of pairs it
 must flag and pairs it must leave alone, run through ``find_conflicts`` with
 the categories the memories would have, so relatedness is tested too.
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from memora.core.records import MemoryRecord
-from memora.reading.conflicts import KeptPairs, conflict_reason, find_conflicts
+from memora.store.pairs import KeptPairs, conflict_reason, find_conflicts
 
 DEDUP = json.loads((Path(__file__).parent / "fixtures" / "dedup_pairs.json").read_text(encoding="utf-8"))["pairs"]
 # Two facts about different people, or one of several likes or habits: both may be true.

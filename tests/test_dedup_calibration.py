@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from long_term_memory import LongTermMemoryStore, is_near_duplicate
+from long_term_memory import LongTermMemoryStore
 from memora.model.embeddings import HashEmbedder
 from memora.store.index import InMemoryVectors
+from memora.store.pairs import is_near_duplicate
 
 FIXTURE = Path(__file__).parent / "fixtures" / "dedup_pairs.json"
 PAIRS = json.loads(FIXTURE.read_text(encoding="utf-8"))["pairs"]

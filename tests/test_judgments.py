@@ -20,7 +20,7 @@ from memora.app.recall import next_exam, plan_kind
 from memora.cli.commands import COMMANDS
 from memora.cli.routing import CHAT, COMMAND, TYPO, route
 from memora.core.records import MemoryRecord
-from memora.reading.conflicts import find_conflicts
+from memora.store.pairs import find_conflicts
 from memora.teaching.ledger import NewMistake, same_mistake
 
 SHAPES = {name: command.shape for command in COMMANDS for name in (command.name, *command.aliases)}

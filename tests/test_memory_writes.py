@@ -401,7 +401,7 @@ def test_a_readings_corrections_and_facts_apply_in_the_order_said(messages, fact
     ]  # stable: the job's id and the place
 
 
-# -- played through a session: a batch's corrections find the facts said before them -------------
+# -- played through a session: a correction finds the facts said before it ----------------------
 def _reading(messages, facts, corrections):
     """The extraction answer for whichever of ``messages`` a reading was sent."""
 
@@ -427,22 +427,15 @@ def _naming(texts):
     return answer
 
 
-# Where a fact is placed decides its turn: a fact the correction's own message repeats
-# word for word ("I work at Google." ... "Wait, I never said I work at Google") is
-# placed in that message today (ExtractionJob.message_of_fact: the latest of the
-# messages sharing most of its words), so the correction comes first and misses it.
-# That placement is a judgment on text (issue 28); these rows pass once it is made.
-PLACED_IN_THE_CORRECTION = {1, 4, 5, 8}
+def _say(app, text: str) -> list[str]:
+    """A turn as the REPL runs it: the reply's notes, then the notices that waited for it."""
+    notes = app.chat(text, on_delta=lambda _: None).notes
+    app.turn.after_turn()
+    return notes
 
 
-@pytest.mark.parametrize(
-    ("stored", "messages", "facts", "corrections", "current"),
-    [
-        pytest.param(*row, marks=[pytest.mark.xfail(strict=True, reason="placement")] * (n in PLACED_IN_THE_CORRECTION))
-        for n, row in enumerate(CORRECTIONS)
-    ],
-)
-def test_a_correction_in_a_batch_applies_after_the_facts_said_before_it(
+@pytest.mark.parametrize(("stored", "messages", "facts", "corrections", "current"), CORRECTIONS)
+def test_a_correction_applies_after_the_facts_said_before_it(
     make_app, server, stored, messages, facts, corrections, current
 ):
     app = make_app()
@@ -450,7 +443,7 @@ def test_a_correction_in_a_batch_applies_after_the_facts_said_before_it(
         app.store.add(text, category="identity")
     server.script("extraction", *[_reading(messages, facts, corrections)] * len(messages))
     server.script("correction", *[_naming({named for *_, named in corrections})] * 2 * len(corrections))
-    told = [n for text in messages for n in app.chat(text, on_delta=lambda _: None).notes]
+    told = [n for text in messages for n in _say(app, text)]
     assert app.wait_for_extraction(10)
     told += app.notices
     assert sorted(r.content for r in app.store.list()) == sorted(current)
@@ -460,24 +453,23 @@ def test_a_correction_in_a_batch_applies_after_the_facts_said_before_it(
         assert any("that is superseded" in n and content in n for n in told), (content, told)
 
 
-def test_a_fact_and_its_correction_read_in_one_batch_leave_no_memory_and_say_so(make_app, server):
+# The first message's reading held at the server while the correction is said: read before
+# its reply, the correction would find nothing stored yet and be lost. Rows whose first
+# message states the fact the correction takes back.
+@pytest.mark.parametrize(("stored", "messages", "facts", "corrections", "current"), CORRECTIONS[:8])
+def test_a_correction_said_while_the_fact_is_still_being_read_finds_it(
+    make_app, server, stored, messages, facts, corrections, current
+):
     app = make_app()
-    server.script(
-        "extraction",
-        extraction(
-            fact("The learner has a cat named Mochi.", "identity"),
-            corrections=[{"statement": "The learner has a cat.", "evidence": NOT_CAT}],
-        ),
-    )
-    server.script("correction", _naming({"The learner has a cat named Mochi."}))
-    told = [n for text in (CAT_SAID, NOT_CAT) for n in app.chat(text, on_delta=lambda _: None).notes]
+    answer = _reading(messages, facts, corrections)
+    held = server.hold("extraction", extraction(*(fact(text, "identity") for n, text in facts if n == 0)))
+    server.script("extraction", *[answer] * len(messages))
+    server.script("correction", *[_naming({named for *_, named in corrections})] * 2)
+    _say(app, messages[0])
+    held.wait_arrived()
+    for text in messages[1:]:
+        _say(app, text)
+    held.release()
     assert app.wait_for_extraction(10)
-    told += app.notices
-    [reading] = server.of_kind("extraction")
-    assert CAT_SAID in reading.input[-1]["content"] and NOT_CAT in reading.input[-1]["content"]
-    [looked_up] = server.of_kind("correction")  # once the fact said before it is stored (none before: nothing to list)
-    assert "The learner has a cat named Mochi." in looked_up.input[-1]["content"]
-    assert app.store.list() == []
-    [gone] = app.store.list(include_superseded=True)
-    assert (gone.content, gone.change_reason) == ("The learner has a cat named Mochi.", "correction")
-    assert any("that is superseded" in n and "The learner has a cat named Mochi." in n for n in told), told
+    assert sorted(r.content for r in app.store.list()) == sorted(current)
+    assert any("that is superseded" in n for n in app.notices)

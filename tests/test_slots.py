@@ -1,10 +1,10 @@
-"""Slots (memora/reading/conflicts.py ``SLOTS``): what each must and must not match."""
+"""Slots (memora/store/pairs.py ``SLOTS``): what each must and must not match."""
 
 from __future__ import annotations
 
 import pytest
 
-from memora.reading.conflicts import SLOTS, slots_of
+from memora.store.pairs import SLOTS, slots_of
 
 # (slot, facts that fill it, facts that do not)
 EXAMPLES = [

@@ -52,7 +52,6 @@ from memora.model.embeddings import Embedder, make_embedder
 from memora.model.llm import ModelClient
 from memora.model.model_facts import shutdown_note
 from memora.model.tokens import TokenCounter
-from memora.reading.conflicts import find_conflicts
 from memora.reading.cues import looks_like_correction, skips_extraction
 from memora.reading.extraction import Extractor
 from memora.reading.jobs import ExtractionJob, PreparedExtraction
@@ -182,7 +181,6 @@ class Memora:
             recency_half_life_days=settings.recency_half_life_days,
             deletions=self.deletions,
             on_embedding_tokens=on_embedding_tokens,
-            find_conflicts=find_conflicts,
         )
         finish_interrupted_import(self.store, self.paths, self.notify)  # a crash cut an import short
         if self.store.mismatch:
@@ -257,8 +255,10 @@ class Memora:
         return text
 
     def _read_correction_early(self, text: str, now: datetime) -> PreparedExtraction | None:
-        """For a message that looks like a correction, read it before the reply."""
-        if self.store.mismatch or self.store.vectors_missing or not looks_like_correction(text):
+        """For a message that looks like a correction, read it before the reply; not while
+        an earlier message is being read: the facts it corrects may not be stored yet, and
+        after the reply it is read behind them."""
+        if self.store.mismatch or self.store.vectors_missing or self.worker.pending or not looks_like_correction(text):
             return None
         try:
             generation = self.deletions.generation()

@@ -40,7 +40,7 @@ from memora.cli.terminal import Console, render_table
 from memora.core.errors import CommandError, MemoraError
 from memora.core.records import CATEGORIES
 from memora.core.text_utils import for_terminal
-from memora.reading.conflicts import Conflict, KeptPairs, pair_key
+from memora.store.pairs import Conflict, KeptPairs, pair_key
 
 if TYPE_CHECKING:
     from memora.app.assistant import Memora

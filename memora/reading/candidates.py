@@ -12,11 +12,10 @@ from context_builder import retrieved_text
 from memora.core.records import MemoryRecord
 from memora.core.timeutil import to_aware
 from memora.model.tokens import TokenCounter
-from memora.reading.conflicts import slot_cues, slots_of
-from memora.reading.jobs import SUBJECT_TERMS
 from memora.reading.writes import Candidate
 from memora.store import lexical
 from memora.store.index import MemoryIndex
+from memora.store.pairs import SLOTS, SUBJECT_TERMS, slots_of
 from memora.store.retrieval import Ranked, rank
 
 # What a decision (and the correction lookup) is shown, and why these pools and this
@@ -87,13 +86,13 @@ def _pools(store: MemoryIndex, text: str, category: str | None) -> tuple[list[st
     )
     remembered = [r.id for r in store.listed(source="command", limit=DECISION_SAME_CATEGORY)]
     # Memories of the same slot (a job, a home), whatever their words, distance or category:
-    # "works at Google" is what "a new job at a bakery" replaces (slots.py).
+    # "works at Google" is what "a new job at a bakery" replaces (``pairs.SLOTS``).
     slots = slots_of(text)
     same_slot = (
         [
             r.id
             for r in store.listed(limit=DECISION_SAME_CATEGORY)
-            if any(slot_cues(slot).search(r.content) for slot in slots)
+            if any(SLOTS[slot].search(r.content) for slot in slots)
         ]
         if slots
         else []

@@ -27,7 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from long_term_memory import is_near_duplicate
 from memora.core.errors import (
     EmbeddingError,
     EmbeddingModelMismatch,
@@ -55,6 +54,7 @@ from memora.reading.proposals import ProfileProposal, ProposalStore
 from memora.reading.writes import CorrectionDecision, Decided, MemoryDecision, MemoryDecisions, NewFact, Write
 from memora.store.deletions import DeletedMeanwhile, Fence
 from memora.store.index import MemoryIndex
+from memora.store.pairs import is_near_duplicate
 from memora.teaching import spaced
 from memora.teaching.ledger import (
     LedgerStore,

@@ -16,6 +16,7 @@ from memora.core.records import CATEGORIES, MEMORY_TYPES, MemoryRecord
 from memora.core.text_utils import normalized_key, shorten
 from memora.reading.proposals import ProfileProposal
 from memora.store import lexical
+from memora.store.pairs import SUBJECT_TERMS
 from memora.teaching.ledger import NewMistake
 
 Category = Literal[CATEGORIES]  # the structured-output schema offers exactly the stored categories
@@ -248,7 +249,3 @@ class ExtractionOutcome:
     # Items whose own model or embedding call failed: run them again later.
     retry: ExtractionResult | None = None
     retry_reason: str | None = None
-
-
-# Words every extracted fact shares ("The learner ..."): they find nothing.
-SUBJECT_TERMS = frozenset(lexical.terms("learner"))

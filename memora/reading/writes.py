@@ -30,9 +30,8 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from memora.core.records import MAX_MEMORY_CHARS, MemoryRecord
 from memora.core.text_utils import clean_text, shorten
 from memora.core.timeutil import to_aware
-from memora.reading.conflicts import slots_of
-from memora.reading.jobs import SUBJECT_TERMS, ExtractedFact, ExtractionJob, ExtractionResult
-from memora.store import lexical
+from memora.reading.jobs import ExtractedFact, ExtractionJob, ExtractionResult
+from memora.store.pairs import same_subject
 
 log = logging.getLogger("memora.extraction")
 
@@ -197,13 +196,11 @@ def said_before(a: datetime, b: datetime | None) -> bool:
 
 
 def related(a: NewFact, b: NewFact, distance: float) -> bool:
-    """Whether one new fact may change what the other says: the same slot (a job, a
-    home: ``slots.py``), a word in common, or within the store's related ``distance``.
-    A shared category alone is not enough (most facts of a reading share one); a
-    decision that names a memory an earlier fact changed is decided again anyway."""
-    if slots_of(a.text) & slots_of(b.text):
-        return True
-    if (set(lexical.query_terms(a.text)) - SUBJECT_TERMS) & (set(lexical.query_terms(b.text)) - SUBJECT_TERMS):
+    """Whether one new fact may change what the other says: the same subject
+    (``pairs.same_subject``) or within the store's related ``distance``. A shared
+    category alone is not enough (most facts of a reading share one); a decision
+    that names a memory an earlier fact changed is decided again anyway."""
+    if same_subject(a.text, b.text):
         return True
     dot = sum(x * y for x, y in zip(a.vector, b.vector))
     norms = math.sqrt(sum(x * x for x in a.vector)) * math.sqrt(sum(y * y for y in b.vector))
