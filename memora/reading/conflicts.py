@@ -38,7 +38,7 @@ import os
 import re
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import cache, lru_cache
@@ -219,7 +219,7 @@ SHARED_FOR_SIGNAL = 0.5
 
 
 def _pairs(table: str) -> list[tuple[str, str]]:
-    return [tuple(p.split()) for p in table.replace("\n", "|").split("|") if len(p.split()) == 2]
+    return [(w[0], w[1]) for p in table.replace("\n", "|").split("|") if len(w := p.split()) == 2]
 
 
 @cache
@@ -289,8 +289,8 @@ def words_of(text: str) -> Words:
                     unit = stem  # "I like" says what "the learner likes" says
                 stem, plus, ending = unit.partition("+")
                 unit = _SYNONYMS.get(unit) or (_SYNONYMS[stem] + plus + ending if stem in _SYNONYMS else unit)
-                if _NUMBER_WORDS.get(piece):  # the word as typed: the stemmer makes "one" "on"
-                    unit = _NUMBER_WORDS[piece]
+                if number := _NUMBER_WORDS.get(piece):  # the word as typed: the stemmer makes "one" "on"
+                    unit = number
                 shown.append(piece)
                 units.append(unit)
     # CJK words of two characters in the tables ("簡單", "喜歡") are matched on the text itself.
@@ -314,7 +314,7 @@ def _shared(a: Sequence[str], b: Sequence[str]) -> float:
     return SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
-def _without(units: Sequence[str], drop: set[str]) -> list[str]:
+def _without(units: Sequence[str], drop: Set[str]) -> list[str]:
     return [u for u in units if u not in drop]
 
 
@@ -688,7 +688,7 @@ def _replaced(wa: Words, wb: Words, one_slot: bool = False) -> str | None:
 _Opcode = tuple[str, int, int, int, int]
 
 
-def _short_replacements(wa: Words, wb: Words, opcodes: list[_Opcode]):
+def _short_replacements(wa: Words, wb: Words, opcodes: Sequence[_Opcode]):
     """The blocks of at most ``MAX_REPLACED`` units replaced by others: (opcode, the
     units on the left, the units on the right)."""
     for opcode in opcodes:
@@ -702,7 +702,7 @@ def _possessive(left: set[str], right: set[str]) -> bool:
     return (left <= _LIGHT and right <= _LIGHT | _POSSESSION) or (right <= _LIGHT and left <= _LIGHT | _POSSESSION)
 
 
-def _word_replaced(wa: Words, wb: Words, opcodes: list[_Opcode], shared: float, one_slot: bool) -> str | None:
+def _word_replaced(wa: Words, wb: Words, opcodes: Sequence[_Opcode], shared: float, one_slot: bool) -> str | None:
     """The first short replaced block that changes what the fact says, quoted."""
     single = _changed_in_one_place(wa, wb, opcodes)
     for opcode, left, right in _short_replacements(wa, wb, opcodes):
@@ -718,7 +718,7 @@ def _word_replaced(wa: Words, wb: Words, opcodes: list[_Opcode], shared: float, 
     return None
 
 
-def _changed_in_one_place(wa: Words, wb: Words, opcodes: list[_Opcode]) -> bool:
+def _changed_in_one_place(wa: Words, wb: Words, opcodes: Sequence[_Opcode]) -> bool:
     """One value replaced: facts that differ in two places ("fishing on weekends" /
     "guitar on holiday") are two facts, not one fact changed."""
     changes = [
@@ -870,7 +870,7 @@ def _verdict(a: MemoryRecord, b: MemoryRecord) -> str | None:
     return _VERDICTS[key]
 
 
-def find_conflicts(records: Iterable[MemoryRecord], kept: set[tuple[str, str]] = frozenset()) -> list[Conflict]:
+def find_conflicts(records: Iterable[MemoryRecord], kept: Set[tuple[str, str]] = frozenset()) -> list[Conflict]:
     """Every flagged pair among the current ``records``, newest pair first, leaving
     out the pairs in ``kept`` (the learner kept both).
 
@@ -930,7 +930,7 @@ class KeptPairs:
     def pairs(self) -> set[tuple[str, str]]:
         if self._pairs is None:
             try:
-                data = json.loads(self.path.read_text(encoding="utf-8"))
+                data = json.loads(self.path.read_text(encoding="utf-8")) if self.path else {}
                 self._pairs = {pair_key(str(a), str(b)) for a, b in data.get("kept_both", []) if isinstance(a, str)}
             except (OSError, ValueError, TypeError, AttributeError):
                 self._pairs = set()
