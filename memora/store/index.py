@@ -149,7 +149,7 @@ def vectors_missing(cause: str, listed: int) -> VectorsMissing:
     )
 
 
-class InMemoryVectors(VectorIndex):
+class InMemoryVectors:
     """A ``VectorIndex`` in this process's memory, exact: every query is compared
     with every stored vector. Nothing else writes to it, so nothing can vanish."""
 
