@@ -206,7 +206,7 @@ def dated_text(record, now: datetime) -> str:
     )
 
 
-def retrieved_text(memory: MemorySearchResult, now: datetime) -> str:
+def retrieved_text(memory: MemoryRecord | MemorySearchResult, now: datetime) -> str:
     return memory_text(
         memory.content,
         now=now,

@@ -113,6 +113,36 @@ def test_a_turn_writes_the_session_once_and_its_reading_once_more(make_app, serv
     assert app.sessions.load().pending_extractions == []  # read, and not kept to read again
 
 
+@pytest.mark.parametrize(
+    ("text", "reading", "writers", "left_to_read"),
+    [
+        # nothing to read: the turn's one write, and nothing left in the file for the next start
+        ("Thanks!", None, ["MainThread"], []),
+        ("good morning", None, ["MainThread"], []),
+        # read and nothing found: the reading's write drops it from the messages left to read
+        ("The weather was grey today.", extraction(), ["MainThread", "memora-extraction"], []),
+        # a failed reading's write keeps the message, with its failed attempt, for the next start
+        ("I moved to Lyon last spring.", Error(400), ["MainThread", "memora-extraction"], [1]),
+    ],
+)
+def test_every_kind_of_turn_writes_the_session_once_and_its_reading_at_most_once_more(
+    make_app, server, session_writes, text, reading, writers, left_to_read
+):
+    """The reading's own write cannot join the turn's: the turn's write lands before the
+    reply is shown, holding the message (a crash while it is read loses nothing), and
+    the reading lands later, on the worker; its write keeps what undo needs and marks
+    the message read, so a restart does not read it again."""
+    app = make_app()
+    if reading is not None:
+        server.script("extraction", reading)
+    session_writes.clear()
+    app.chat(text, on_delta=lambda _: None)
+    assert app.worker.wait_idle(10)
+    assert session_writes == writers
+    assert [p.attempts for p in app.sessions.load().pending_extractions] == left_to_read
+    assert len(server.of_kind("extraction")) == (reading is not None)
+
+
 def test_a_chat_turn_through_the_repl_writes_the_session_file_once_and_its_reading_once(
     make_app, server, run_repl, monkeypatch
 ):

@@ -104,8 +104,8 @@ def compose(
     targets = practice_targets(ledger)
     mistakes = [MistakeNote("", fix_words(entry)[1], entry.rule, entry.count, True) for entry in targets]
     for entry in watched(ledger, text)[len(targets) :]:
-        original, corrected = correction_excerpt(entry.latest.original, entry.latest.corrected)
-        mistakes.append(MistakeNote(original, corrected, entry.rule, entry.count))
+        if e := entry.latest:
+            mistakes.append(MistakeNote(*correction_excerpt(e.original, e.corrected), entry.rule, entry.count))
     return build_background_messages(
         profiles.get(),
         memories,
@@ -149,10 +149,8 @@ def next_exam(store: LongTermMemoryStore | None, today: date) -> tuple[date, str
 def practice_facts(store: LongTermMemoryStore) -> list[str]:
     """What a fresh practice sentence may be about: the learner's current facts
     about who they are, what they do and plan, newest first."""
-    facts = []
-    for category in ("identity", "schedule", "hobby", "habit", "preference"):
-        facts.extend(r.content for r in store.list(category=category, limit=3))
-    return facts
+    categories = ("identity", "schedule", "hobby", "habit", "preference")
+    return [r.content for category in categories for r in store.list(category=category, limit=3)]
 
 
 def conversation_memory(settings: Settings, counter, summarize) -> ConversationMemory:
@@ -182,7 +180,7 @@ def settle_embedding_model(
     'reindex' switches to the configured one; otherwise search is off and one
     line says what the store's model needs. Never a silent switch. Returns the
     store's own model when kept."""
-    built_with = store.mismatch
+    built_with = store.mismatch or ""  # called on a mismatch only
     kept, needs = embedder_for_store(built_with, client_factory=client_factory, counter=counter)
     if kept is None:
         notify(

@@ -34,11 +34,11 @@ import textwrap
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memora.cli.terminal import Console, render_table
 from memora.core.errors import CommandError, MemoraError
-from memora.core.records import CATEGORIES
+from memora.core.records import CATEGORIES, MemoryRecord
 from memora.core.text_utils import for_terminal
 from memora.store.pairs import Conflict, KeptPairs, pair_key
 
@@ -135,9 +135,9 @@ class Row:
     text: str
     style: str = ""
     kind: str = ""  # "memory", "mistake", "conflict", "level", "goal", "preference", "corrections", "pending"
-    key: object = None
+    key: Any = None  # a memory's or mistake's id, a profile value, a ``Conflict``
     search: str = ""
-    record: object = None  # a memory row's record: its text is added when drawn
+    record: MemoryRecord | None = None  # a memory row's record: its text is added when drawn
 
 
 @dataclass
@@ -148,7 +148,7 @@ class PageState:
     own_words: bool = False
     message: str = ""
     pane: list[str] | None = None  # a history, shown instead of the rows until Esc
-    asking: tuple[str, Callable[[str], None]] | None = None  # (question, what the answer does)
+    asking: tuple[str, Callable[[str], object]] | None = None  # (question, what the answer does)
     rows: dict[str, list[Row]] = field(default_factory=dict)
 
 
@@ -219,7 +219,7 @@ class MemoryPage:
         self.conflicts: list[Conflict] = []
         self.flagged: set[str] = set()
         self._generation = 0
-        self._deferred = None
+        self._deferred: Callable[[], None] | None = None
         self._shown: tuple[object, list[Row]] = (None, [])
         self.refresh()
         self._skip_headings(1)
@@ -278,8 +278,7 @@ class MemoryPage:
             record=r,
         )
 
-    def _memory_prefix(self, row: Row) -> str:
-        r = row.record
+    def _memory_prefix(self, row: Row, r: MemoryRecord) -> str:
         mark = "!" if r.id in self.flagged else " "
         when = r.created_at.astimezone().strftime("%Y-%m-%d")
         origin = ORIGINS.get(r.source, r.source)
@@ -300,7 +299,7 @@ class MemoryPage:
     def row_text(self, row: Row) -> str:
         if row.record is None:
             return row.text
-        return self._memory_prefix(row) + self._shown_text(row.record)
+        return self._memory_prefix(row, row.record) + self._shown_text(row.record)
 
     def row_style(self, row: Row) -> str:
         if row.record is not None and row.record.is_current and row.record.id in self.flagged:
@@ -489,7 +488,7 @@ class MemoryPage:
     def say(self, text: str) -> None:
         self.state.message = _one_line(text)
 
-    def ask(self, question: str, then: Callable[[str], None], initial: str = "") -> None:
+    def ask(self, question: str, then: Callable[[str], object], initial: str = "") -> None:
         """Ask for a line (or a y/n) on the bottom line; ``then`` gets the answer."""
         self.state.asking = (question, then)
         if self.application is not None:
@@ -497,7 +496,7 @@ class MemoryPage:
             self.answer.cursor_position = len(initial)
             self.application.layout.focus(self.answer)
 
-    def confirm(self, question: str, then: Callable[[], None]) -> None:
+    def confirm(self, question: str, then: Callable[[], object]) -> None:
         self.ask(
             question + " (y/n)",
             lambda answer: (
@@ -693,7 +692,7 @@ class MemoryPage:
 
         @keys.add("enter", filter=has_focus(self.answer))
         def _answered(event) -> None:
-            question, then = self.state.asking
+            _, then = self.state.asking or ("", lambda _: None)  # the key's filter: something is asked
             text = self.answer.text
             self.state.asking = None
             self.answer.text = ""

@@ -10,7 +10,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import date, datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Literal, get_args
 
 from memora.core.text_utils import clean_within
 from memora.core.timeutil import parse_date, parse_iso, system_clock, to_aware
@@ -19,7 +19,8 @@ MEMORY_TYPES = ("semantic", "episodic")
 # Fixed categories, so the digest can group memories and the follow-ups can
 # find plans ("schedule"); "learning" holds what the learner finds hard
 # or has mastered, "other" catches the rest.
-CATEGORIES = ("name", "identity", "learning", "preference", "hobby", "habit", "schedule", "other")
+Category = Literal["name", "identity", "learning", "preference", "hobby", "habit", "schedule", "other"]
+CATEGORIES: tuple[Category, ...] = get_args(Category)
 SOURCES = ("command", "extracted", "import")
 STATUS_CURRENT = "current"
 STATUS_SUPERSEDED = "superseded"

@@ -43,7 +43,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 from pydantic import (
     BaseModel,
@@ -162,10 +162,9 @@ def _checked(function, *args):
 def _export_annotation(spec: StoredField):
     """A stored field's type in an export file, from its persistence schema."""
     kind = spec.kind
-    if kind == "choice":
-        annotation = Literal[spec.how.choices]  # type: ignore[valid-type]
-    else:
-        annotation = {"datetime": datetime, "date": date}.get(kind, str)
+    annotation: Any = {"datetime": datetime, "date": date}.get(kind, str)
+    if kind == "choice":  # a Literal of the schema's choices, made at run time
+        annotation = Literal.__getitem__(spec.how.choices)
     if spec.required or spec.default is not None:
         return (annotation, ... if spec.required or kind == "choice" else spec.default)
     field_info = Field(default=None, max_length=spec.how.max_chars) if spec.how.max_chars else None
@@ -278,7 +277,10 @@ def export_model(record_type: type = MemoryRecord) -> type[_ExportedMemoryChecks
     return model
 
 
-ExportedMemory = export_model()
+if TYPE_CHECKING:
+    ExportedMemory: TypeAlias = Any  # its fields are made at run time, from MemoryRecord's schema
+else:
+    ExportedMemory = export_model()
 
 
 class ExportedSession(BaseModel):
@@ -652,13 +654,13 @@ def _not_from_the_future(path: Path, export: ExportFile, now: datetime) -> None:
     a review dated 2099 would keep its card from ever coming back."""
     times = [("the export", export.exported_at), *((f"level {c.level}", c.at) for c in export.profile.level_history)]
     for m in export.memories:
-        times += [(f"memory {m.id}", t) for t in (m.created_at, m.last_seen, m.valid_until, m.followed_up_at)]
+        times += [(f"memory {m.id}", t) for t in (m.created_at, m.last_seen, m.valid_until, m.followed_up_at) if t]
     for m in export.mistakes:
-        times += [(f"mistake {m.id}", t) for t in (m.first_seen, m.last_seen, m.mastered_at, m.card.last_review)]
+        times += [(f"mistake {m.id}", t) for t in (m.first_seen, m.last_seen, m.mastered_at, m.card.last_review) if t]
         times += [(f"a review of mistake {m.id}", r.at) for r in m.reviews]
     times += [("the activity", datetime.combine(day, datetime.min.time(), now.tzinfo)) for day in export.activity]
     for what, when in times:
-        if when is not None and to_aware(when) > now + timedelta(days=1):
+        if to_aware(when) > now + timedelta(days=1):
             raise _refuse(path, f"dates {what} {to_aware(when):%Y-%m-%d}, in the future")
 
 

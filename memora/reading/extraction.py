@@ -26,6 +26,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import partial
+from typing import Any
 
 from memora.core.errors import (
     EmbeddingError,
@@ -98,7 +100,7 @@ class Extractor:
         on_tokens: Callable[[int], None] = lambda n: None,
         on_embedding_tokens: Callable[[int], None] = lambda n: None,
         counter: TokenCounter | None = None,
-        ledger: LedgerStore | None = None,
+        ledger: LedgerStore,
         watched: Callable[[str], list[Mistake]] = lambda text: [],
     ):
         self.model, self.store, self.deletions, self.ledger = model, store, store.deletions, ledger
@@ -144,7 +146,8 @@ class Extractor:
                 mistakes="\n".join(
                     f"- {m.id}: {quoted(a, 60, end='')} → {quoted(b, 60, end='')}"
                     for m in tracked
-                    for a, b in [correction_excerpt(m.latest.original, m.latest.corrected, context=1)]
+                    if (e := m.latest)
+                    for a, b in [correction_excerpt(e.original, e.corrected, context=1)]
                 )
             )
         return self._parse(instructions, payload, ExtractionResult, "Memory extraction")
@@ -154,8 +157,6 @@ class Extractor:
         each) on which a right use would count today. The others are not listed: a
         right use of one would change nothing, and making it again is read as any
         mistake is (``mistakes``), which counts as a lapse on its card."""
-        if self.ledger is None:
-            return []
         found: dict[str, Mistake] = {}
         today = self.ledger.today(job.said_at)
         for message in job.messages:
@@ -192,7 +193,7 @@ class Extractor:
     def retract(self, retractions: tuple[Retraction, ...], outcome: ExtractionOutcome) -> None:
         """Supersede each wrongly remembered memory (no successor), each on its own."""
         for r in retractions:
-            self._isolated(outcome, "correction", r.record.content, lambda r=r: self._retract(r, outcome))
+            self._isolated(outcome, "correction", r.record.content, partial(self._retract, r, outcome))
 
     def _retract(self, retraction: Retraction, outcome: ExtractionOutcome) -> None:
         record = self.store.get(retraction.record.id)
@@ -227,13 +228,12 @@ class Extractor:
                 return reading.outcome
             if kind == "corrections" and self._apply_each(reading, "correction", run, self._correct, keep=True):
                 return reading.outcome
-        others = [("profile change", result.profile_changes, self._apply_profile_change)]
-        if self.ledger is not None:
-            others += [
-                ("mistake", result.mistakes, self._apply_mistake),
-                ("mistake use", result.mistake_uses, self._apply_use),
-                ("word", result.asked_words, self._offer_word),
-            ]
+        others: list[tuple[str, list, Callable]] = [
+            ("profile change", result.profile_changes, self._apply_profile_change),
+            ("mistake", result.mistakes, self._apply_mistake),
+            ("mistake use", result.mistake_uses, self._apply_use),
+            ("word", result.asked_words, self._offer_word),
+        ]
         cancelled = any(self._apply_each(reading, kind, items, apply) for kind, items, apply in others)
         if not cancelled and any(reading.again.values()):
             reading.outcome.retry = ExtractionResult(profile_changes=[], **reading.again)
@@ -312,11 +312,11 @@ class Extractor:
             except Exception:  # a bug: each fact gets its own call instead
                 log.exception("the shared decision failed; deciding each fact on its own")
         left: dict[str, str] = {}  # fact key -> the memory it left (added, changed or seen again)
-        for fact in facts:
+        for new in facts:
             if self.cancelled:
                 return True
-            write = lambda f=fact: self._write_fact(reading, f, decided.get(f.key), left)  # noqa: E731
-            self._isolated(outcome, "fact", fact.text, write, again=again, item=fact.fact, fence=self._fence(fact.said))
+            write = partial(self._write_fact, reading, new, decided.get(new.key), left)
+            self._isolated(outcome, "fact", new.text, write, again=again, item=new.fact, fence=self._fence(new.said))
         return False
 
     def _find(self, reading: _Reading, key: str, fact: jobs.ExtractedFact, replanned: bool = False) -> NewFact:
@@ -374,29 +374,31 @@ class Extractor:
             reason = write.reason.format((write.memory or "")[:6])
             outcome.skipped.append(Skipped("fact", shorten(fact.text, 60), reason))
             return None
+        memory, text = write.memory or "", write.text or ""  # the plan names them for every write made
         if write.action == "seen":  # already known: the memory is seen again, nothing is added
-            self.store.touch(write.memory)
-            outcome.duplicates.append(write.memory)
-            return write.memory
-        fields = {"memory_type": fact.memory_type, "category": fact.category, "event_date": fact.event_date}
+            self.store.touch(memory)
+            outcome.duplicates.append(memory)
+            return memory
+        fields: dict[str, Any] = dict(memory_type=fact.memory_type, category=fact.category, event_date=fact.event_date)
         if write.action == "add":
-            said = {"dedup": False, "vector": fact.vector, "metadata": {"said": fact.said.text}}
-            new = self.store.add(write.text, created_at=fact.said_at, source="extracted", **said, **fields)
-            outcome.added.append(new.id)
-            return new.id
+            fields |= {"dedup": False, "vector": fact.vector, "metadata": {"said": fact.said.text}}
+            added = self.store.add(text, created_at=fact.said_at, source="extracted", **fields)
+            outcome.added.append(added.id)
+            return added.id
         # The memory replaced by the new text, with the fact's type, category, date and
         # time said; a contradiction is stored as said, with the vector it was planned with.
         update = write.action == "update"
         new = self.store.supersede(
-            write.memory,
-            write.text,
+            memory,
+            text,
             reason="update" if update else "contradiction",
             vector=None if update else fact.vector,
             said_at=fact.said_at,
             said=fact.said.text,
             **fields,
         )
-        (outcome.updated if update else outcome.superseded).append((write.memory, new.id))
+        assert new is not None  # a successor to new text
+        (outcome.updated if update else outcome.superseded).append((memory, new.id))
         return new.id
 
     def _decide(self, fact: NewFact) -> Decided:
@@ -605,6 +607,7 @@ class ExtractionWorker:
         self._thread.join(timeout)
 
     def _run(self, number: int) -> None:
+        job: ExtractionJob | Callable[[], None] | int | None
         while (job := self._queue.get()) != number:
             if isinstance(job, int):
                 continue  # the stop marker of a thread that is gone

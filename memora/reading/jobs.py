@@ -12,14 +12,13 @@ from typing import Literal
 
 from pydantic import BaseModel, PrivateAttr, ValidationError, model_validator
 
-from memora.core.records import CATEGORIES, MEMORY_TYPES, MemoryRecord
+from memora.core.records import CATEGORIES, MEMORY_TYPES, Category, MemoryRecord
 from memora.core.text_utils import normalized_key, shorten
 from memora.reading.proposals import ProfileProposal
 from memora.store import lexical
 from memora.store.pairs import SUBJECT_TERMS
 from memora.teaching.ledger import NewMistake
 
-Category = Literal[CATEGORIES]  # the structured-output schema offers exactly the stored categories
 _LABELS = {"category": (CATEGORIES, "other"), "memory_type": (MEMORY_TYPES, "semantic")}  # choices, fallback
 
 
@@ -130,7 +129,7 @@ class ExtractionResult(BaseModel):
 def _relabelled(model: type[BaseModel], item: object, error: ValidationError) -> tuple[BaseModel, str] | None:
     """The item with each unknown label (category, memory type) at its nearest valid
     value, and what was changed; None when anything else is wrong with it."""
-    bad = {e["loc"][0] for e in error.errors() if e["type"] == "literal_error"}
+    bad = {str(e["loc"][0]) for e in error.errors() if e["type"] == "literal_error"}
     if not isinstance(item, dict) or not bad or not bad <= _LABELS.keys():
         return None
     fixed = {f: next((c for c in _LABELS[f][0] if c == str(item[f]).strip().casefold()), _LABELS[f][1]) for f in bad}

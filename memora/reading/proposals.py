@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,6 +21,8 @@ from memora.core.timeutil import system_clock
 from user_profile import UserProfileStore
 
 MAX_PENDING = 20
+ProposalField = Literal["english_level", "learning_goal", "preference", "review_card"]
+Action = Literal["set", "remove", "add"]
 
 
 class ProfileProposal(BaseModel):
@@ -30,15 +32,15 @@ class ProfileProposal(BaseModel):
     # "review_card": not a profile change but the same kind of yes/no question, asked
     # after the reply: make a word the learner asked about a review card (value: the
     # word, evidence: its meaning).
-    field: Literal["english_level", "learning_goal", "preference", "review_card"]
-    action: Literal["set", "remove", "add"]
+    field: ProposalField
+    action: Action
     value: str
     old_value: str | None = None
     evidence: str = ""
     created_at: datetime
 
     @classmethod
-    def new(cls, field: str, action: str, value: str, old_value: str | None, evidence: str) -> ProfileProposal:
+    def new(cls, field: ProposalField, action: Action, value: str, old_value: str | None, evidence: str) -> Self:
         return cls(
             id=uuid.uuid4().hex[:6],
             field=field,

@@ -100,6 +100,7 @@ class MemoryIndex(Protocol):
         note: str | None = None,
         vector: list[float] | None = None,
         said_at: datetime | None = None,
+        said: str | None = None,
     ) -> MemoryRecord | None: ...
 
     def touch(self, memory_id: str, when: datetime | None = None) -> MemoryRecord: ...

@@ -313,7 +313,7 @@ SHARED_FOR_SIGNAL = 0.5
 
 
 def _pairs(table: str) -> list[tuple[str, str]]:
-    return [(p.split()[0], p.split()[1]) for p in table.replace("\n", "|").split("|") if len(p.split()) == 2]
+    return [(w[0], w[1]) for p in table.replace("\n", "|").split("|") if len(w := p.split()) == 2]
 
 
 @cache
@@ -988,7 +988,7 @@ class KeptPairs:
     def pairs(self) -> set[tuple[str, str]]:
         if self._pairs is None:
             try:
-                data = json.loads(self.path.read_text(encoding="utf-8"))  # type: ignore[union-attr]  # a path: _pairs starts None only with one
+                data = json.loads(self.path.read_text(encoding="utf-8")) if self.path else {}
                 self._pairs = {pair_key(str(a), str(b)) for a, b in data.get("kept_both", []) if isinstance(a, str)}
             except (OSError, ValueError, TypeError, AttributeError):
                 self._pairs = set()

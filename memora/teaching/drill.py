@@ -51,8 +51,7 @@ MAX_FACTS_SHOWN = 6  # what the practice call is told about the learner: a few l
 
 def exercise(mistake: Mistake) -> str | None:
     """The drill's question for a card; None when its example is gone (edited away)."""
-    example = mistake.latest
-    if example is None:
+    if (example := mistake.latest) is None:
         return None
     if not mistake.is_mistake:
         return f"What does {quoted(example.original, 80, end='')} mean?"
@@ -163,16 +162,15 @@ class Drill:
         sentence. A sentence is used only when it makes exactly the same correction
         (``ledger.same_correction``); any other card, or a failed call, keeps the
         learner's own, and nothing is said (the drill is the same drill)."""
-        facts = self.facts()[:MAX_FACTS_SHOWN] if self.model is not None else []
-        wanted = [c for c in cards if c.is_mistake and c.reviews and c.latest is not None]
-        if not facts or not wanted:
+        wanted = {c.id: (c, e) for c in cards if c.is_mistake and c.reviews and (e := c.latest)}
+        facts = self.facts()[:MAX_FACTS_SHOWN] if self.model is not None and wanted else []
+        if self.model is None or not facts:
             return {}
         payload = json.dumps(
             {
                 "facts": facts,
                 "mistakes": [
-                    {"id": c.id, "wrong": c.latest.original, "right": c.latest.corrected, "rule": c.rule}
-                    for c in wanted
+                    {"id": c.id, "wrong": e.original, "right": e.corrected, "rule": c.rule} for c, e in wanted.values()
                 ],
             },
             ensure_ascii=False,
@@ -184,24 +182,23 @@ class Drill:
         except MemoraError:
             return {}
         self.on_tokens(tokens)
-        by_id = {c.id: c for c in wanted}
         fresh = {}
         for sentence in written.sentences:
-            card = by_id.get(sentence.id.strip())
+            card, example = wanted.get(sentence.id.strip(), (None, None))
             wrong, right = clean_text(sentence.wrong), clean_text(sentence.right)
-            if card is None or not wrong or len(wrong) > MAX_MISTAKE_CHARS or len(right) > MAX_MISTAKE_CHARS:
+            if example is None or not wrong or len(wrong) > MAX_MISTAKE_CHARS or len(right) > MAX_MISTAKE_CHARS:
                 continue
-            if same_correction((wrong, right), (card.latest.original, card.latest.corrected)):
-                fresh[card.id] = (wrong, right)
+            if same_correction((wrong, right), (example.original, example.corrected)):
+                fresh[sentence.id.strip()] = (wrong, right)
         return fresh
 
     def _one(self, card: Mistake, index: int, total: int, summary: DrillSummary) -> bool:
         """Ask one card; False when the learner ended the drill."""
         current = self.ledger.get(card.id)  # another terminal may have changed or forgotten it
-        question = exercise(current) if current is not None else None
+        example, question = (current.latest, exercise(current)) if current is not None else (None, None)
         if question is not None and card.id in self.fresh:
             question = f"Fix this sentence: {quoted(self.fresh[card.id][0], 200, end='')}"
-        if question is None:
+        if current is None or example is None or question is None:
             why = (
                 "it was forgotten"
                 if current is None
@@ -215,14 +212,13 @@ class Drill:
         if answer.lower() in STOP_WORDS:
             return False
         summary.unrated = True  # until the rating is saved
-        rating = self._grade(current, question, answer)
+        rating = self._grade(current, example, question, answer)
         if rating is None:
             return False
         summary.unrated = False
         return self._save(current, rating, summary)
 
-    def _grade(self, card: Mistake, question: str, answer: str) -> int | None:
-        example = card.latest
+    def _grade(self, card: Mistake, example: Example, question: str, answer: str) -> int | None:
         if card.id in self.fresh:
             example = Example(original=self.fresh[card.id][0], corrected=self.fresh[card.id][1], seen_at=self.clock())
         if self.model is not None:

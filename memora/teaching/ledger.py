@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -58,8 +58,8 @@ from memora.store.deletions import DeletionLog
 from memora.teaching import spaced
 from memora.teaching.spaced import ReviewCard
 
-MISTAKE_KINDS = ("grammar", "vocabulary", "word choice", "spelling", "punctuation")
 MistakeKind = Literal["grammar", "vocabulary", "word choice", "spelling", "punctuation"]
+MISTAKE_KINDS: tuple[MistakeKind, ...] = get_args(MistakeKind)
 MAX_EXAMPLES = 3
 MAX_REVIEWS_KEPT = 50  # mastery needs the last two; progress counts come from the activity log
 MAX_MISTAKES = 1000
@@ -267,13 +267,12 @@ def correction_excerpt(original: str, corrected: str, context: int = 2) -> tuple
     texts = [_fold_apostrophes(original), _fold_apostrophes(corrected)]
     spans = [[m.span() for m in _TOKEN.finditer(t)] for t in texts]
     words = [[texts[n][a:b].casefold() for a, b in spans[n]] for n in (0, 1)]
-    changes = [
-        op for op in difflib.SequenceMatcher(a=words[0], b=words[1], autojunk=False).get_opcodes() if op[0] != "equal"
-    ]
+    opcodes = difflib.SequenceMatcher(a=words[0], b=words[1], autojunk=False).get_opcodes()
+    changes = [op[1:] for op in opcodes if op[0] != "equal"]
     if not changes:
         return original, corrected
     cut = []
-    for n, (first, last) in enumerate(((1, 2), (3, 4))):
+    for n, (first, last) in enumerate(((0, 1), (2, 3))):
         start = max(0, min(op[first] for op in changes) - context)
         end = min(len(spans[n]), max(op[last] for op in changes) + context)
         if start >= end:
@@ -748,7 +747,7 @@ class LedgerStore(JsonStore[_LedgerFile]):
         when = _aware(at or self.clock())
         return self._update(mistake_id, lambda entry: self._reviewed(entry, rating, when, "drill"))[0]
 
-    def _reviewed(self, entry: Mistake, rating: int, when: datetime, source: str) -> Mistake:
+    def _reviewed(self, entry: Mistake, rating: int, when: datetime, source: Literal["drill", "chat"]) -> Mistake:
         card = entry.card.review(rating, when, self.day_start)
         before = Before(card=entry.card, mastered_at=entry.mastered_at, count=entry.count) if source == "chat" else None
         reviews = (entry.reviews + [Review(at=when, rating=rating, source=source, before=before)])[-MAX_REVIEWS_KEPT:]

@@ -190,6 +190,8 @@ def _levels(level_history: list[tuple[date, str | None]]) -> str:
 
 
 def _due(plan: Schedule | None) -> list[str]:
-    exam = plan and plan.forward and f"{shorten(plan.exam[1], 80)} ({plan.exam[0].isoformat()})"
+    if plan is None:
+        return []
+    exam = plan.exam and plan.forward and f"{shorten(plan.exam[1], 80)} ({plan.exam[0].isoformat()})"
     forward = [f"Exam: {exam}: {counted(len(plan.forward), 'card')} brought forward once, before it"] if exam else []
-    return [f"Due today: {counted(len(plan.queue), 'card')}", *forward] if plan else []
+    return [f"Due today: {counted(len(plan.queue), 'card')}", *forward]

@@ -66,7 +66,6 @@ SCHEDULER = Scheduler(
 # 1,000 years could not be reached before Memora's last date, 2999, and makes
 # FSRS's arithmetic overflow long before float's own limit would.
 MAX_STABILITY_DAYS = 365_000.0
-_FSRS_NUMBER = {"strict": True, "allow_inf_nan": False}
 
 
 def learner_day(moment: datetime, day_start: int = DEFAULT_DAY_START) -> date:
@@ -98,8 +97,8 @@ class ReviewCard(BaseModel):
     card_id: int = Field(gt=0, lt=2**63, strict=True)
     state: int = Field(ge=State.Learning, le=State.Relearning, strict=True)  # 1 learning, 2 review, 3 relearning
     step: int | None = Field(ge=0, strict=True)  # fsrs treats a step past the scheduler's last as finished
-    stability: float | None = Field(ge=STABILITY_MIN, le=MAX_STABILITY_DAYS, **_FSRS_NUMBER)  # days
-    difficulty: float | None = Field(ge=MIN_DIFFICULTY, le=MAX_DIFFICULTY, **_FSRS_NUMBER)
+    stability: float | None = Field(ge=STABILITY_MIN, le=MAX_STABILITY_DAYS, strict=True, allow_inf_nan=False)  # days
+    difficulty: float | None = Field(ge=MIN_DIFFICULTY, le=MAX_DIFFICULTY, strict=True, allow_inf_nan=False)
     due: StoredTime
     last_review: StoredTime | None
 
@@ -159,9 +158,9 @@ class ReviewCard(BaseModel):
         if rating == Rating.Hard and updated.state != State.Review:
             # FSRS's Hard repeats a learning step (a day and a half here), and with one
             # step a card answered "partly" every time would come back every other day
-            # for ever: it graduates instead, on the interval its stability gives.
-            updated.state, updated.step = State.Review, None
-            updated.due = today + timedelta(days=SCHEDULER._next_interval(stability=updated.stability))
+            # for ever: it graduates instead, on the interval its stability gives (a review sets it).
+            updated.state, updated.step, stability = State.Review, None, updated.stability or STABILITY_MIN
+            updated.due = today + timedelta(days=SCHEDULER._next_interval(stability=stability))
         return self._of(updated)
 
     def made_due(self, now: datetime, day_start: int = DEFAULT_DAY_START) -> ReviewCard:
