@@ -565,14 +565,13 @@ class LongTermMemoryStore:
             doomed = [i for i, record in view.items() if record is None and i in stored]
             revived = [record for record in view.values() if record is not None]
             if doomed:
+                self.erase_later()  # a memory taken back is deleted as 'forget' deletes: no bytes left
                 self.deletions.forget(self.user_id, [stored[i] for i in doomed])
                 self.catalog.delete(db, doomed)
                 self.vectors.delete(doomed)
             for record in revived:
                 self.catalog.update(db, record)
             self.vectors.update(revived)
-        if doomed:
-            self.erase_deleted()  # a memory taken back is deleted as 'forget' deletes: no bytes left
         return RevertResult(tuple(stored[i] for i in doomed), tuple(revived), tuple(skipped))
 
     def edit(self, memory_id: str, new_content: str) -> MemoryRecord:
@@ -589,6 +588,7 @@ class LongTermMemoryStore:
         chain = [r.id for r in self.history(record.id) if r.created_at <= record.created_at or r.id == record.id]
         ids = list(dict.fromkeys(chain + [record.id]))
         successor = record.superseded_by
+        self.erase_later()
         with self._writing(new_vectors=False) as db:
             self.deletions.forget(self.user_id, self.catalog.get_many(ids).values())
             self.catalog.delete(db, ids)
@@ -598,7 +598,6 @@ class LongTermMemoryStore:
                 nxt = nxt.evolve(supersedes=None)
                 self.catalog.update(db, nxt)
                 self.vectors.update([nxt])
-        self.erase_deleted()
         return ids
 
     def delete_all(self) -> int:
@@ -638,6 +637,16 @@ class LongTermMemoryStore:
                 self.catalog.set_meta(FORGETTING, None)
             raise
         self.erase_deleted(full=True)
+
+    def erase_later(self) -> None:
+        """A deletion's wipe (``erase_deleted``, which rewrites whole files) waits for the
+        session's end: the marker, written before the delete, makes the next start finish
+        it after a crash. ``forget all`` and ``forget user`` wipe at once."""
+        (self.path / "erase-pending").touch(mode=0o600, exist_ok=True)
+
+    @property
+    def erase_pending(self) -> bool:
+        return (self.path / "erase-pending").exists()
 
     def erase_deleted(self, *, full: bool = False) -> bool:
         """Wipe every copy of deleted memories from the files (``forget`` is real): a delete
