@@ -361,7 +361,7 @@ class LongTermMemoryStore:
     @property
     def waiting_for_vectors(self) -> int:
         """How many memories are stored without a vector yet (not searchable yet)."""
-        return len(self.catalog.without_vectors())
+        return self.catalog.count(without_vectors=True)
 
     # -- adding -----------------------------------------------------------------------
     @property
