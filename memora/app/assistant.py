@@ -364,7 +364,7 @@ class Memora:
         self.turn.leaving()
         finished = self.worker.close(timeout)
         self.conversation.save()
-        if self.store.erase_pending:  # this session's forgets and undos leave the disk now
+        if (self.store.path / "erase-pending").exists():  # this session's forgets and undos leave the disk now
             self.store.erase_deleted()
         release_owner(self.owner)  # its claims lapse: another session may read what is left
         return finished
