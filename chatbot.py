@@ -341,6 +341,10 @@ def _shutdown(app: Memora, console: Console) -> int:
         finished = False
     if not finished:
         console.notice("Memory extraction did not finish; it will resume next time.")
+    if not app.store.erased:
+        from memora.app.erasure import erase_notice
+
+        erase_notice(console, app.store)
     console.say("Goodbye!")
     return 0
 

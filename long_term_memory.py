@@ -290,7 +290,7 @@ class LongTermMemoryStore:
     @property
     def waiting_for_vectors(self) -> int:
         """How many memories are stored without a vector yet (not searchable yet)."""
-        return len(self.catalog.without_vectors())
+        return self.catalog.count(without_vectors=True)
 
     # -- adding -----------------------------------------------------------------------
     @property
@@ -495,14 +495,13 @@ class LongTermMemoryStore:
             doomed = [i for i, record in view.items() if record is None and i in stored]
             revived = [record for record in view.values() if record is not None]
             if doomed:
+                self.erase_deleted(later=True)  # a memory taken back is deleted as 'forget' deletes: no bytes left
                 self.deletions.forget(self.user_id, [stored[i] for i in doomed])
                 self.catalog.delete(db, doomed)
                 self.vectors.delete(doomed)
             for record in revived:
                 self.catalog.update(db, record)
             self.vectors.update(revived)
-        if doomed:
-            self.erase_deleted()  # a memory taken back is deleted as 'forget' deletes: no bytes left
         return RevertResult(tuple(stored[i] for i in doomed), tuple(revived), tuple(skipped))
 
     def edit(self, memory_id: str, new_content: str) -> MemoryRecord:
@@ -519,6 +518,7 @@ class LongTermMemoryStore:
         chain = [r.id for r in self.history(record.id) if r.created_at <= record.created_at or r.id == record.id]
         ids = list(dict.fromkeys(chain + [record.id]))
         successor = record.superseded_by
+        self.erase_deleted(later=True)
         with self._writing(new_vectors=False) as db:
             self.deletions.forget(self.user_id, self.catalog.get_many(ids).values())
             self.catalog.delete(db, ids)
@@ -528,7 +528,6 @@ class LongTermMemoryStore:
                 nxt = nxt.evolve(supersedes=None)
                 self.catalog.update(db, nxt)
                 self.vectors.update([nxt])
-        self.erase_deleted()
         return ids
 
     def delete_all(self) -> int:
@@ -569,19 +568,24 @@ class LongTermMemoryStore:
             raise
         self.erase_deleted(full=True)
 
-    def erase_deleted(self, *, full: bool = False) -> bool:
+    def erase_deleted(self, *, full: bool = False, later: bool = False) -> bool:
         """Wipe every copy of deleted memories from the files (``forget`` is real): a delete
         only unlinks rows, the text stays in free pages, in the catalog's WAL and FTS index,
         and in Chroma's log (``MemoryCatalog.compact``, ``VectorIndex.erase``). When another
         process holds a file open, ``erased`` is False and a marker makes the next start
-        finish it. A Chroma server keeps its own files, which no client can wipe (README)."""
+        finish it. A Chroma server keeps its own files, which no client can wipe (README).
+        ``later``: only the marker, before a delete: the wipe rewrites whole files, so it waits
+        for the session's end (``Memora.close``), or the next start after a crash."""
+        marker = self.path / "erase-pending"
+        if later:
+            marker.touch(mode=0o600, exist_ok=True)
+            return False
         disk = [self.catalog] + ([self.connection] if self.connection is not None else [])
         for holder in disk:
             holder.unwiped = None
         done = self.catalog.compact(full=full)
         done = self.vectors.erase() and done
         self.erased, self.unwiped = done, next((h.unwiped for h in disk if h.unwiped), None)
-        marker = self.path / "erase-pending"
         if done:
             marker.unlink(missing_ok=True)
         else:

@@ -215,6 +215,44 @@ def test_a_forget_that_another_process_blocks_is_finished_at_the_next_start(make
     assert again.store.count() == 50
 
 
+@pytest.mark.slow  # a child process, a kill or hundreds of turns
+@pytest.mark.parametrize("command", ["forget {id}", "undo"])
+def test_a_session_killed_after_a_forget_is_wiped_at_the_next_start(make_app, run_repl, data_dir, server, command):
+    """The wipe waits for the session's end; a kill before it leaves the marker, and the next start wipes."""
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import ROOT, child_env
+
+    app = make_app()
+    add_many(app.store, fillers(30))
+    run_repl(app, ["remember The learner collects Frumbleware teapots"])
+    [record] = app.store.list(text="Frumbleware")
+    app.close()
+    env = child_env(MEMORA_HOME=data_dir, MEMORA_EMBEDDING_MODEL="hash", OPENAI_BASE_URL=server.base_url)
+    child = subprocess.Popen(
+        [sys.executable, str(ROOT / "chatbot.py"), "--plain"],
+        **dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT),
+    )
+    child.stdin.write(command.format(id=record.id) + "\n")
+    child.stdin.flush()
+    seen = ""
+    while "Forgot" not in seen and "Undone" not in seen:
+        line = child.stdout.readline()
+        assert line, seen + child.stderr.read()
+        seen += line
+    child.send_signal(signal.SIGKILL)
+    child.communicate(timeout=30)
+    assert (data_dir / "memora_db" / "erase-pending").exists()
+    assert files_holding(data_dir, "Frumbleware")  # killed before its session ended: not wiped yet
+
+    again = make_app()
+    assert files_holding(data_dir, "Frumbleware") == {}
+    assert not (data_dir / "memora_db" / "erase-pending").exists()
+    assert again.store.count() == 30
+
+
 def test_history_scrubbing_removes_whole_entries_and_keeps_the_file_readable(tmp_path):
     from prompt_toolkit.history import FileHistory
 

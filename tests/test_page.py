@@ -170,7 +170,6 @@ def test_every_memory_action_on_the_page_then_back_to_the_chat(seeded, data_dir,
     term.send(b"y")  # one key answers
     assert term.wait_for("Forgot"), term.text()
     assert term.wait_screen(lambda t: "Quixoticmochi" not in body(t)), term.text()
-    assert files_holding(data_dir, secret, *pieces) == {}
 
     # back to the chat: the page was on the alternate screen, so the terminal puts the
     # chat back as it was; the conversation goes on with the first message in it
@@ -187,6 +186,7 @@ def test_every_memory_action_on_the_page_then_back_to_the_chat(seeded, data_dir,
     assert "Hello, I am practising my English" in str(sent.input)
     assert sent.last_user.endswith("And what about articles?")
     assert term.close() == 0
+    assert files_holding(data_dir, secret, *pieces) == {}  # the session's end wiped it from every file
 
 
 @pytest.mark.chroma  # the page runs in a child process, which reads the seeded store from disk

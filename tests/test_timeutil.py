@@ -203,3 +203,27 @@ def test_a_grammar_rule_reads_its_examples(rule, example):
     assert match is not None and match.group(0) == phrase and match.lastgroup == rule.group
     [first, *_] = timeutil._mentions(phrase, timeutil.EXAMPLE_DAY, phrase=True, past=past)
     assert " ".join(filter(None, (first.granularity, first.day.isoformat(), first.part))) == expected
+
+
+# A sentence with no time word skips the grammar (``_TIME_HINT``); every way a phrase can be
+# written still reaches it: any case, full-width digits, Chinese, short forms.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "See you TOMORROW at the station",
+        "We rest on SUNDAY",
+        "Back in a FORTNIGHT",
+        "The exam is on the \uff13rd",  # full-width digit
+        "Since Last Winter I swim",
+        "\u4e0b\u9031\u4e09\u898b",  # 下週三見
+        "She left two WKS ago",
+        "Tonite we cook",
+    ],
+)
+def test_every_way_of_writing_a_time_phrase_still_reaches_the_grammar(text):
+    assert timeutil._GRAMMAR.search(text)
+    assert timeutil._mentions(text, timeutil.EXAMPLE_DAY)
+
+
+def test_a_sentence_without_a_time_word_has_no_time_phrase():
+    assert timeutil._mentions("I love hiking with my dog and painting landscapes", timeutil.EXAMPLE_DAY) == []

@@ -355,7 +355,7 @@ class Memora:
         return self.worker.wait_idle(timeout)
 
     def close(self, timeout: float | None = 10.0) -> bool:
-        """Finish queued extraction (bounded) and save the session.
+        """Finish queued extraction (bounded), save the session and wipe what it deleted.
 
         What the last messages' reading finds is still told, but nothing is asked:
         a profile or word-card question waits in the proposals file for the next
@@ -364,6 +364,8 @@ class Memora:
         self.turn.leaving()
         finished = self.worker.close(timeout)
         self.conversation.save()
+        if (self.store.path / "erase-pending").exists():  # this session's forgets and undos leave the disk now
+            self.store.erase_deleted()
         release_owner(self.owner)  # its claims lapse: another session may read what is left
         return finished
 

@@ -74,10 +74,15 @@ def kept_pairs(app: Memora) -> KeptPairs:
     return KeptPairs(app.paths.kept_pairs)
 
 
-def open_conflicts(app: Memora) -> list[Conflict]:
-    """The stored pairs of current memories (found when written), newest first, less those kept both of."""
+def open_pairs(app: Memora) -> list[tuple[str, str, str]]:
+    """The stored pairs of current memories (found when written), less those kept both of."""
     kept = kept_pairs(app).pairs()
-    pairs = [p for p in app.store.conflicts() if pair_key(p[0], p[1]) not in kept]
+    return [p for p in app.store.conflicts() if pair_key(p[0], p[1]) not in kept]
+
+
+def open_conflicts(app: Memora) -> list[Conflict]:
+    """``open_pairs`` as memories, newest first."""
+    pairs = open_pairs(app)
     records = app.store.get_many(i for p in pairs for i in p[:2])
     found = [Conflict(records[a], records[b], reason) for a, b, reason in pairs if a in records and b in records]
     return sorted(found, key=lambda c: c.second.created_at, reverse=True)

@@ -71,9 +71,9 @@ def status_rows(app: Memora) -> list[Table]:
     ]
     if missing:
         general.append(["vectors missing", missing])
-    from memora.cli.page import open_conflicts
+    from memora.cli.page import open_pairs
 
-    conflicts = len(open_conflicts(app))
+    conflicts = len(open_pairs(app))
     general.append(["conflicts", f"{conflicts} open" + (" (see 'page')" if conflicts else "")])
     memory = app.memory
     budget = memory.budget

@@ -17,6 +17,7 @@ a new announcement with an SDK upgrade and no code change.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import re
 from datetime import date
 from pathlib import Path
@@ -88,10 +89,9 @@ def shutdown_dates() -> dict[str, date]:
     """Model name -> announced shutdown date, as the installed SDK lists them
     (the "Deprecated values" note of ``openai.types.shared.chat_model``). Empty
     when the SDK has no such note or cannot be read."""
-    try:
-        import openai.types.shared.chat_model as chat_model
-
-        source = Path(chat_model.__file__).read_text(encoding="utf-8")
+    try:  # read, not imported: importing the SDK costs most of a second ('status' asks this)
+        folder = Path(importlib.util.find_spec("openai").origin).parent  # type: ignore[union-attr,arg-type]
+        source = (folder / "types" / "shared" / "chat_model.py").read_text(encoding="utf-8")
     except Exception:
         return {}
     note = source.split('"""Deprecated values:', 1)

@@ -82,6 +82,8 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS memories ({memory_columns});
 -- Vectors live apart so that scanning memories never reads 1.5 KB per row.
 CREATE TABLE IF NOT EXISTS memory_vectors (rid INTEGER PRIMARY KEY, vector BLOB NOT NULL);
+-- Counting vectors, or finding a memory without one, reads this, not 100 MB of vector pages.
+CREATE INDEX IF NOT EXISTS memory_vectors_rid ON memory_vectors (rid);
 CREATE INDEX IF NOT EXISTS memories_user_status ON memories (user_id, status);
 CREATE INDEX IF NOT EXISTS memories_terms ON memories (status, n_terms);
 CREATE INDEX IF NOT EXISTS memories_followups ON memories (category, status, followed_up_ts, created_ts);
@@ -383,8 +385,9 @@ class MemoryCatalog:
     def conflicts(self) -> builtins.list[tuple[str, str, str]]:
         """The stored pairs (older id, newer id, reason) whose two sides are both current."""
         rows = self._query(
-            "SELECT c.a, c.b, c.reason FROM conflicts AS c JOIN memories AS x ON x.id = c.a "
-            "JOIN memories AS y ON y.id = c.b WHERE x.status = ?1 AND y.status = ?1 AND x.user_id = ?2",
+            # CROSS JOIN keeps this order: from the few pairs, not from every current memory.
+            "SELECT c.a, c.b, c.reason FROM conflicts AS c CROSS JOIN memories AS x ON x.id = c.a "
+            "CROSS JOIN memories AS y ON y.id = c.b WHERE x.status = ?1 AND y.status = ?1 AND x.user_id = ?2",
             (STATUS_CURRENT, self.user_id),
         )
         return [(row[0], row[1], row[2]) for row in rows]
@@ -487,13 +490,15 @@ class MemoryCatalog:
         )
         return [_record(row) for row in rows]
 
-    def count(self, *, current_only: bool = True) -> int:
-        if current_only:
+    def count(self, *, current_only: bool = True, without_vectors: bool = False) -> int:
+        """``without_vectors``: the versions waiting for a vector (every vector row is a memory's)."""
+        if current_only and not without_vectors:
             rows = self._query(
                 "SELECT COUNT(*) FROM memories WHERE user_id = ? AND status = ?", (self.user_id, STATUS_CURRENT)
             )
         else:
-            rows = self._query("SELECT COUNT(*) FROM memories WHERE user_id = ?", (self.user_id,))
+            less = " - (SELECT COUNT(*) FROM memory_vectors)" if without_vectors else ""
+            rows = self._query(f"SELECT (SELECT COUNT(*) FROM memories WHERE user_id = ?){less}", (self.user_id,))
         return int(rows[0][0])
 
     def list(
