@@ -29,7 +29,7 @@ import threading
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import NamedTuple
 
@@ -82,6 +82,8 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS memories ({memory_columns});
 -- Vectors live apart so that scanning memories never reads 1.5 KB per row.
 CREATE TABLE IF NOT EXISTS memory_vectors (rid INTEGER PRIMARY KEY, vector BLOB NOT NULL);
+-- Which rows have a vector, read without reading the vectors (start-up, 'status').
+CREATE INDEX IF NOT EXISTS memory_vectors_rid ON memory_vectors (rid);
 CREATE INDEX IF NOT EXISTS memories_user_status ON memories (user_id, status);
 CREATE INDEX IF NOT EXISTS memories_terms ON memories (status, n_terms);
 CREATE INDEX IF NOT EXISTS memories_followups ON memories (category, status, followed_up_ts, created_ts);
@@ -487,8 +489,10 @@ class MemoryCatalog:
         )
         return [_record(row) for row in rows]
 
-    def count(self, *, current_only: bool = True) -> int:
-        if current_only:
+    def count(self, *, current_only: bool = True, with_vectors: bool = False) -> int:
+        if with_vectors:  # every row here is this learner's (one catalog file each)
+            rows = self._query("SELECT COUNT(*) FROM memory_vectors")
+        elif current_only:
             rows = self._query(
                 "SELECT COUNT(*) FROM memories WHERE user_id = ? AND status = ?", (self.user_id, STATUS_CURRENT)
             )
@@ -507,9 +511,13 @@ class MemoryCatalog:
         limit: int | None = None,
         offset: int = 0,
         newest_first: bool = True,
+        dated_from: date | None = None,
     ) -> builtins.list[MemoryRecord]:
         where: builtins.list[str] = ["user_id = ?"]
         params: builtins.list = [self.user_id]
+        if dated_from is not None:  # few are dated ahead: read through the dates' own index
+            where.append("event_date >= ?")
+            params.append(dated_from.isoformat())
         if not include_superseded:
             where.append("status = ?")
             params.append(STATUS_CURRENT)
@@ -521,8 +529,8 @@ class MemoryCatalog:
             where.append("instr(lower(content), lower(?)) > 0")
             params.append(text)
         sql = (
-            f"SELECT {_COLUMNS} FROM memories WHERE {' AND '.join(where)} "
-            f"ORDER BY created_ts {'DESC' if newest_first else 'ASC'}, rid"
+            f"SELECT {_COLUMNS} FROM memories{' INDEXED BY memories_event' * bool(dated_from)} "
+            f"WHERE {' AND '.join(where)} ORDER BY created_ts {'DESC' if newest_first else 'ASC'}, rid"
         )
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
