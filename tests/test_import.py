@@ -492,7 +492,7 @@ def test_restore_undoes_what_it_wrote_and_overwrote_on_either_backend(connection
         MemoryRecord(id=f"{i:08x}", content=f"Imported fact {i}", created_at=now) for i in range(1100)
     ]
     with chroma_wrapped(store, FailingSecondUpsert), pytest.raises(InternalError):
-        store.restore(incoming)
+        store.restore(incoming, replace=True)
     assert (
         chroma_state(),
         [(r.id, r.content) for r in store.list(include_superseded=True, newest_first=False)],
