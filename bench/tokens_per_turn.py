@@ -23,8 +23,9 @@ with the local model used here; the line shows what text-embedding-3-small
 would be sent (cl100k_base). The baseline is what a full-history chat would
 send at the same point (instructions + every previous message + the current
 one). Target: everything Memora spends <= 15% of the baseline, and no chat
-request over the budget. Cacheable prefix tokens are reported apart and not
-discounted.
+request over the budget. Beside that raw share, the share a provider's prefix
+cache would serve (a prefix of 1,024+ tokens shared with the previous request of
+the same kind, as OpenAI's prompt caching needs) and what is left uncached.
 """
 
 from __future__ import annotations
