@@ -513,7 +513,8 @@ class MemoryCatalog:
         newest_first: bool = True,
         dated_from: date | None = None,
     ) -> builtins.list[MemoryRecord]:
-        where: builtins.list[str] = ["user_id = ?"]
+        # Every version listed: read in the order of the creation index (a page stops early), not sorted whole.
+        where: builtins.list[str] = ["+user_id = ?" if include_superseded else "user_id = ?"]
         params: builtins.list = [self.user_id]
         if dated_from is not None:  # few are dated ahead: read through the dates' own index
             where.append("event_date >= ?")
