@@ -83,6 +83,7 @@ from memora.core.storage import (
 from memora.core.text_utils import clean_text, counted, normalized_key
 from memora.core.timeutil import to_aware
 from memora.reading.proposals import MAX_PENDING, ProfileProposal
+from memora.store.catalog import catalog_path
 from memora.teaching.activity import DayActivity
 from memora.teaching.ledger import MAX_MISTAKES, Mistake, clean_mistake_text
 from user_profile import MAX_PROFILE_ITEMS, UserProfile, clean_profile_value, normalize_level
@@ -497,7 +498,7 @@ def export_data(app: Memora, path: Path) -> Path:
 def _memory_pages(app: Memora, size: int = 1000) -> Iterator[str]:
     """Every memory as JSON, oldest first, a page at a time (an export of 50,000 never
     holds them all), under the store's lock so that no write falls between two pages."""
-    with file_lock(app.store.catalog.path):
+    with file_lock(catalog_path(app.store.path, app.store.user_id)):
         for offset in itertools.count(0, size):
             page = app.store.listed(include_superseded=True, newest_first=False, limit=size, offset=offset)
             if not page:
