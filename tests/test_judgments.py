@@ -86,6 +86,17 @@ def test_only_an_exam_pulls_the_review_forward(make_app):
     assert when == day + timedelta(days=1) and (text, "schedule", "exam") in EXAMS
 
 
+def test_the_nearest_exam_is_a_current_one_from_today_on(make_app):
+    store, today = make_app().store, date.today()
+    exams = [text for text, category, kind in EXAMS if kind == "exam" and category == "schedule"][:4]
+    for text, days in zip(exams, (-1, 0, 6, 3)):
+        store.add(text, category="schedule", event_date=today + timedelta(days=days))
+    assert next_exam(store, today) == (today, exams[1])  # yesterday's is over; today's is the nearest
+    store.delete(store.find_exact(exams[1]).id)
+    assert next_exam(store, today) == (today + timedelta(days=3), exams[3])
+    assert next_exam(store, today + timedelta(days=7)) is None
+
+
 # -- opposite corrections ----------------------------------------------------------------------
 def test_a_correction_and_its_reverse_never_merge_whatever_the_rule_text():
     assert sum(not same for *_, same in OPPOSITE_CORRECTIONS) >= 10

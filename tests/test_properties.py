@@ -58,6 +58,21 @@ from memora.model.tokens import TokenCounter
 from memory import ContextBudget, ConversationMemory, estimate_instruction_tokens
 from user_profile import CEFR_LEVELS, UserProfile, UserProfileStore
 
+
+def test_clean_text_reads_printable_text_as_the_character_by_character_route_does():
+    from memora.core.text_utils import clean_text
+
+    # A NUL is removed, and sends the text down the route that checks every character.
+    @settings(PROFILE, max_examples=300)
+    @given(text=st.text(max_size=200) | st.text(st.sampled_from(" \u00a0\u3000ab\u200d\ue000中"), max_size=20))
+    @example(text="a  b\u00a0 c\u3000")
+    @example(text="\U000e0001tag")
+    def same(text):
+        assert clean_text(text) == clean_text(text + "\x00")
+
+    same()
+
+
 # -- settings -----------------------------------------------------------------------------
 
 EXAMPLES_COMMANDS = 150

@@ -140,8 +140,8 @@ def next_exam(store: LongTermMemoryStore | None, today: date) -> tuple[date, str
         return None
     exams = [
         (record.event_date, record.content)
-        for record in store.list(category="schedule")
-        if record.event_date is not None and record.event_date >= today and plan_kind(record) == "exam"
+        for record in store.list(category="schedule", dated_from=today)
+        if record.event_date is not None and plan_kind(record) == "exam"
     ]
     return min(exams, default=None)
 

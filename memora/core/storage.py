@@ -31,7 +31,7 @@ import os
 import stat
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Annotated, Any, Generic, TypeVar
@@ -135,15 +135,16 @@ def refuse_special_file(path: Path) -> None:
         raise NotAFile(path, kind)
 
 
-def atomic_write_text(path: Path, text: str, *, mode: int = FILE_MODE) -> None:
-    """Replace ``path`` with ``text`` atomically and durably (never a device, pipe or socket)."""
+def atomic_write_text(path: Path, text: str | Iterable[str], *, mode: int = FILE_MODE) -> None:
+    """Replace ``path`` with ``text`` (or its pieces, written as they come) atomically and
+    durably (never a device, pipe or socket)."""
     path = Path(path)
     refuse_special_file(path)
     ensure_private_dir(path.parent)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            handle.writelines([text] if isinstance(text, str) else text)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp_name, mode)

@@ -24,6 +24,8 @@ def clean_text(text: str) -> str:
     """One tidy line: escape sequences and control and format characters removed,
     whitespace collapsed. A whole sequence goes (``ESC ] 0 ; title BEL``), not just
     its ESC byte, so no "]0;title" residue is stored from pasted or imported text."""
+    if text.isprintable():  # no control, format or line-break character: one pass in C, not one per character
+        return _WHITESPACE.sub(" ", text).strip()
     text = "".join(
         " " if ch in "\t\r\n\v\f\x85\u2028\u2029" else ch
         for ch in for_terminal(text)

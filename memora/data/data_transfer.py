@@ -37,9 +37,11 @@ Every refusal is one line that names the file and ends "Nothing was imported."
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -69,10 +71,19 @@ from memora.core.records import (
     reserved_metadata_keys,
     stored_fields,
 )
-from memora.core.storage import FIRST_YEAR, LAST_YEAR, StoredDay, atomic_write_text, first_problem, special_file
+from memora.core.storage import (
+    FIRST_YEAR,
+    LAST_YEAR,
+    StoredDay,
+    atomic_write_text,
+    file_lock,
+    first_problem,
+    special_file,
+)
 from memora.core.text_utils import clean_text, counted, normalized_key
 from memora.core.timeutil import to_aware
 from memora.reading.proposals import MAX_PENDING, ProfileProposal
+from memora.store.catalog import catalog_path
 from memora.teaching.activity import DayActivity
 from memora.teaching.ledger import MAX_MISTAKES, Mistake, clean_mistake_text
 from user_profile import MAX_PROFILE_ITEMS, UserProfile, clean_profile_value, normalize_level
@@ -450,10 +461,10 @@ def default_export_path(app: Memora) -> Path:
     return app.paths.folder / f"memora-export-{app.settings.user}-{stamp}.json"
 
 
-def build_export(app: Memora) -> ExportFile:
+def build_export(app: Memora, *, memories: bool = True) -> ExportFile:
     """The export, as stored: built without the import checks, so that an export
     always succeeds (the importer names whatever it cannot take back)."""
-    records = app.store.list(include_superseded=True, newest_first=False)
+    records = app.store.list(include_superseded=True, newest_first=False) if memories else []
     state = app.memory.to_state()
     return ExportFile.model_construct(
         format=EXPORT_FORMAT,
@@ -477,12 +488,24 @@ def export_data(app: Memora, path: Path) -> Path:
     try:
         if path.is_dir():  # inside the try: stat() raises for a too-long name (ENAMETOOLONG)
             path = path / default_export_path(app).name
-        atomic_write_text(path, build_export(app).model_dump_json(indent=2) + "\n")
+        head, tail = build_export(app, memories=False).model_dump_json(indent=2).split('"memories": []', 1)
+        atomic_write_text(path, itertools.chain([head, '"memories": ['], _memory_pages(app), ["]", tail, "\n"]))
     except OSError as error:
         raise MemoraError(f"Cannot write {_shown(path)}: {failure_reason(error)}. Nothing was exported.") from None
     except ValueError:  # a NUL character in the path
         raise MemoraError(f"Cannot write {_shown(path)}: the path is not valid.") from None
     return path
+
+
+def _memory_pages(app: Memora, size: int = 1000) -> Iterator[str]:
+    """Every memory as JSON, oldest first, a page at a time (an export of 50,000 never
+    holds them all), under the store's lock so that no write falls between two pages."""
+    with file_lock(catalog_path(app.store.path, app.store.user_id)):
+        for offset in itertools.count(0, size):
+            page = app.store.listed(include_superseded=True, newest_first=False, limit=size, offset=offset)
+            if not page:
+                return
+            yield "," * bool(offset) + ",\n".join(ExportedMemory.from_record(r).model_dump_json() for r in page)
 
 
 def _refuse(path: Path, reason: str) -> ImportFileError:

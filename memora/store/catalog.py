@@ -29,7 +29,7 @@ import threading
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import NamedTuple
 
@@ -490,9 +490,12 @@ class MemoryCatalog:
         )
         return [_record(row) for row in rows]
 
-    def count(self, *, current_only: bool = True, without_vectors: bool = False) -> int:
-        """``without_vectors``: the versions waiting for a vector (every vector row is a memory's)."""
-        if current_only and not without_vectors:
+    def count(self, *, current_only: bool = True, with_vectors: bool = False, without_vectors: bool = False) -> int:
+        """``with_vectors``: the versions with a vector, ``without_vectors``: those waiting
+        for one (every vector row is a memory's: one catalog file per learner)."""
+        if with_vectors:
+            rows = self._query("SELECT COUNT(*) FROM memory_vectors")
+        elif current_only and not without_vectors:
             rows = self._query(
                 "SELECT COUNT(*) FROM memories WHERE user_id = ? AND status = ?", (self.user_id, STATUS_CURRENT)
             )
@@ -512,9 +515,14 @@ class MemoryCatalog:
         limit: int | None = None,
         offset: int = 0,
         newest_first: bool = True,
+        dated_from: date | None = None,
     ) -> builtins.list[MemoryRecord]:
-        where: builtins.list[str] = ["user_id = ?"]
+        # Every version listed: read in the order of the creation index (a page stops early), not sorted whole.
+        where: builtins.list[str] = ["+user_id = ?" if include_superseded else "user_id = ?"]
         params: builtins.list = [self.user_id]
+        if dated_from is not None:  # few are dated ahead: read through the dates' own index
+            where.append("event_date >= ?")
+            params.append(dated_from.isoformat())
         if not include_superseded:
             where.append("status = ?")
             params.append(STATUS_CURRENT)
@@ -526,8 +534,8 @@ class MemoryCatalog:
             where.append("instr(lower(content), lower(?)) > 0")
             params.append(text)
         sql = (
-            f"SELECT {_COLUMNS} FROM memories WHERE {' AND '.join(where)} "
-            f"ORDER BY created_ts {'DESC' if newest_first else 'ASC'}, rid"
+            f"SELECT {_COLUMNS} FROM memories{' INDEXED BY memories_event' * bool(dated_from)} "
+            f"WHERE {' AND '.join(where)} ORDER BY created_ts {'DESC' if newest_first else 'ASC'}, rid"
         )
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"

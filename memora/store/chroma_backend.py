@@ -600,9 +600,9 @@ class ChromaVectors:
         collection = self._coll()
         if remote_revision is None:
             remote_revision = (collection.metadata or {}).get("revision")
-        waiting = self.catalog.without_vectors()  # in the catalog only, until the model can embed them
-        if remote_revision == self.catalog.get_meta("chroma_revision") and collection.count() == (
-            self.catalog.count(current_only=False) - len(waiting)
+        # The memories without a vector are in the catalog only, until the model can embed them.
+        if remote_revision == self.catalog.get_meta("chroma_revision") and collection.count() == self.catalog.count(
+            with_vectors=True
         ):
             return
         cause = self._lost_cause(collection)
@@ -611,7 +611,7 @@ class ChromaVectors:
             return
         pairs = list(self._records())
         in_chroma = {r.id for r, _ in pairs}
-        waiting = [r for r in waiting if r.id not in in_chroma]
+        waiting = [r for r in self.catalog.without_vectors() if r.id not in in_chroma]
         metadata = collection.metadata or {}
         with file_lock(self.catalog.path), self.catalog.transaction() as db:
             self.catalog.clear(db)
