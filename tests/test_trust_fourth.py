@@ -388,3 +388,31 @@ def test_first_contact_lines(make_app, run_repl, data_dir):
     run_repl(app, ["export"])
     t = run_repl(app, ["forget all", "DELETE", "no"])
     assert "export file in the data folder" in t.text and ") holds these memories too" in t.text
+
+
+@pytest.mark.parametrize(
+    "line, meant",
+    [("help forgte", "forget"), ("help memries", "memories"), ("help hepl", "help"), ("/help reviw", "review")],
+)
+def test_help_with_a_mistyped_command_says_which_was_meant(make_app, run_repl, server, line, meant):
+    t = run_repl(make_app(), [line, "help qzxv", "help me with my essay"])
+    word = line.split()[1]
+    assert f"Error: There is no command '{word}'. Did you mean `{meant}`?" in t.text
+    assert "Error: There is no command 'qzxv'. Usage: help [command]" in t.text
+    assert [request.last_user for request in server.chats] == ["help me with my essay"]  # only chat reaches the tutor
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+def test_bare_help_fits_a_24_row_terminal_a_line_a_command(make_app, run_repl, monkeypatch, columns):
+    from memora.cli.commands import COMMANDS
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    t = run_repl(make_app(), ["help"])
+    listing = t.text.split("You: help\n", 1)[1].split("You:", 1)[0].splitlines()
+    assert len(listing) + 1 <= 24 and all(len(line) <= columns for line in listing), listing  # the prompt too
+    for command in COMMANDS:  # each command on its own line, its description cut at a whole word
+        line = next(
+            line for line in listing if line.startswith(command.name + " ") or line.startswith(command.name + ",")
+        )
+        said = line[12:].removesuffix("…")
+        assert command.parsed_forms()[0].help.startswith(said) and said.split()[-1] in command.forms[0].split(), line

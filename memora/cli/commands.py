@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from memora.cli.routing import (
     choice,
     command_name,
     ids,
+    near_command,
     nothing,
     path,
     remembered_text,
@@ -83,7 +85,7 @@ COMMANDS = (
     Command(
         "help",
         command_name(),
-        ("help [command] -- Show this list, or one command's usage with an example.",),
+        ("help [command] -- List the commands, or show one command's forms and examples.",),
         ("help forget",),
     ),
     Command(
@@ -359,15 +361,25 @@ class CommandRouter:
         width = self.console.width
         if name:
             if name not in self.commands:
-                raise self.usage("help")
+                meant = near_command(name, self.shapes)
+                raise CommandError(
+                    f"There is no command '{shorten(name, 40)}'. "
+                    + (f"Did you mean `{meant}`?" if meant else str(self.usage("help")))
+                )
             command = self.commands[name]
             rows = [(form.usage, form.help) for form in command.parsed_forms()]
             rows += [("e.g. " + example, "") for example in command.examples]
             self.console.say(render_definitions(f"help {name}", ("usage", "what it does"), rows, width))
             return
-        rows = [(form.usage, form.help) for command in COMMANDS for form in command.parsed_forms()]
-        title = "Commands (anything else is a chat message; 'help <command>' for examples)"
-        self.console.say(render_definitions(title, ("command", "what it does"), rows, width))
+        # A line a command, cut at a word to the width: the whole list fits a 24-row terminal.
+        names = [", ".join((command.name, *command.aliases)) for command in COMMANDS]
+        left = max(map(len, names)) + 2
+        lines = [
+            f"{n.ljust(left)}{textwrap.shorten(c.parsed_forms()[0].help, width - left, placeholder='…')}"
+            for n, c in zip(names, COMMANDS)
+        ]
+        title = "Commands ('help <command>': its forms and examples; anything else is chat):"
+        self.console.say("\n".join([*textwrap.wrap(title, width), *lines]))
 
     def cmd_exit(self, args: str) -> None:
         raise ExitRequested
