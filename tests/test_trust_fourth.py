@@ -416,3 +416,19 @@ def test_bare_help_fits_a_24_row_terminal_a_line_a_command(make_app, run_repl, m
         )
         said = line[12:].removesuffix("…")
         assert command.parsed_forms()[0].help.startswith(said) and said.split()[-1] in command.forms[0].split(), line
+
+
+def test_the_users_table_aligns_after_wide_names(make_app, run_repl):
+    from rich.cells import cell_len
+
+    names = ["李明", "ann", "ｍａｒｙ", "さくら", "김민준", "josé"]  # Chinese, full-width Latin, Japanese, Korean
+    for name in names:
+        make_app(user=name).store.add(f"The learner {name} rows on Sundays")
+    t = run_repl(make_app(user="ann"), ["users"])
+    table = t.text.split("You: users\n", 1)[1].split("You:", 1)[0].splitlines()
+    rows = [line for line in table if line.split() and line.split()[0] in names]
+    assert len(rows) == len(names), table
+    # The memories column starts at the same screen column on every row, as the header's does.
+    header = next(line for line in table if line.startswith("name"))
+    starts = {cell_len(line[: line.index(" 1 ")]) + 1 for line in rows}
+    assert starts == {header.index("memories")}, table
