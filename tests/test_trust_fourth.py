@@ -432,3 +432,21 @@ def test_the_users_table_aligns_after_wide_names(make_app, run_repl):
     header = next(line for line in table if line.startswith("name"))
     starts = {cell_len(line[: line.index(" 1 ")]) + 1 for line in rows}
     assert starts == {header.index("memories")}, table
+
+
+def test_a_bare_file_name_goes_to_the_data_folder_for_both_exports(make_app, run_repl, tmp_path, monkeypatch):
+    app = make_app()
+    app.store.add("The learner grows Plimquat tomatoes")
+    here = tmp_path / "current"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    folder = app.paths.folder
+    lines = ["export mine.json", "review export deck.apkg", "export 'my notes.json'", "review export cards-2026.apkg"]
+    t = run_repl(app, [*lines, "export ./here.json", "review export ./here.apkg"])
+    for name in ("mine.json", "deck.apkg", "my notes.json", "cards-2026.apkg"):
+        assert (folder / name).is_file() and not (here / name).exists(), name
+        assert str(folder / name) in t.text  # the line says where it went
+    assert (here / "here.json").is_file() and (here / "here.apkg").is_file()  # a path is where it says
+    (here / "mine.json").write_text("{}")  # a file of that name here too: the data folder's is read
+    t = run_repl(app, ["import mine.json"])
+    assert "not valid" not in t.text and "Error" not in t.text.split("You: import mine.json", 1)[1], t.text

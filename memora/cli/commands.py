@@ -188,7 +188,7 @@ COMMANDS = (
         choice("export", typed=("export",)),
         (
             "review -- Drill the mistakes due today (up to 10); an empty line or 'stop' ends it.",
-            "review export <file.apkg> -- Write your mistakes as an Anki deck.",
+            "review export <file.apkg> -- Write your mistakes as an Anki deck (a bare file name: in the data folder).",
         ),
         ("review", "review export ~/memora-mistakes.apkg"),
         reads_first=True,
@@ -222,7 +222,10 @@ COMMANDS = (
     Command(
         "export",
         path(),
-        ("export [path] -- Write your profile, memories (with history) and session to a JSON file.",),
+        (
+            "export [path] -- Write your profile, memories (with history) and session to a JSON file "
+            "(a bare file name: in the data folder).",
+        ),
         ("export ~/memora-backup.json",),
         reads_first=True,
     ),
@@ -988,7 +991,11 @@ class CommandRouter:
         text = args.strip()
         if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":
             text = text[1:-1]
-        return Path(text).expanduser()
+        # A bare file name is in the data folder (owner-only, git-ignored), for 'export' and
+        # 'review export' alike; 'import' reads it from there when it is there.
+        kept = self.app.paths.folder / text
+        bare = Path(text).name == text and not text.startswith((".", "~"))
+        return kept if bare and (name != "import" or kept.exists()) else Path(text).expanduser()
 
     def cmd_users(self, args: str) -> None:
         from memora.data.users import list_users
