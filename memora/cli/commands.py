@@ -188,7 +188,7 @@ COMMANDS = (
         choice("export", typed=("export",)),
         (
             "review -- Drill the mistakes due today (up to 10); an empty line or 'stop' ends it.",
-            "review export <file.apkg> -- Write your mistakes as an Anki deck (a bare file name: in the data folder).",
+            "review export <file.apkg> -- Write your mistakes as an Anki deck (bare name: data folder).",
         ),
         ("review", "review export ~/memora-mistakes.apkg"),
         reads_first=True,
@@ -222,10 +222,7 @@ COMMANDS = (
     Command(
         "export",
         path(),
-        (
-            "export [path] -- Write your profile, memories (with history) and session to a JSON file "
-            "(a bare file name: in the data folder).",
-        ),
+        ("export [path] -- Write your profile, memories (with history) and session to JSON (bare name: data folder).",),
         ("export ~/memora-backup.json",),
         reads_first=True,
     ),
@@ -365,10 +362,8 @@ class CommandRouter:
         if name:
             if name not in self.commands:
                 meant = near_command(name, self.shapes)
-                raise CommandError(
-                    f"There is no command '{shorten(name, 40)}'. "
-                    + (f"Did you mean `{meant}`?" if meant else str(self.usage("help")))
-                )
+                said = f"Did you mean `{meant}`?" if meant else self.usage("help")
+                raise CommandError(f"There is no command '{shorten(name, 40)}'. {said}")
             command = self.commands[name]
             rows = [(form.usage, form.help) for form in command.parsed_forms()]
             rows += [("e.g. " + example, "") for example in command.examples]
@@ -991,8 +986,7 @@ class CommandRouter:
         text = args.strip()
         if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":
             text = text[1:-1]
-        # A bare file name is in the data folder (owner-only, git-ignored), for 'export' and
-        # 'review export' alike; 'import' reads it from there when it is there.
+        # A bare file name is in the (owner-only) data folder; 'import' reads it from there when it is there.
         kept = self.app.paths.folder / text
         bare = Path(text).name == text and not text.startswith((".", "~"))
         return kept if bare and (name != "import" or kept.exists()) else Path(text).expanduser()

@@ -65,8 +65,7 @@ class Console:
 
 
 def render_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], max_width: int = 160) -> str:
-    """A plain-text table: aligned columns by display width (a Chinese character takes
-    two cells), long cells shortened."""
+    """A plain-text table: columns aligned by display width ("李" is two cells), long cells shortened."""
     from rich.cells import cell_len
 
     cells = [[for_terminal(c) for c in columns]] + [
