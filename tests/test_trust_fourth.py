@@ -450,3 +450,20 @@ def test_a_bare_file_name_goes_to_the_data_folder_for_both_exports(make_app, run
     (here / "mine.json").write_text("{}")  # a file of that name here too: the data folder's is read
     t = run_repl(app, ["import mine.json"])
     assert "not valid" not in t.text and "Error" not in t.text.split("You: import mine.json", 1)[1], t.text
+
+
+@pytest.mark.slow  # a child process
+@pytest.mark.parametrize("lines", ["exit\n", "status\nexit\n", "help\nexit\n"])
+def test_in_plain_mode_the_offline_token_warning_comes_before_the_first_prompt(tmp_path, lines):
+    import subprocess
+    import sys
+
+    from conftest import ROOT, child_env
+
+    (tmp_path / "empty").mkdir()
+    env = child_env(TIKTOKEN_CACHE_DIR=tmp_path / "empty", MEMORA_EMBEDDING_MODEL="hash")
+    command = [sys.executable, "chatbot.py", "--plain", "--data-dir", str(tmp_path / "home")]
+    run = subprocess.run(command, input=lines, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("Token counts are approximate") == 1, run.stdout
+    assert run.stdout.index("Token counts are approximate") < run.stdout.index("You:"), run.stdout
