@@ -8,6 +8,7 @@ import sqlite3
 import pytest
 from helpers.scripts import extraction, fact, say
 from helpers.stores import add_many
+from rich.cells import cell_len
 
 from memora.cli.reports import status_rows
 from memora.core.errors import MemoraError, StoreError
@@ -467,3 +468,30 @@ def test_in_plain_mode_the_offline_token_warning_comes_before_the_first_prompt(t
     assert run.returncode == 0, run.stderr
     assert run.stdout.count("Token counts are approximate") == 1, run.stdout
     assert run.stdout.index("Token counts are approximate") < run.stdout.index("You:"), run.stdout
+
+
+@pytest.mark.parametrize("columns, show_all", [(60, False), (60, True), (70, False), (79, True)])
+def test_memories_in_a_narrow_window_keep_the_text_readable(make_app, columns, show_all):
+    import io
+
+    from rich.console import Console as RichOutput
+
+    from memora.cli.commands import CommandRouter
+    from memora.cli.terminal import RichConsole
+
+    app = make_app()
+    text = "The learner's grandmother lives in Kaohsiung and they video-call every Sunday afternoon"
+    record = app.store.add(text).record
+    app.store.edit(record.id, text.replace("Sunday", "Saturday"))  # a superseded version for --all
+    out = RichOutput(width=columns, file=io.StringIO(), highlight=False, color_system=None)
+    CommandRouter(app, RichConsole(out=out, reader=lambda prompt: "")).dispatch(
+        "memories --all" if show_all else "memories"
+    )
+    table = out.file.getvalue().splitlines()
+    body = [line for line in table if line.startswith("│") and "text" not in line]
+    assert all(cell_len(line) <= columns for line in table), table
+    # the text column is a readable width (with date and type, 7 lines at 60 columns): each version
+    # over at most 4 lines, 6 beside --all's status column, its words whole
+    assert len(body) <= (12 if show_all else 4), "\n".join(table)
+    words = {w for line in body for w in line.replace("│", " ").split()}
+    assert {"grandmother", "Kaohsiung", "video-call", "afternoon"} <= words, "\n".join(table)

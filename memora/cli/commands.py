@@ -528,6 +528,8 @@ class CommandRouter:
         columns = ["id", "date", "type", "category", "text"]
         if filters["include_superseded"]:
             columns.insert(4, "status")
+        if self.console.width < 80:  # a narrow window keeps its room for the text: no date or type
+            columns, rows = columns[:1] + columns[3:], [row[:1] + row[3:] for row in rows]
         cap = self.app.store.memory_cap
         title = counted(len(records), "memory", "memories") + (f" (cap {cap})" if cap else "")
         title += (
