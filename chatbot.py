@@ -406,6 +406,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("memora").debug("start-up failed", exc_info=True)
         print(f"Error: {data_failure(error, settings.data_dir)}", file=sys.stderr)
         return 1
+    if not interactive:  # a transcript: the offline token-count warning comes before the first prompt
+        app.counter.count("start")
     app.set_notify(console.notice)
     return run(app, console, warm_up=True, startup_notes=early)
 

@@ -8,6 +8,7 @@ import sqlite3
 import pytest
 from helpers.scripts import extraction, fact, say
 from helpers.stores import add_many
+from rich.cells import cell_len
 
 from memora.cli.reports import status_rows
 from memora.core.errors import MemoraError, StoreError
@@ -454,3 +455,109 @@ def test_first_contact_lines(make_app, run_repl, data_dir):
     run_repl(app, ["export"])
     t = run_repl(app, ["forget all", "DELETE", "no"])
     assert "export file in the data folder" in t.text and ") holds these memories too" in t.text
+
+
+@pytest.mark.parametrize(
+    "line, meant",
+    [("help forgte", "forget"), ("help memries", "memories"), ("help hepl", "help"), ("/help reviw", "review")],
+)
+def test_help_with_a_mistyped_command_says_which_was_meant(make_app, run_repl, server, line, meant):
+    t = run_repl(make_app(), [line, "help qzxv", "help me with my essay"])
+    word = line.split()[1]
+    assert f"Error: There is no command '{word}'. Did you mean `{meant}`?" in t.text
+    assert "Error: There is no command 'qzxv'. Usage: help [command]" in t.text
+    assert [request.last_user for request in server.chats] == ["help me with my essay"]  # only chat reaches the tutor
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+def test_bare_help_fits_a_24_row_terminal_a_line_a_command(make_app, run_repl, monkeypatch, columns):
+    from memora.cli.commands import COMMANDS
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    t = run_repl(make_app(), ["help"])
+    listing = t.text.split("You: help\n", 1)[1].split("You:", 1)[0].splitlines()
+    assert len(listing) + 1 <= 24 and all(len(line) <= columns for line in listing), listing  # the prompt too
+    for command in COMMANDS:  # each command on its own line, its description cut at a whole word
+        line = next(
+            line for line in listing if line.startswith(command.name + " ") or line.startswith(command.name + ",")
+        )
+        said = line[12:].removesuffix("…")
+        assert command.parsed_forms()[0].help.startswith(said) and said.split()[-1] in command.forms[0].split(), line
+
+
+def test_the_users_table_aligns_after_wide_names(make_app, run_repl):
+    from rich.cells import cell_len
+
+    names = ["李明", "ann", "ｍａｒｙ", "さくら", "김민준", "josé"]  # Chinese, full-width Latin, Japanese, Korean
+    for name in names:
+        make_app(user=name).store.add(f"The learner {name} rows on Sundays")
+    t = run_repl(make_app(user="ann"), ["users"])
+    table = t.text.split("You: users\n", 1)[1].split("You:", 1)[0].splitlines()
+    rows = [line for line in table if line.split() and line.split()[0] in names]
+    assert len(rows) == len(names), table
+    # The memories column starts at the same screen column on every row, as the header's does.
+    header = next(line for line in table if line.startswith("name"))
+    starts = {cell_len(line[: line.index(" 1 ")]) + 1 for line in rows}
+    assert starts == {header.index("memories")}, table
+
+
+def test_a_bare_file_name_goes_to_the_data_folder_for_both_exports(make_app, run_repl, tmp_path, monkeypatch):
+    app = make_app()
+    app.store.add("The learner grows Plimquat tomatoes")
+    here = tmp_path / "current"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    folder = app.paths.folder
+    lines = ["export mine.json", "review export deck.apkg", "export 'my notes.json'", "review export cards-2026.apkg"]
+    t = run_repl(app, [*lines, "export ./here.json", "review export ./here.apkg"])
+    for name in ("mine.json", "deck.apkg", "my notes.json", "cards-2026.apkg"):
+        assert (folder / name).is_file() and not (here / name).exists(), name
+        assert str(folder / name) in t.text  # the line says where it went
+    assert (here / "here.json").is_file() and (here / "here.apkg").is_file()  # a path is where it says
+    (here / "mine.json").write_text("{}")  # a file of that name here too: the data folder's is read
+    t = run_repl(app, ["import mine.json"])
+    assert "not valid" not in t.text and "Error" not in t.text.split("You: import mine.json", 1)[1], t.text
+
+
+@pytest.mark.slow  # a child process
+@pytest.mark.parametrize("lines", ["exit\n", "status\nexit\n", "help\nexit\n"])
+def test_in_plain_mode_the_offline_token_warning_comes_before_the_first_prompt(tmp_path, lines):
+    import subprocess
+    import sys
+
+    from conftest import ROOT, child_env
+
+    (tmp_path / "empty").mkdir()
+    env = child_env(TIKTOKEN_CACHE_DIR=tmp_path / "empty", MEMORA_EMBEDDING_MODEL="hash")
+    command = [sys.executable, "chatbot.py", "--plain", "--data-dir", str(tmp_path / "home")]
+    run = subprocess.run(command, input=lines, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("Token counts are approximate") == 1, run.stdout
+    assert run.stdout.index("Token counts are approximate") < run.stdout.index("You:"), run.stdout
+
+
+@pytest.mark.parametrize("columns, show_all", [(60, False), (60, True), (70, False), (79, True)])
+def test_memories_in_a_narrow_window_keep_the_text_readable(make_app, columns, show_all):
+    import io
+
+    from rich.console import Console as RichOutput
+
+    from memora.cli.commands import CommandRouter
+    from memora.cli.terminal import RichConsole
+
+    app = make_app()
+    text = "The learner's grandmother lives in Kaohsiung and they video-call every Sunday afternoon"
+    record = app.store.add(text).record
+    app.store.edit(record.id, text.replace("Sunday", "Saturday"))  # a superseded version for --all
+    out = RichOutput(width=columns, file=io.StringIO(), highlight=False, color_system=None)
+    CommandRouter(app, RichConsole(out=out, reader=lambda prompt: "")).dispatch(
+        "memories --all" if show_all else "memories"
+    )
+    table = out.file.getvalue().splitlines()
+    body = [line for line in table if line.startswith("│") and "text" not in line]
+    assert all(cell_len(line) <= columns for line in table), table
+    # the text column is a readable width (with date and type, 7 lines at 60 columns): each version
+    # over at most 4 lines, 6 beside --all's status column, its words whole
+    assert len(body) <= (12 if show_all else 4), "\n".join(table)
+    words = {w for line in body for w in line.replace("│", " ").split()}
+    assert {"grandmother", "Kaohsiung", "video-call", "afternoon"} <= words, "\n".join(table)

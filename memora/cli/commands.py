@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from memora.cli.routing import (
     choice,
     command_name,
     ids,
+    near_command,
     nothing,
     path,
     remembered_text,
@@ -83,7 +85,7 @@ COMMANDS = (
     Command(
         "help",
         command_name(),
-        ("help [command] -- Show this list, or one command's usage with an example.",),
+        ("help [command] -- List the commands, or show one command's forms and examples.",),
         ("help forget",),
     ),
     Command(
@@ -186,7 +188,7 @@ COMMANDS = (
         choice("export", typed=("export",)),
         (
             "review -- Drill the mistakes due today (up to 10); an empty line or 'stop' ends it.",
-            "review export <file.apkg> -- Write your mistakes as an Anki deck.",
+            "review export <file.apkg> -- Write your mistakes as an Anki deck (bare name: data folder).",
         ),
         ("review", "review export ~/memora-mistakes.apkg"),
         reads_first=True,
@@ -220,7 +222,7 @@ COMMANDS = (
     Command(
         "export",
         path(),
-        ("export [path] -- Write your profile, memories (with history) and session to a JSON file.",),
+        ("export [path] -- Write your profile, memories (with history) and session to JSON (bare name: data folder).",),
         ("export ~/memora-backup.json",),
         reads_first=True,
     ),
@@ -359,15 +361,23 @@ class CommandRouter:
         width = self.console.width
         if name:
             if name not in self.commands:
-                raise self.usage("help")
+                meant = near_command(name, self.shapes)
+                said = f"Did you mean `{meant}`?" if meant else self.usage("help")
+                raise CommandError(f"There is no command '{shorten(name, 40)}'. {said}")
             command = self.commands[name]
             rows = [(form.usage, form.help) for form in command.parsed_forms()]
             rows += [("e.g. " + example, "") for example in command.examples]
             self.console.say(render_definitions(f"help {name}", ("usage", "what it does"), rows, width))
             return
-        rows = [(form.usage, form.help) for command in COMMANDS for form in command.parsed_forms()]
-        title = "Commands (anything else is a chat message; 'help <command>' for examples)"
-        self.console.say(render_definitions(title, ("command", "what it does"), rows, width))
+        # A line a command, cut at a word to the width: the whole list fits a 24-row terminal.
+        names = [", ".join((command.name, *command.aliases)) for command in COMMANDS]
+        left = max(map(len, names)) + 2
+        lines = [
+            f"{n.ljust(left)}{textwrap.shorten(c.parsed_forms()[0].help, width - left, placeholder='…')}"
+            for n, c in zip(names, COMMANDS)
+        ]
+        title = "Commands ('help <command>': its forms and examples; anything else is chat):"
+        self.console.say("\n".join([*textwrap.wrap(title, width), *lines]))
 
     def cmd_exit(self, args: str) -> None:
         raise ExitRequested
@@ -518,6 +528,8 @@ class CommandRouter:
         columns = ["id", "date", "type", "category", "text"]
         if filters["include_superseded"]:
             columns.insert(4, "status")
+        if self.console.width < 80:  # a narrow window keeps its room for the text: no date or type
+            columns, rows = columns[:1] + columns[3:], [row[:1] + row[3:] for row in rows]
         cap = self.app.store.memory_cap
         title = counted(len(records), "memory", "memories") + (f" (cap {cap})" if cap else "")
         title += (
@@ -977,7 +989,10 @@ class CommandRouter:
         text = args.strip()
         if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":
             text = text[1:-1]
-        return Path(text).expanduser()
+        # A bare file name is in the (owner-only) data folder; 'import' reads it from there when it is there.
+        kept = self.app.paths.folder / text
+        bare = Path(text).name == text and not text.startswith((".", "~"))
+        return kept if bare and (name != "import" or kept.exists()) else Path(text).expanduser()
 
     def cmd_users(self, args: str) -> None:
         from memora.data.users import list_users

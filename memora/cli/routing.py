@@ -20,8 +20,8 @@ never sent to the model and never enters the conversation.
 
    - *nothing* (``why``, ``status``...): any word after it is chat ("why not").
    - *a choice* of sub-commands (``profile level B1``, ``progress --since 30d``),
-     or of command names (``help forget``): the first word must be one of them,
-     or the line is chat ("review my essay please", "help me with my essay").
+     or of command names (``help forget``, or one mistyped: ``help forgte``): the first word
+     must be one of them, or the line is chat ("review my essay please", "help me with my essay").
    - *ids* (``forget``, ``history``): ids that can only be typed (``typed_id``: "3fa9",
      not "2023"), one lower-case word that is no English word (a mistyped id: ``forget
      zzzz`` gets the usage), or one of its sub-commands, each of which asks for a
@@ -269,7 +269,8 @@ def _fits_choice(shape, words, bare, rest, names) -> bool:
 
 
 def _fits_name(shape, words, bare, rest, names) -> bool:
-    return len(words) == 1 and words[0].lower().lstrip("/") in names
+    # A mistyped name ("help forgte") is help's too: it says which command was meant.
+    return len(words) == 1 and (words[0].lower().lstrip("/") in names or _mistyped(words[0].lstrip("/")))
 
 
 def _fits_ids(shape, words, bare, rest, names) -> bool:

@@ -65,14 +65,16 @@ class Console:
 
 
 def render_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], max_width: int = 160) -> str:
-    """A plain-text table: aligned columns, long cells shortened."""
+    """A plain-text table: columns aligned by display width ("李" is two cells), long cells shortened."""
+    from rich.cells import cell_len
+
     cells = [[for_terminal(c) for c in columns]] + [
         [shorten(v, max_width, for_display=True) for v in row] for row in rows
     ]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    widths = [max(cell_len(row[i]) for row in cells) for i in range(len(columns))]
     lines = [title] if title else []
     for index, row in enumerate(cells):
-        lines.append("  ".join(value.ljust(widths[i]) for i, value in enumerate(row)).rstrip())
+        lines.append("  ".join(v + " " * (widths[i] - cell_len(v)) for i, v in enumerate(row)).rstrip())
         if index == 0:
             lines.append("  ".join("-" * w for w in widths))
     if not rows:
