@@ -277,11 +277,11 @@ def test_review_export_prints_the_whole_path_and_an_empty_deck_holds_nothing_pri
 
     monkeypatch.chdir(tmp_path)
     app = make_app()
-    t = run_repl(app, ["review export empty.apkg"])
-    assert f"Wrote 0 cards to {tmp_path / 'empty.apkg'};" in t.text
+    t = run_repl(app, ["review export empty.apkg"])  # a bare name: the data folder, as for 'export'
+    assert f"Wrote 0 cards to {app.paths.folder / 'empty.apkg'};" in t.text
     assert "Keep it private" not in t.text
     app.ledger.record(NewMistake(original="I goed", corrected="I went", rule="go: went", kind="grammar"))
-    t = run_repl(app, ["review export deck.apkg"])
+    t = run_repl(app, ["review export ./deck.apkg"])  # the current folder, said so
     assert f"Wrote 1 card to {tmp_path / 'deck.apkg'};" in t.text
     assert "That file holds your own sentences. Keep it private." in t.text
 
