@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pytest
 
+from memora.cli.routing import typed_id
+
 CHAT, COMMAND, USAGE = "chat", "command", "usage"
 
 LINES = [
@@ -34,6 +36,8 @@ LINES = [
     ("Forget everything I said about my boss", CHAT),
     ("forget yesterday.", CHAT),
     ("forget 3fa9c2d1?", CHAT),
+    ("forget 2023", CHAT),  # a year
+    ("forget decade", CHAT),  # hex letters only: a word
     ("help me with my essay", CHAT),
     ("help, I don't get conditionals", CHAT),
     ("help?", CHAT),
@@ -433,3 +437,11 @@ def test_edit_distance_counts_a_swap_as_one_edit(typed, name, distance):
     from memora.cli.routing import edit_distance
 
     assert edit_distance(typed, name) == distance
+
+
+@pytest.mark.parametrize(
+    ("word", "is_id"),
+    [("3fa9", True), ("3fa9c2d1", True), ("204817", True), ("2023", False), ("decade", False), ("zzzz", False)],
+)
+def test_a_shortened_id_of_six_digits_is_an_id_and_a_year_or_a_word_is_not(word, is_id):
+    assert typed_id(word) is is_id

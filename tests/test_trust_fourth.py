@@ -11,6 +11,7 @@ from helpers.stores import add_many
 from rich.cells import cell_len
 
 from memora.cli.reports import status_rows
+from memora.cli.routing import typed_id
 from memora.core.errors import MemoraError, StoreError
 from memora.core.records import fresh_id
 
@@ -194,7 +195,9 @@ def test_a_forget_that_cannot_wipe_names_the_disk_not_another_memora(make_app, r
     "forget",
     [
         lambda app, r: [f"forget {r.id}"],
-        lambda app, r: [f"forget {r.id[:6]}"],  # a shortened id
+        # A shortened id, as a learner types it: six characters, longer while they
+        # would read as a word ("decade"; typed_id).
+        lambda app, r: [f"forget {next(r.id[:n] for n in range(6, 13) if typed_id(r.id[:n]))}"],
         lambda app, r: ["forget all", "DELETE"],
         lambda app, r: [f"memory edit {r.id} The learner keeps wasps now.", f"forget {app.store.list()[0].id}"],
     ],

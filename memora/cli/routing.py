@@ -212,10 +212,12 @@ def _verb_like(word: str) -> bool:
 
 # -- the rules -------------------------------------------------------------------------------
 def typed_id(word: str) -> bool:
-    """A memory id as only typed: eight hex digits, or digits and letters ("3fa9", not "2023")."""
+    """A memory id as only typed: digits and letters ("3fa9"), eight hex digits, or six
+    digits ("204817", a shortened id; "2023" is a year, "decade" a word)."""
     if not MEMORY_ID.fullmatch(word):
         return False
-    return (len(word) >= 8 and all(c in "0123456789abcdef" for c in word)) or (
+    hexed = all(c in "0123456789abcdef" for c in word)
+    return (hexed and (len(word) >= 8 or len(word) >= 6 and word.isdigit())) or (
         any(c.isdigit() for c in word) and any(c.isalpha() for c in word)
     )
 
