@@ -90,11 +90,17 @@ def test_forget_all_leaves_no_typed_line_profile_or_pending_change(make_app, run
     assert run_repl(app, ["forget all"]).text.count("There are no memories to delete.") == 1
 
 
+def _shortened(memory_id: str) -> str:
+    """A shortened id as a learner types it: six characters, more while they would read
+    as a word ("decade"; routing.typed_id)."""
+    return next(memory_id[:n] for n in range(6, len(memory_id) + 1) if typed_id(memory_id[:n]))
+
+
 @pytest.mark.parametrize(
     "then",
     [
         lambda memory: [f"forget {memory.id}"],
-        lambda memory: [f"forget {memory.id[:6]}"],
+        lambda memory: [f"forget {_shortened(memory.id)}"],
         lambda memory: [f"memory edit {memory.id} The learner keeps wasps.", "forget {newest}"],
     ],
 )
@@ -195,9 +201,7 @@ def test_a_forget_that_cannot_wipe_names_the_disk_not_another_memora(make_app, r
     "forget",
     [
         lambda app, r: [f"forget {r.id}"],
-        # A shortened id, as a learner types it: six characters, longer while they
-        # would read as a word ("decade"; typed_id).
-        lambda app, r: [f"forget {next(r.id[:n] for n in range(6, 13) if typed_id(r.id[:n]))}"],
+        lambda app, r: [f"forget {_shortened(r.id)}"],
         lambda app, r: ["forget all", "DELETE"],
         lambda app, r: [f"memory edit {r.id} The learner keeps wasps now.", f"forget {app.store.list()[0].id}"],
     ],
