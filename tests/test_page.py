@@ -5,6 +5,7 @@ screen shows (an event), never for a time."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from conftest import ROOT, child_env
@@ -316,6 +317,27 @@ def test_ten_thousand_rows_draw_only_what_fits(make_app):
     assert len(shown) >= 13 and all("number" in r.search and "29" in r.search for r in shown)
     page.filter_text = ""
     assert re.fullmatch(r"[A-Z][a-z]+ 20\d\d", page.rows_of("timeline")[0].text)  # a month heading first
+
+
+def test_the_memories_view_reads_a_page_at_a_time_and_scrolls_to_the_oldest(make_app):
+    """The page opens on one page of rows, however many memories there are; scrolling
+    reads on, in the same order, to the oldest; a filter still finds any row."""
+    app = make_app()
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    facts = ({"content": f"The learner noted hobby fact {n}.", "category": "hobby"} for n in range(450))
+    add_many(app.store, ({**fact, "created_at": start + timedelta(minutes=n)} for n, fact in enumerate(facts)))
+    add_many(app.store, [{"content": "The learner is called Ming.", "category": "identity"}])
+    page = MemoryPage(app, line_runner)  # the other views are made beside the page, once it is on screen
+    assert page._records is None  # opening read no list of every memory
+    texts = [page.row_text(row) for row in page.rows_of("memories")]
+    assert [t.strip() for t in texts if not t.startswith(" ")] == ["identity (1)", "hobby (450)"]
+    numbers = [int(m.group(1)) for t in texts if (m := re.search(r"hobby fact (\d+)", t))]
+    assert numbers == list(range(449, -1, -1))  # newest first, across pages of 200, none twice
+    page.press("end")
+    assert "hobby fact 0." in page.row_text(page.selected())
+    page.filter_text = "fact 321."
+    shown = [page.row_text(r).split("  ")[-1].strip() for r in page.shown_rows()]
+    assert shown == ["The learner noted hobby fact 321."]
 
 
 def test_keep_one_is_recorded_in_history_and_undone_by_undo(make_app):

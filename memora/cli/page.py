@@ -21,14 +21,18 @@ shown on the page's message line (``history`` in a pane of its own).
 Every piece of text passes ``for_terminal`` (the same filter as the rest of
 Memora) and is handed to prompt_toolkit as a plain ``(style, text)`` fragment,
 never as markup; each row is cut to the screen's width, so a 500-character
-word or a Chinese sentence cannot break the layout. Rows are built once per
-change and only the visible ones are drawn, so 10,000 memories redraw as fast
-as ten (``bench/page.py``).
+word or a Chinese sentence cannot break the layout. The page opens on the
+memories view read a page of rows at a time (``_Paged``), and only the visible
+rows are drawn, so 50,000 memories open and redraw as fast as ten; the other
+views, and every row for a filter, are made beside it (``bench/page.py``,
+``bench/scale.py``).
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import itertools
 import sys
 import textwrap
 import threading
@@ -145,6 +149,40 @@ class Row:
     record: MemoryRecord | None = None  # a memory row's record: its text is added when drawn
 
 
+class _Paged(Sequence[Row]):
+    """The memories view's rows, read when drawn: each category's heading (its count from
+    an index), then its memories a page at a time. ``whole`` makes every row, for a filter."""
+
+    PAGE = 200
+
+    def __init__(self, parts: list[tuple[Row, int]], fetch: Callable[[str, int, int], list[Row]], whole):
+        self.parts, self.fetch, self._make_whole = parts, fetch, whole
+        self.starts = list(itertools.accumulate((1 + count for _, count in parts), initial=0))
+        self.pages: dict[tuple[int, int], list[Row]] = {}
+        self._whole: list[Row] | None = None
+
+    def __len__(self) -> int:
+        return self.starts[-1]
+
+    def __getitem__(self, index):  # no slices: the page reads rows one by one
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        part = bisect.bisect_right(self.starts, index) - 1
+        heading, offset = self.parts[part][0], index - self.starts[part] - 1
+        if offset < 0:
+            return heading
+        key = (part, offset // self.PAGE)
+        if key not in self.pages:
+            self.pages[key] = self.fetch(heading.search, key[1] * self.PAGE, self.PAGE)
+        rows = self.pages[key]
+        return rows[offset % self.PAGE] if offset % self.PAGE < len(rows) else Row("")  # forgotten elsewhere since
+
+    def whole(self) -> list[Row]:
+        if self._whole is None:
+            self._whole = self._make_whole()
+        return self._whole
+
+
 @dataclass
 class PageState:
     view: str = "memories"
@@ -154,7 +192,7 @@ class PageState:
     message: str = ""
     pane: list[str] | None = None  # a history, shown instead of the rows until Esc
     asking: tuple[str, Callable[[str], object]] | None = None  # (question, what the answer does)
-    rows: dict[str, list[Row]] = field(default_factory=dict)
+    rows: dict[str, Sequence[Row]] = field(default_factory=dict)
 
 
 def _one_line(text: str) -> str:
@@ -225,7 +263,7 @@ class MemoryPage:
         self.flagged: set[str] = set()
         self._generation = 0
         self._deferred: Callable[[], None] | None = None
-        self._shown: tuple[object, list[Row]] = (None, [])
+        self._shown: tuple[object, Sequence[Row]] = (None, [])
         self.refresh()
         self._skip_headings(1)
 
@@ -234,7 +272,7 @@ class MemoryPage:
         """Read everything again (after an action) and rebuild the rows of every view."""
         app = self.app
         self.now = app.clock()
-        self.records = app.store.list(include_superseded=True)
+        self._records: list[MemoryRecord] | None = None  # every version: read beside the page (``records``)
         self.profile = app.profiles.get()
         self.pending = app.proposals.pending()
         self.mistakes = app.ledger.all()
@@ -242,6 +280,12 @@ class MemoryPage:
         self._texts: dict[tuple[str, bool], str] = {}
         self.state.rows = {}  # each view's rows are made when it is first shown (``rows_of``)
         self._find_conflicts()
+
+    @property
+    def records(self) -> list[MemoryRecord]:
+        if self._records is None:
+            self._records = self.app.store.list(include_superseded=True)
+        return self._records
 
     def _find_conflicts(self) -> None:
         """The conflicts kept when memories were written (a read, not a search); every
@@ -256,6 +300,9 @@ class MemoryPage:
             for view in ("memories", "timeline", "mistakes", "profile"):
                 if generation == self._generation:
                     self.rows_of(view)
+            memories = self.rows_of("memories")
+            if generation == self._generation and isinstance(memories, _Paged):
+                memories.whole()  # for a filter
 
         if not self.background:
             find()
@@ -311,7 +358,19 @@ class MemoryPage:
             return "class:flag"
         return row.style
 
-    def _rows_memories(self) -> list[Row]:
+    def _rows_memories(self) -> Sequence[Row]:
+        counts = self.app.store.count_by_category()
+
+        def fetch(category: str, offset: int, limit: int) -> list[Row]:
+            page = self.app.store.list(category=category, limit=limit, offset=offset)
+            return [self._memory_row(r, " ") for r in page]
+
+        headings = [
+            (Row(f"{c} ({counts[c]})", "class:heading", search=c), counts[c]) for c in CATEGORIES if counts.get(c)
+        ]
+        return _Paged(headings, fetch, self._every_memory_row)
+
+    def _every_memory_row(self) -> list[Row]:
         rows: list[Row] = []
         current = [r for r in self.records if r.is_current]
         for category in CATEGORIES:  # the digest's order
@@ -392,20 +451,21 @@ class MemoryPage:
         return rows
 
     # -- what is shown ------------------------------------------------------------------------
-    def rows_of(self, view: str) -> list[Row]:
+    def rows_of(self, view: str) -> Sequence[Row]:
         rows = self.state.rows.get(view)
         if rows is None:
             rows = self.state.rows[view] = getattr(self, f"_rows_{view}")()
         return rows
 
-    def shown_rows(self) -> list[Row]:
+    def shown_rows(self) -> Sequence[Row]:
         """The current view's rows the filter lets through (kept until the view, the filter
         or the rows change: a frame asks for them several times)."""
         rows = self.rows_of(self.state.view)
         key = (self.state.view, self.filter_text, id(rows))
         if self._shown[0] != key:
             terms = self.filter_text.lower().split()
-            shown = [r for r in rows if r.kind and all(t in r.search for t in terms)] if terms else rows
+            every = rows.whole() if terms and isinstance(rows, _Paged) else rows
+            shown = [r for r in every if r.kind and all(t in r.search for t in terms)] if terms else rows
             self._shown = (key, shown)
         return self._shown[1]
 

@@ -84,7 +84,9 @@ CREATE TABLE IF NOT EXISTS memories ({memory_columns});
 CREATE TABLE IF NOT EXISTS memory_vectors (rid INTEGER PRIMARY KEY, vector BLOB NOT NULL);
 -- Counting vectors, or finding a memory without one, reads this, not 100 MB of vector pages.
 CREATE INDEX IF NOT EXISTS memory_vectors_rid ON memory_vectors (rid);
-CREATE INDEX IF NOT EXISTS memories_user_status ON memories (user_id, status);
+-- Counts per category and a category's newest memories (the page) read this index alone.
+DROP INDEX IF EXISTS memories_user_status;
+CREATE INDEX IF NOT EXISTS memories_user_category ON memories (user_id, status, category, created_ts);
 CREATE INDEX IF NOT EXISTS memories_terms ON memories (status, n_terms);
 CREATE INDEX IF NOT EXISTS memories_followups ON memories (category, status, followed_up_ts, created_ts);
 CREATE INDEX IF NOT EXISTS memories_status ON memories (status, memory_type, category, created_ts);
@@ -503,6 +505,13 @@ class MemoryCatalog:
             less = " - (SELECT COUNT(*) FROM memory_vectors)" if without_vectors else ""
             rows = self._query(f"SELECT (SELECT COUNT(*) FROM memories WHERE user_id = ?){less}", (self.user_id,))
         return int(rows[0][0])
+
+    def count_by_category(self) -> dict[str, int]:
+        rows = self._query(
+            "SELECT category, COUNT(*) FROM memories WHERE user_id = ? AND status = ? GROUP BY category",
+            (self.user_id, STATUS_CURRENT),
+        )
+        return {row[0]: int(row[1]) for row in rows}
 
     def list(
         self,
