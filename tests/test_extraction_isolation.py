@@ -7,8 +7,6 @@ Chroma on disk, and checks what the learner would notice: what is stored, what
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from helpers.fake_openai import Error
 from helpers.scripts import decision_input, extraction, fact, naming, retracting, say
@@ -21,7 +19,8 @@ def goal(value, action="add", field="learning_goal"):
 
 
 def pending(app):
-    return json.loads(app.paths.session.read_text())["pending_extractions"]
+    """The messages left to read, as the session's next write (the next turn's, exit's) keeps them."""
+    return [p.model_dump(mode="json") for p in app.queue.pending]
 
 
 def extraction_status(app) -> dict[str, str]:

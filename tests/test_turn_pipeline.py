@@ -1,6 +1,6 @@
 """The turn as a pipeline: state changed
 only by its owners' methods under its lock while the worker lands a reading mid-reply,
-and one session write per turn (its reading, when it reads, writes once more)."""
+and one session write per turn (its reading's result rides on the next write)."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def session_writes(monkeypatch):
     return writes
 
 
-def test_a_turn_writes_the_session_once_and_its_reading_once_more(make_app, server, session_writes):
+def test_a_turn_writes_the_session_once_and_its_reading_rides_on_the_next_write(make_app, server, session_writes):
     app = make_app()
     reading = server.hold("extraction", extraction(fact("The learner plays the cello.", "hobby")))
     session_writes.clear()
@@ -109,29 +109,47 @@ def test_a_turn_writes_the_session_once_and_its_reading_once_more(make_app, serv
     assert [p.claimed_by for p in app.sessions.load().pending_extractions] == [app.owner]
     reading.release()
     assert app.worker.wait_idle(10)
-    assert session_writes == ["MainThread", "memora-extraction"]  # what it read: no claim of its own
-    assert app.sessions.load().pending_extractions == []  # read, and not kept to read again
+    assert session_writes == ["MainThread"]  # the reading landed and wrote no file of its own
+    app.chat("Thanks!", on_delta=lambda _: None)
+    assert session_writes == ["MainThread", "MainThread"]  # one write per turn
+    assert app.sessions.load().pending_extractions == []  # the next write took it: not kept to read again
+    assert [c.origin for c in app.sessions.load().changes] == ["turn"]  # and what undo needs
+
+
+def test_a_crash_before_the_next_write_reads_the_message_again_and_stores_nothing_twice(make_app, server):
+    from memora.app.session import release_owner
+
+    cello = fact("The learner plays the cello.", "hobby")
+    server.script("extraction", extraction(cello))
+    app = make_app()
+    app.chat("I play the cello.", on_delta=lambda _: None)
+    assert app.worker.wait_idle(10) and len(app.store.list()) == 1
+    release_owner(app.owner)  # the process died: its claims lapse, and nothing more is written
+    server.script("extraction", extraction(cello))
+    again = make_app()
+    assert again.worker.wait_idle(10)
+    assert len(server.of_kind("extraction")) == 2  # read again at the start
+    assert [r.content for r in again.store.list()] == ["The learner plays the cello."]
 
 
 @pytest.mark.parametrize(
     ("text", "reading", "writers", "left_to_read"),
     [
-        # nothing to read: the turn's one write, and nothing left in the file for the next start
+        # nothing to read: nothing left in the file for the next start
         ("Thanks!", None, ["MainThread"], []),
         ("good morning", None, ["MainThread"], []),
-        # read and nothing found: the reading's write drops it from the messages left to read
-        ("The weather was grey today.", extraction(), ["MainThread", "memora-extraction"], []),
-        # a failed reading's write keeps the message, with its failed attempt, for the next start
-        ("I moved to Lyon last spring.", Error(400), ["MainThread", "memora-extraction"], [1]),
+        # read and nothing found: dropped from the messages left to read
+        ("The weather was grey today.", extraction(), ["MainThread"], []),
+        # a failed reading keeps the message, with its failed attempt, for the next start
+        ("I moved to Lyon last spring.", Error(400), ["MainThread"], [1]),
     ],
 )
-def test_every_kind_of_turn_writes_the_session_once_and_its_reading_at_most_once_more(
+def test_every_kind_of_turn_writes_the_session_once_and_exit_keeps_what_its_reading_left(
     make_app, server, session_writes, text, reading, writers, left_to_read
 ):
-    """The reading's own write cannot join the turn's: the turn's write lands before the
-    reply is shown, holding the message (a crash while it is read loses nothing), and
-    the reading lands later, on the worker; its write keeps what undo needs and marks
-    the message read, so a restart does not read it again."""
+    """The turn's write lands before the reply is shown, holding the message (a crash
+    while it is read loses nothing); the reading lands later, on the worker, and what it
+    left rides on the session's next write: here, exit's."""
     app = make_app()
     if reading is not None:
         server.script("extraction", reading)
@@ -139,16 +157,15 @@ def test_every_kind_of_turn_writes_the_session_once_and_its_reading_at_most_once
     app.chat(text, on_delta=lambda _: None)
     assert app.worker.wait_idle(10)
     assert session_writes == writers
+    app.close()
     assert [p.attempts for p in app.sessions.load().pending_extractions] == left_to_read
     assert len(server.of_kind("extraction")) == (reading is not None)
 
 
-def test_a_chat_turn_through_the_repl_writes_the_session_file_once_and_its_reading_once(
-    make_app, server, run_repl, monkeypatch
-):
+def test_a_chat_turn_through_the_repl_writes_the_session_file_once(make_app, server, run_repl, monkeypatch):
     """Counted where the file is replaced: the turn's write keeps the conversation and
-    claims what it reads; the reading's keeps what it found (for 'undo') and drops the
-    messages from those left to read."""
+    claims what it reads; the next write drops the message read before it from those
+    left to read."""
     app = make_app()
     writes: list[tuple[str, list]] = []  # (thread, the unread messages written: text and claim)
     replace = os.replace
@@ -171,6 +188,6 @@ def test_a_chat_turn_through_the_repl_writes_the_session_file_once_and_its_readi
     short, longer = "I had noodles for lunch.", "I walked along the river to the old market and bought bread."
     run_repl(app, [mark, short, mark, longer, mark], settle=False)  # each read between lines
     first, second = writes[marks[0] : marks[1]], writes[marks[1] : marks[2]]
-    assert first == [("MainThread", [(short, app.owner)]), ("memora-extraction", [])]  # read after its own reply
-    assert second == [("MainThread", [(longer, app.owner)]), ("memora-extraction", [])]
+    assert first == [("MainThread", [(short, app.owner)])]  # read after its own reply, before the next line
+    assert second == [("MainThread", [(longer, app.owner)])]  # without the first: it was read
     assert len(server.of_kind("extraction")) == 2

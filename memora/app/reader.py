@@ -76,7 +76,10 @@ class Reader:
         return outcome.notices
 
     def landed(self, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
-        """A reading landed: its changes recorded, the session saved once, then told."""
+        """A reading landed: its changes recorded, then told. The session file takes them
+        with its next write (the next turn, a command that changes it, or exit): one write
+        per turn. A crash before that reads the message again at the next start, and the
+        reading finds its facts already stored; only its undo is lost."""
         self.turn.skipped(outcome.skipped)
         steps = (
             [(None, new) for new in outcome.added]
@@ -90,15 +93,14 @@ class Reader:
             self.failed(job, reason, remaining=outcome.retry.model_dump(mode="json"))
         else:
             self.queue.finished(job)
-            self.conversation.save()
         self.turn.reading_landed(outcome, change_line(self.store, steps, undo_hint=not self.turn.closing))
 
     def failed(self, job: ExtractionJob, reason: str, remaining: dict | None = None) -> None:
         """Keep the reading's messages (or only its ``remaining`` items) for the next
-        start, unless it has failed too often; say so at the next prompt."""
+        start (with the session's next write), unless it has failed too often; say so at
+        the next prompt."""
         self.turn.reading_failed(f"{self.conversation.clock().strftime('%H:%M')} {reason}")
         gave_up = self.queue.failed(job, remaining)
-        self.conversation.save()
         reason = reason.strip().rstrip(".")  # it sits inside brackets: no "failure.)."
         said = quoted(job.text, 60, end="")
         if job.earlier:  # a batch: every message of it is kept, not only the last
