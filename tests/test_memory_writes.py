@@ -336,10 +336,9 @@ def test_a_round_of_facts_is_ordered_and_decided_together(facts, expected):
     assert ([f.key for f in ordered], after, [f.key for f in deciding]) == expected
 
 
-# -- a reading's corrections and facts, in the order said ------------------------------------------------
-def _job(*texts: str) -> ExtractionJob:
-    *earlier, last = (ExtractionJob(text, NOON + timedelta(minutes=n), f"m{n}") for n, text in enumerate(texts))
-    return ExtractionJob(last.text, last.said_at, last.job_id, earlier=tuple(earlier))
+# -- a reading's corrections and facts, in the order to apply them ---------------------------------------
+def _job(text: str) -> ExtractionJob:
+    return ExtractionJob(text, NOON, "m0")
 
 
 def _result(facts=(), corrections=()) -> ExtractionResult:
@@ -350,55 +349,41 @@ def _result(facts=(), corrections=()) -> ExtractionResult:
     )
 
 
-CAT_SAID, NOT_CAT = "I have a cat named Mochi.", "Sorry, I never said I have a cat."
-# (case, the messages, the facts read, the corrections read (statement, evidence), the runs: kind and what)
+# (case, the message, the facts read, the corrections read (statement, evidence), the runs: kind and what)
 ORDERS = [
     (
-        "one message: its corrections, then its facts",
-        ("No, I never said I live in Taipei, I live in Tainan.",),
+        "its corrections, then its facts",
+        "No, I never said I live in Taipei, I live in Tainan.",
         ["The learner lives in Tainan."],
         [("The learner lives in Taipei.", "I never said I live in Taipei")],
         [("corrections", ["The learner lives in Taipei."]), ("facts", ["The learner lives in Tainan."])],
     ),
     (
-        "a correction applies after the facts said before it",
-        (CAT_SAID, NOT_CAT),
-        ["The learner has a cat named Mochi."],
-        [("The learner has a cat.", NOT_CAT)],
-        [("facts", ["The learner has a cat named Mochi."]), ("corrections", ["The learner has a cat."])],
-    ),
-    (
-        "a fact said after a correction stands",
-        ("I have a tabby cat.", "No, I never said I have a cat.", "Sorry, I do have a cat, Mochi."),
-        ["The learner has a cat called Mochi.", "The learner has a tabby cat."],
-        [("The learner has a cat.", "No, I never said I have a cat.")],
-        [
-            ("facts", ["The learner has a tabby cat."]),
-            ("corrections", ["The learner has a cat."]),
-            ("facts", ["The learner has a cat called Mochi."]),
-        ],
-    ),
-    (
-        "no corrections: one round",
-        ("I like tea.", "I play chess."),
+        "no corrections: one round of facts, in the reading's order",
+        "I like tea. I play chess.",
         ["The learner plays chess.", "The learner likes tea."],
         [],
         [("facts", ["The learner plays chess.", "The learner likes tea."])],
+    ),
+    (
+        "no facts: the corrections alone",
+        "Sorry, I never said I have a cat.",
+        [],
+        [("The learner has a cat.", "I never said I have a cat")],
+        [("corrections", ["The learner has a cat."])],
     ),
 ]
 
 
 @pytest.mark.parametrize(
-    ("messages", "facts", "corrections", "expected"), [row[1:] for row in ORDERS], ids=[row[0] for row in ORDERS]
+    ("message", "facts", "corrections", "expected"), [row[1:] for row in ORDERS], ids=[row[0] for row in ORDERS]
 )
-def test_a_readings_corrections_and_facts_apply_in_the_order_said(messages, facts, corrections, expected):
-    runs = w.in_order(_job(*messages), _result(facts, corrections))
+def test_a_readings_corrections_and_facts_apply_in_order(message, facts, corrections, expected):
+    runs = w.in_order(_job(message), _result(facts, corrections))
     shown = [(kind, [i.statement if kind == "corrections" else i[1].text for i in run]) for kind, run in runs]
     assert shown == expected
     keys = [key for kind, run in runs if kind == "facts" for key, _ in run]
-    assert sorted(keys) == [
-        f"m{len(messages) - 1}#{n}" for n in range(len(facts))
-    ]  # stable: the job's id and the place
+    assert keys == [f"m0#{n}" for n in range(len(facts))]  # stable: the job's id and the place
 
 
 # -- played through a session: a correction finds the facts said before it ----------------------
@@ -406,7 +391,7 @@ def _reading(messages, facts, corrections):
     """The extraction answer for whichever of ``messages`` a reading was sent."""
 
     def answer(body):
-        sent = {re.sub(r"^\[[\d: -]+\] ", "", line) for line in body["input"][-1]["content"].split("\n")}
+        sent = set(body["input"][-1]["content"].split("\n"))
         said = {n for n, text in enumerate(messages) if text in sent}
         return extraction(
             *(fact(text, "identity") for n, text in facts if n in said),

@@ -3,8 +3,6 @@ acts only on a memory that is listed and current, as a decision of its own would
 
 from __future__ import annotations
 
-import json
-
 from helpers.fake_openai import Error
 from helpers.scripts import ADD, decide, decision_input, decisions_input, extraction, fact, naming, say
 
@@ -212,8 +210,8 @@ def test_a_failed_shared_call_keeps_every_fact_to_retry_and_loses_nothing_else(m
     say(app, "I moved to Tokyo last month and took up tennis. I want to write business emails.")
     assert _facts(app) == ["The learner lives in Taipei.", "The learner plays golf."]
     assert app.profiles.get().learning_goals == ["business email"]
-    kept = json.loads(app.paths.session.read_text())["pending_extractions"]
-    assert [f["text"] for f in kept[0]["remaining"]["facts"]] == [TOKYO, TENNIS]
+    kept = app.queue.pending  # what the session's next write keeps
+    assert [f["text"] for f in kept[0].remaining["facts"]] == [TOKYO, TENNIS]
     assert app.reader.retry(30.0) == 1 and app.wait_for_extraction(10)
     assert _facts(app) == sorted(["The learner lives in Taipei.", "The learner plays golf.", TENNIS, TOKYO])
 

@@ -6,7 +6,6 @@ It changes shared state only through its owners' methods (the queue, the undo lo
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 
 from memora.app.change_log import change_line
 from memora.app.conversation import Conversation
@@ -44,27 +43,18 @@ class Reader:
         return len(jobs)
 
     def claim(self, job: ExtractionJob) -> ExtractionJob | None:
-        """The messages of ``job`` this session reads: not those said before a 'forget
-        all', nor those another running Memora has claimed or already read; each one
-        claimed atomically in the session file."""
-        newest = self.deletions.newest(self.user)
-        unforgotten = [m for m in job.messages if m.generation >= newest]
-        sessions = self.conversation.sessions
-        granted = sessions.claim([m.job_id for m in unforgotten if m.job_id], self.conversation.owner)
-        keep = [m for m in unforgotten if not m.job_id or m.job_id in granted]
-        lost = set(job.job_ids) - {m.job_id for m in keep}
-        if lost:  # forgotten, or read by another process: not this session's to read or keep
-            log.info("not reading %d message(s): forgotten or claimed elsewhere", len(lost))
-            self.queue.drop(lost)
-            if not keep:
-                self.conversation.save()  # else saved once the reading lands
-        if not keep:
-            return None
-        self.queue.claimed({m.job_id for m in keep})
-        if len(keep) == len(job.messages):
+        """``job`` if this session reads it: not said before a 'forget all', nor claimed or
+        already read by another running Memora; claimed atomically in the session file."""
+        owner = self.conversation.owner
+        if job.generation >= self.deletions.newest(self.user) and (
+            not job.job_id or job.job_id in self.conversation.sessions.claim([job.job_id], owner)
+        ):
+            self.queue.claimed({job.job_id})
             return job
-        last = keep[-1]
-        return replace(last, earlier=tuple(keep[:-1]), prepared=job.prepared if last is job else None)
+        log.info("not reading a message: forgotten or claimed elsewhere")
+        self.queue.drop({job.job_id})  # not this session's to read or keep, in the file too
+        self.conversation.save()
+        return None
 
     def retract(self, extractor, early, *, at, job_id: str) -> list[str]:
         """(the turn's thread) Apply a correction read before the reply, once the reply is
@@ -103,8 +93,6 @@ class Reader:
         gave_up = self.queue.failed(job, remaining)
         reason = reason.strip().rstrip(".")  # it sits inside brackets: no "failure.)."
         said = quoted(job.text, 60, end="")
-        if job.earlier:  # a batch: every message of it is kept, not only the last
-            said = f"{len(job.messages)} messages ending with {said}"
         if gave_up:
             note = (
                 f"Gave up reading memories from {said} after {MAX_EXTRACTION_ATTEMPTS} "

@@ -39,13 +39,6 @@ Profile: {profile}
 Message:
 {message}"""
 
-# Several short messages read in one call: each line is "[HH:MM] message".
-EXTRACTION_INPUT_MANY = """\
-Local time: {now}
-Profile: {profile}
-Messages:
-{message}"""
-
 # Appended to the input when tracked mistakes are shown in the tutor's background.
 EXTRACTION_TRACKED = """
 Tracked mistakes (id: wrong → right):

@@ -3,9 +3,9 @@
 After each reply the learner's messages (never the tutor's reply: what the tutor said
 is not a fact about the learner) go to a background worker, which makes one
 structured-output call (``jobs.ExtractionResult``) and applies what it found, in the
-order said (``writes.in_order``): facts, written as ``writes`` plans them from the
-decisions this module asks for; corrections, which supersede the memories they match
-(a message that looks like one is read before the reply: ``prepare``); profile
+order ``writes.in_order`` gives: corrections, which supersede the memories they match
+(a message that looks like one is read before the reply: ``prepare``); facts, written
+as ``writes`` plans them from the decisions this module asks for; profile
 changes, applied with a notice or proposed for the learner to confirm; mistakes, uses
 of tracked ones and asked words, for the ledger.
 
@@ -128,17 +128,8 @@ class Extractor:
         profile = self.profiles.get()
         shown = profile.model_dump(include={"english_level", "learning_goals", "preferences"})
         instructions = prompts.EXTRACTION_PROMPT.format(mistake_style=prompts.MISTAKE_STYLE[profile.corrections])
-        if job.earlier:
-            day = job.said_at.date()
-            message = "\n".join(
-                f"[{m.said_at.strftime('%H:%M' if m.said_at.date() == day else '%Y-%m-%d %H:%M')}] {m.text}"
-                for m in job.messages
-            )
-            template = prompts.EXTRACTION_INPUT_MANY
-        else:
-            message, template = job.text, prompts.EXTRACTION_INPUT
-        payload = template.format(
-            now=now_anchor(job.said_at), profile=json.dumps(shown, ensure_ascii=False), message=message
+        payload = prompts.EXTRACTION_INPUT.format(
+            now=now_anchor(job.said_at), profile=json.dumps(shown, ensure_ascii=False), message=job.text
         )
         tracked = self._tracked(job)
         if tracked:
@@ -153,17 +144,12 @@ class Extractor:
         return self._parse(instructions, payload, ExtractionResult, "Memory extraction")
 
     def _tracked(self, job: ExtractionJob) -> list[Mistake]:
-        """The tracked mistakes shown in the background for the job's messages (once
-        each) on which a right use would count today. The others are not listed: a
-        right use of one would change nothing, and making it again is read as any
-        mistake is (``mistakes``), which counts as a lapse on its card."""
-        found: dict[str, Mistake] = {}
+        """The tracked mistakes shown in the background for the message on which a right
+        use would count today. The others are not listed: a right use of one would
+        change nothing, and making it again is read as any mistake is (``mistakes``),
+        which counts as a lapse on its card."""
         today = self.ledger.today(job.said_at)
-        for message in job.messages:
-            for entry in self.watched(message.text):
-                if entry.latest is not None and self.ledger.passable(entry, today):
-                    found.setdefault(entry.id, entry)
-        return list(found.values())
+        return [e for e in self.watched(job.text) if e.latest is not None and self.ledger.passable(e, today)]
 
     def prepare(self, job: ExtractionJob) -> PreparedExtraction:
         """Read the message and match its corrections to memories, writing nothing.
@@ -171,11 +157,9 @@ class Extractor:
         Used before the reply when a message looks like a correction, so that the
         reply is built without the wrong memory and can confirm what changed. A
         correction that could not be matched now stays in the result, to be matched
-        again after the reply; so does one said after a fact of its reading that
-        matched nothing: it may correct that fact, once it is stored.
+        again after the reply.
         """
         result = self.read(job)
-        after_facts = [c for kind, run in writes.in_order(job, result)[1:] if kind == "corrections" for c in run]
         retractions: list[Retraction] = []
         unmatched: list[jobs.Correction] = []
         for correction in result.corrections:
@@ -183,7 +167,7 @@ class Extractor:
                 matched = self._match_correction(correction)
             except Exception:
                 matched = None
-            if not matched and (matched is None or any(c is correction for c in after_facts)):
+            if matched is None:
                 unmatched.append(correction)
             for record in matched or ():
                 if all(r.record.id != record.id for r in retractions):
@@ -219,7 +203,7 @@ class Extractor:
         Each write is made under the fence of the message it came from: a deletion
         since that message was said covers it, and it is dropped (``deletions.py``)."""
         reading = _Reading(job)
-        if all(self.deletions.covers(self._fence(m)) for m in job.messages):
+        if self.deletions.covers(self._fence(job)):
             return reading.outcome  # what it said was deleted after it was said (or taken back): not even read
         result = job.prepared.result if job.prepared is not None else self.read(job)
         reading.outcome.skipped.extend(Skipped(*rejected) for rejected in result._rejected)
@@ -246,7 +230,7 @@ class Extractor:
         for item in items:
             if self.cancelled:
                 return True
-            fence = None if item.words is None else self._fence(reading.job.message_of(item.words))
+            fence = None if item.words is None else self._fence(reading.job)
             again = reading.again["corrections"] if keep else None
             apply_one = lambda i=item: apply(i, reading.job, reading.outcome)  # noqa: E731
             self._isolated(reading.outcome, kind, item.label, apply_one, again=again, item=item, fence=fence)
@@ -327,13 +311,11 @@ class Extractor:
         text, memory_type, category = store.validate(fact.text, fact.memory_type, fact.category)
         event_date = None
         if fact.category == "schedule":
-            at = job.message_of(fact.event_phrase).said_at
-            event_date = resolve_event_date(fact.event_date, fact.event_phrase, at, sentence=fact.text)
-        said = job.message_of_fact(fact)
-        new = NewFact(key, fact, text, memory_type, category, event_date, said, replanned=replanned)
+            event_date = resolve_event_date(fact.event_date, fact.event_phrase, job.said_at, sentence=fact.text)
+        new = NewFact(key, fact, text, memory_type, category, event_date, job, replanned=replanned)
         seen = store.find_exact(text)
         changed = store.find_exact(text, status=STATUS_SUPERSEDED) if seen is None else None
-        if seen is not None or (changed is not None and writes.said_before(said.said_at, changed.valid_until)):
+        if seen is not None or (changed is not None and writes.said_before(job.said_at, changed.valid_until)):
             return replace(new, seen=seen, changed=changed)
         vector = reading.vectors[text] = reading.vectors.get(text) or self._embed(text)
         candidates = related_memories(store, self.counter, text, vector, category)
@@ -445,28 +427,22 @@ class Extractor:
             raise LimitError("its original words are not in the message")
         if not re.search(r"[A-Za-z]", mistake.original):
             raise LimitError("it is not English")
-        said_at = job.message_of(mistake.original).said_at
-        entry, merged = self.ledger.record(mistake, seen_at=said_at)
+        entry, merged = self.ledger.record(mistake, seen_at=job.said_at)
         if entry.id not in outcome.mistakes:  # one line a message for one mistake
-            self._counted(entry, said_at, outcome, "again" if merged else "new")
+            self._counted(entry, job.said_at, outcome, "again" if merged else "new")
 
     def _apply_use(self, use: jobs.MistakeUse, job: ExtractionJob, outcome: ExtractionOutcome) -> None:
         """A tracked mistake used right or made again in the conversation: a review of its card."""
         if not use.evidence.strip() or not job.holds(use.evidence):
             raise LimitError("its evidence is not in the message")
         tracked = self.ledger.get(use.mistake.strip())
-        if (
-            use.use == "correct"
-            and tracked
-            and (why := own_use(tracked, job.message_of(use.evidence).text, use.evidence))
-        ):
+        if use.use == "correct" and tracked and (why := own_use(tracked, job.text, use.evidence)):
             raise LimitError(why)
-        said_at = job.message_of(use.evidence).said_at
-        entry, counted = self.ledger.use_in_chat(use.mistake.strip(), use.use == "correct", said_at)
+        entry, counted = self.ledger.use_in_chat(use.mistake.strip(), use.use == "correct", job.said_at)
         if entry is None:
             raise LimitError(f"no tracked mistake has the id {shorten(use.mistake, 20)!r}")
         if counted:
-            self._counted(entry, said_at, outcome, "correct" if use.use == "correct" else "again")
+            self._counted(entry, job.said_at, outcome, "correct" if use.use == "correct" else "again")
 
     def _counted(self, entry: Mistake, said_at: datetime, outcome: ExtractionOutcome, what: str) -> None:
         """A mistake a message counted (a review of its card, when it is due, which undo

@@ -15,8 +15,6 @@ from pydantic import BaseModel, PrivateAttr, ValidationError, model_validator
 from memora.core.records import CATEGORIES, MEMORY_TYPES, Category, MemoryRecord
 from memora.core.text_utils import normalized_key, shorten
 from memora.reading.proposals import ProfileProposal
-from memora.store import lexical
-from memora.store.pairs import SUBJECT_TERMS
 from memora.teaching.ledger import NewMistake
 
 _LABELS = {"category": (CATEGORIES, "other"), "memory_type": (MEMORY_TYPES, "semantic")}  # choices, fallback
@@ -175,50 +173,13 @@ class ExtractionJob:
     said_at: datetime
     job_id: str = ""
     prepared: PreparedExtraction | None = None  # set when the reading was done before the reply
-    # Short messages held back to be read with this one (oldest first): one call
-    # reads them all, so its fixed instructions and schema are paid once.
-    earlier: tuple[ExtractionJob, ...] = ()
     # The deletion generation when the message was said: a deletion after it covers
     # what reading it would write (deletions.py).
     generation: int = 0
 
-    @property
-    def messages(self) -> tuple[ExtractionJob, ...]:
-        return (*self.earlier, self)
-
-    @property
-    def job_ids(self) -> tuple[str, ...]:
-        return tuple(m.job_id for m in self.messages)
-
     def holds(self, words: str) -> bool:
-        """Whether the learner wrote ``words`` in one of the job's messages."""
-        key = normalized_key(words)
-        return any(key in normalized_key(m.text) for m in self.messages)
-
-    def message_of(self, words: str | None) -> ExtractionJob:
-        """The message holding ``words`` (the latest one holding them); the job's own when none does."""
-        if words:
-            key = normalized_key(words)
-            for message in reversed(self.messages):
-                if key and key in normalized_key(message.text):
-                    return message
-        return self
-
-    def message_of_fact(self, fact: ExtractedFact) -> ExtractionJob:
-        """The message a fact of the reading came from: the one holding its time phrase,
-        else the one sharing most of its words (the fact is the learner's words retold),
-        the latest on a tie. A message on its own is its own."""
-        if not self.earlier:
-            return self
-        if fact.event_phrase and self.message_of(fact.event_phrase) is not self:
-            return self.message_of(fact.event_phrase)
-        words = set(lexical.query_terms(fact.text)) - SUBJECT_TERMS
-        best, best_shared = self, -1
-        for message in self.messages:
-            shared = len(words & set(lexical.query_terms(message.text)))
-            if shared >= best_shared:
-                best, best_shared = message, shared
-        return best
+        """Whether the learner wrote ``words`` in the message."""
+        return normalized_key(words) in normalized_key(self.text)
 
 
 @dataclass(frozen=True)

@@ -122,23 +122,20 @@ class ReadingQueue(Guarded):
             self.reading = self.reading | set(ids)
 
     def finished(self, job: ExtractionJob) -> None:
-        self.drop(set(job.job_ids))
+        self.drop({job.job_id})
 
     def failed(self, job: ExtractionJob, remaining: dict | None) -> bool:
-        """Keep the reading's messages (or only its ``remaining`` items, with its last
-        message) for a later try; True when it was given up after too many failures."""
+        """Keep the reading's message (or only its ``remaining`` items) for a later try;
+        True when it was given up after too many failures."""
         with self.lock:
-            self.reading = self.reading - set(job.job_ids)  # its claim lapses: read here later, or by another
-            earlier = set(job.job_ids[:-1])
-            if remaining is not None:  # the batch was read: what is left is kept with its last message
-                self.drop(earlier)
+            self.reading = self.reading - {job.job_id}  # its claim lapses: read here later, or by another
             pending, gave_up = [], False
             for p in self.pending:
-                if p.job_id in earlier or p.job_id == job.job_id:
+                if p.job_id == job.job_id:
                     p = p.model_copy(update={"attempts": p.attempts + 1})
-                    if p.job_id == job.job_id and remaining is not None:
+                    if remaining is not None:
                         p = p.model_copy(update={"remaining": remaining})
-                    if p.job_id == job.job_id and p.attempts >= MAX_EXTRACTION_ATTEMPTS:
+                    if p.attempts >= MAX_EXTRACTION_ATTEMPTS:
                         gave_up = True
                         continue
                 pending.append(p)

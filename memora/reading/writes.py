@@ -17,7 +17,6 @@ that fact left, however often it was planned again.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -208,20 +207,15 @@ def related(a: NewFact, b: NewFact, distance: float) -> bool:
 
 
 def in_order(job: ExtractionJob, result: ExtractionResult) -> list[tuple[Literal["corrections", "facts"], list]]:
-    """A reading's corrections and facts (keyed) in runs of one kind, in the order to
-    apply them: their messages' order, a message's corrections before its facts. A
-    correction so applies after the facts said before it (it finds them stored), and
-    a fact said after a correction stands. A run keeps the reading's order; a run of
-    facts is one round (plan_facts)."""
-    place = {id(message): n for n, message in enumerate(job.messages)}
-    items = sorted(
-        [(place[id(job.message_of(c.evidence))], 0, n, c) for n, c in enumerate(result.corrections)]
-        + [(place[id(job.message_of_fact(f))], 1, n, (fact_key(job.job_id, n), f)) for n, f in enumerate(result.facts)]
-    )
-    return [
-        ("facts" if kind else "corrections", [item for *_, item in sorted(run, key=lambda item: item[2])])
-        for kind, run in itertools.groupby(items, key=lambda item: item[1])
+    """A message's corrections, then its facts (keyed), each run in the reading's order
+    and left out when empty: "I never said Taipei, I live in Tainan" takes the old
+    memory back before the new fact is written. A run of facts is one round (plan_facts)."""
+    facts = [(fact_key(job.job_id, n), f) for n, f in enumerate(result.facts)]
+    runs: list[tuple[Literal["corrections", "facts"], list]] = [
+        ("corrections", list(result.corrections)),
+        ("facts", facts),
     ]
+    return [(kind, run) for kind, run in runs if run]
 
 
 def plan_facts(facts: Sequence[NewFact], distance: float) -> tuple[list[NewFact], list[NewFact]]:
