@@ -611,11 +611,6 @@ class LongTermMemoryStore:
         self.vectors.check()
         return self.catalog.count(current_only=not include_superseded)
 
-    def count_by_category(self) -> dict[str, int]:
-        """The current memories of each category (the page's headings)."""
-        self.vectors.check()
-        return self.catalog.count_by_category()
-
     def history(self, memory_id: str) -> builtins.list[MemoryRecord]:
         """The version chain through ``memory_id``, oldest first, read link by link by id."""
         chain = [self.catalog.require(memory_id)]
