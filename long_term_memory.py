@@ -607,9 +607,9 @@ class LongTermMemoryStore:
         """The stored conflicting pairs whose sides are both current (``_conflicts_of``)."""
         return self.catalog.conflicts()
 
-    def count(self, *, include_superseded: bool = False) -> int:
+    def count(self, *, include_superseded: bool = False, category: str | None = None) -> int:
         self.vectors.check()
-        return self.catalog.count(current_only=not include_superseded)
+        return self.catalog.count(current_only=not include_superseded, category=category)
 
     def history(self, memory_id: str) -> builtins.list[MemoryRecord]:
         """The version chain through ``memory_id``, oldest first, read link by link by id."""

@@ -359,7 +359,7 @@ class MemoryPage:
         return row.style
 
     def _rows_memories(self) -> Sequence[Row]:
-        counts = self.app.store.catalog.count_by_category()  # from an index: no memory is read
+        counts = {c: self.app.store.count(category=c) for c in CATEGORIES}  # from an index: no memory is read
 
         def fetch(category: str, offset: int, limit: int) -> list[Row]:
             page = self.app.store.list(category=category, limit=limit, offset=offset)

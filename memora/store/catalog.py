@@ -492,26 +492,28 @@ class MemoryCatalog:
         )
         return [_record(row) for row in rows]
 
-    def count(self, *, current_only: bool = True, with_vectors: bool = False, without_vectors: bool = False) -> int:
+    def count(
+        self,
+        *,
+        current_only: bool = True,
+        with_vectors: bool = False,
+        without_vectors: bool = False,
+        category: str | None = None,
+    ) -> int:
         """``with_vectors``: the versions with a vector, ``without_vectors``: those waiting
-        for one (every vector row is a memory's: one catalog file per learner)."""
+        for one (every vector row is a memory's: one catalog file per learner);
+        ``category``: the current ones of that category."""
         if with_vectors:
             rows = self._query("SELECT COUNT(*) FROM memory_vectors")
         elif current_only and not without_vectors:
             rows = self._query(
-                "SELECT COUNT(*) FROM memories WHERE user_id = ? AND status = ?", (self.user_id, STATUS_CURRENT)
+                "SELECT COUNT(*) FROM memories WHERE user_id = ? AND status = ?" + " AND category = ?" * bool(category),
+                (self.user_id, STATUS_CURRENT, *([category] if category else [])),
             )
         else:
             less = " - (SELECT COUNT(*) FROM memory_vectors)" if without_vectors else ""
             rows = self._query(f"SELECT (SELECT COUNT(*) FROM memories WHERE user_id = ?){less}", (self.user_id,))
         return int(rows[0][0])
-
-    def count_by_category(self) -> dict[str, int]:
-        rows = self._query(
-            "SELECT category, COUNT(*) FROM memories WHERE user_id = ? AND status = ? GROUP BY category",
-            (self.user_id, STATUS_CURRENT),
-        )
-        return {row[0]: int(row[1]) for row in rows}
 
     def list(
         self,
