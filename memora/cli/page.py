@@ -297,12 +297,14 @@ class MemoryPage:
         generation = self._generation
 
         def find() -> None:
-            for view in ("memories", "timeline", "mistakes", "profile"):
-                if generation == self._generation:
-                    self.rows_of(view)
-            memories = self.rows_of("memories")
-            if generation == self._generation and isinstance(memories, _Paged):
-                memories.whole()  # for a filter
+            # Beside the page, a view that fails (a store gone meanwhile) is made again, or says why, when shown.
+            with contextlib.suppress(Exception) if self.background else contextlib.nullcontext():
+                for view in ("memories", "timeline", "mistakes", "profile"):
+                    if generation == self._generation:
+                        self.rows_of(view)
+                memories = self.rows_of("memories")
+                if generation == self._generation and isinstance(memories, _Paged):
+                    memories.whole()  # for a filter
 
         if not self.background:
             find()
@@ -834,7 +836,9 @@ class MemoryPage:
         self._skip_headings(1)
 
     def run(self) -> None:
-        self.build().run()
+        # An error ends the page and reaches the command's one-line report, never
+        # prompt_toolkit's traceback and "Press ENTER" (which a closed input waits on for ever).
+        self.build().run(set_exception_handler=False)
 
 
 # Lines around the list: the header (3), the filter, the rule, the detail (2), the message.
