@@ -127,24 +127,15 @@ class Extractor:
         """One structured-output call: what the learner's message says (no writes)."""
         profile = self.profiles.get()
         shown = profile.model_dump(include={"english_level", "learning_goals", "preferences"})
+        shown_text = json.dumps(shown, ensure_ascii=False, separators=(",", ":"))
         instructions = prompts.EXTRACTION_PROMPT.format(mistake_style=prompts.MISTAKE_STYLE[profile.corrections])
-        if job.earlier:
-            day = job.said_at.date()
-            message = "\n".join(
-                f"[{m.said_at.strftime('%H:%M' if m.said_at.date() == day else '%Y-%m-%d %H:%M')}] {m.text}"
-                for m in job.messages
-            )
-            template = prompts.EXTRACTION_INPUT_MANY
-        else:
-            message, template = job.text, prompts.EXTRACTION_INPUT
-        payload = template.format(
-            now=now_anchor(job.said_at), profile=json.dumps(shown, ensure_ascii=False), message=message
-        )
+        message = "\n".join(m.text for m in job.messages)  # one: every message is read right after its reply
+        payload = prompts.EXTRACTION_INPUT.format(now=now_anchor(job.said_at), profile=shown_text, message=message)
         tracked = self._tracked(job)
         if tracked:
             payload += prompts.EXTRACTION_TRACKED.format(
                 mistakes="\n".join(
-                    f"- {m.id}: {quoted(a, 60, end='')} → {quoted(b, 60, end='')}"
+                    f'- {m.id}: "{shorten(a, 60)}" → "{shorten(b, 60)}"'
                     for m in tracked
                     if (e := m.latest)
                     for a, b in [correction_excerpt(e.original, e.corrected, context=1)]
