@@ -47,7 +47,6 @@ from memora.core.timeutil import (
     relative_days,
     resolve_time_phrases,
     short_date,
-    time_ago,
     to_aware,
 )
 from user_profile import UserProfile
@@ -218,8 +217,13 @@ def retrieved_text(memory: MemoryRecord | MemorySearchResult, now: datetime) -> 
     )
 
 
+def rule_text(rule: str) -> str:
+    """A mistake's rule as the background shows it, without the change it opens with."""
+    return neutralize(_RULE_CHANGE.sub("", rule, count=1))
+
+
 def said_label(said_at: datetime, now: datetime, *, with_age: bool = False) -> str:
-    """``[24 Nov]``, or ``[24 Nov, 6 days ago]`` where the age matters (undated plans)."""
+    """``[24 Nov]``, or ``[24 Nov, 6 days ago]`` where the age matters (undated plans, memories)."""
     day, today = local_date(said_at, now), local_date(now, now)
     age = f", {relative_days(day, today)}" if with_age and day != today else ""
     return f"[{short_date(day, today)}{age}]"
@@ -268,12 +272,15 @@ CORRECTION_STYLE_LINES = {
 }
 MISTAKES_GUIDANCE = {
     "off": "Past mistakes (corrections are off: do not point them out; use the right forms yourself).",
-    "default": "Past mistakes: watch for them, and praise in a few words one the learner now gets right.",
+    "default": "Past mistakes: watch for them; briefly praise one the learner now gets right.",
     "practise": (
-        "Due for practice: when it fits, give the learner a natural chance to use one of these "
-        "(one at a time, in the conversation, never a drill or a quiz)."
+        "Due for practice: when it fits, let the learner use one of these naturally "
+        "(one at a time, never as a drill or quiz)."
     ),
 }
+# A rule as the extraction writes it ("go → went: irregular past tense") opens with the
+# change each line shows already: only what follows it is sent, every turn.
+_RULE_CHANGE = re.compile(r"^[^:]*(?:→|->)[^:]*:\s*(?=\S)")
 
 
 @dataclass(frozen=True)
@@ -351,7 +358,7 @@ class Background:
             return []
         style = self.profile.correction_style if self.profile is not None else None
         lines = []
-        practise = [f'- "{neutralize(n.corrected)}" ({neutralize(n.rule)})' for n in self.mistakes if n.practise]
+        practise = [f'- "{neutralize(n.corrected)}" ({rule_text(n.rule)})' for n in self.mistakes if n.practise]
         if practise:
             lines = [MISTAKES_GUIDANCE["practise"], *practise]
         watch = [note for note in self.mistakes if not note.practise]
@@ -360,7 +367,7 @@ class Background:
         for note in watch:
             times = f"; {note.count} times" if note.count > 1 else ""
             lines.append(
-                f'- "{neutralize(note.original)}" → "{neutralize(note.corrected)}" ({neutralize(note.rule)}{times})'
+                f'- "{neutralize(note.original)}" → "{neutralize(note.corrected)}" ({rule_text(note.rule)}{times})'
             )
         return lines
 
@@ -374,12 +381,10 @@ class Background:
 
     def memory_lines(self) -> list[str]:
         now = self._now()
-        lines = []
-        for memory in self.memories:
-            created = to_aware(memory.created_at)
-            when = f"{time_ago(created, now)} · {created.astimezone(now.tzinfo).date().isoformat()}"
-            lines.append(f"- [{when}] {retrieved_text(memory, now)}")
-        return lines
+        return [  # with their age, as an undated plan of the digest
+            f"- {said_label(to_aware(m.created_at), now, with_age=True)} {retrieved_text(m, now)}"
+            for m in self.memories
+        ]
 
     def summary_lines(self) -> list[str]:
         text = neutralize(self.summary)

@@ -10,6 +10,10 @@ on the LoCoMo conversations in ``--data`` (nothing of them is written anywhere):
   line that would not go to the tutor is printed with the command it would run.
   Each sentence of a turn is routed too, as a learner who types one sentence a
   line would send it.
+* **messages not read**: every turn (with its photo's caption, as
+  ``tokens_per_turn`` replays it) through ``cues.skips_extraction``, the rule that
+  leaves a message unread for memories; each one skipped is printed, and the
+  annotators' observations whose evidence it is are counted (each a memory lost).
 * **duplicates and conflicts**: each speaker is one learner. Their observations
   (``session_N_observation``), reworded "The learner ..." as extraction words a
   fact, are stored in session order with ``remember``'s call (``store.add``,
@@ -56,6 +60,7 @@ from memora.cli.routing import CHAT, route  # noqa: E402
 from memora.core.records import MemoryRecord  # noqa: E402
 from memora.core.timeutil import resolve_event_date  # noqa: E402
 from memora.model.embeddings import LocalEmbedder, local_model_available  # noqa: E402
+from memora.reading.cues import skips_extraction  # noqa: E402
 from memora.store.pairs import find_conflicts  # noqa: E402
 
 SHAPES = {name: command.shape for command in COMMANDS for name in (command.name, *command.aliases)}
@@ -107,6 +112,25 @@ def check_routing(name: str, conversation: dict, counts: Counter) -> None:
                 if (taken := routed(sentence)) is not None:
                     counts["routing_sentences_not_chat"] += 1
                     print(f"route  {name} {turn.get('dia_id', '')} (a sentence): {taken} <- {sentence!r}")
+
+
+# -- messages not read ------------------------------------------------------------------------
+def check_skips(name: str, conversation: dict, counts: Counter) -> None:
+    evidence = Counter(
+        dia_id
+        for number in numbered(conversation, "session_N_observation")
+        for facts in conversation[f"session_{number}_observation"].values()
+        for _, where in facts
+        for dia_id in ([where] if isinstance(where, str) else where)
+    )
+    for number in numbered(conversation, "session_N"):
+        for turn in conversation[f"session_{number}"]:
+            caption = turn.get("blip_caption")
+            text = turn.get("text", "") + (f" [shares a photo: {caption}]" if caption else "")
+            if skips_extraction(text):
+                counts["turns_not_read"] += 1
+                counts["observations_from_turns_not_read"] += evidence[turn.get("dia_id", "")]
+                print(f"not read  {name} {turn.get('dia_id', '')}: {text!r}")
 
 
 # -- duplicates and conflicts ----------------------------------------------------------------
@@ -206,6 +230,7 @@ def main() -> int:
         for path in files:
             conversation = load(path)
             check_routing(path.name, conversation, counts)
+            check_skips(path.name, conversation, counts)
             check_facts(path.name, conversation, Path(tmp), embedder, counts, per)
             check_events(path.name, conversation, counts)
     print(f"\n{len(files)} conversations judged in {time.perf_counter() - started:.0f}s")
@@ -219,6 +244,8 @@ def main() -> int:
         "routing_turns_not_chat",
         "routing_sentences",
         "routing_sentences_not_chat",
+        "turns_not_read",
+        "observations_from_turns_not_read",
         "observations",
         "duplicate_flags",
         "conflict_flags",

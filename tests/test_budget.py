@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -182,3 +183,22 @@ def test_summary_failure_refuses_the_turn_when_the_window_no_longer_fits(make_ap
     kept = len(app.memory.messages)
     assert kept >= 2  # nothing that was shown is lost
     assert all(counted(TokenCounter(app.settings.model), r) <= 700 for r in server.chats)
+
+
+@pytest.mark.exact_tokens("o200k_base")
+@pytest.mark.parametrize("style", ["all", "important", "off"])
+def test_every_reading_opens_with_the_fixed_prefix_a_prompt_cache_serves(make_app, server, style):
+    """OpenAI serves a prompt's first 1,024 tokens from its cache when they repeat, so every
+    reading opens with its schema and instructions, that long, before anything that changes
+    (the time, the profile, the message): a shorter prompt would pay for all of it each time."""
+    app = make_app()
+    app.profiles.set_correction_style(style)
+    for message in ("I moved to Osaka last month.", "My sister works at a hospital there."):
+        app.chat(message, on_delta=lambda _: None)
+        app.worker.wait_idle(10)
+    first, second = server.of_kind("extraction")
+    fixed = [json.dumps(r.body["text"]["format"]["schema"]) + r.body["instructions"] for r in (first, second)]
+    assert fixed[0] == fixed[1]
+    assert TokenCounter(app.settings.model).count(fixed[0]) >= 1024
+    assert [r.input[0]["content"].splitlines()[0][:11] for r in (first, second)] == ["Local time:"] * 2
+    assert "My sister works at a hospital there." in second.input[0]["content"]

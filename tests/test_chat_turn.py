@@ -82,7 +82,7 @@ def test_memory_lines_show_their_age(make_app, server, clock):
     clock.advance(days=3)
     chat(app, "Let's practise ordering ramen again")
     developer = server.chats[-1].background
-    assert "- [3 days ago · 2026-11-29] The learner practised ordering ramen in English" in developer
+    assert "- [29 Nov, 3 days ago] The learner practised ordering ramen in English" in developer
     assert "Current local time: 2026-12-02 10:00 (Wednesday)" in developer
 
 

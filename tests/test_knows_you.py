@@ -282,7 +282,7 @@ def test_new_goals_apply_directly_with_a_notice_and_wanting_a_level_is_a_goal(ma
     assert app.profiles.get().english_level == "B1"
     assert app.proposals.pending() == []
     prompt = server.of_kind("extraction")[-1].body["instructions"]
-    assert "Wanting a level" in prompt and "is a learning_goal, not a level" in prompt
+    assert "only when they say what their level IS" in prompt and "not a level they want (a learning_goal)" in prompt
     assert "about other people" in prompt
 
 

@@ -47,6 +47,7 @@ from context_builder import (
     hint_plan_text,
     neutralize,
     retrieved_text,
+    rule_text,
 )
 from memora.cli.commands import CommandRouter, ExitRequested, run_command
 from memora.cli.terminal import PlainConsole
@@ -747,7 +748,9 @@ def _background_structure_holds(background):
         groups[item.category if item.category in CATEGORIES else "other"].append(digest_item_text(item, NOW))
     wanted["learner_digest"] = [text for key, _ in DIGEST_SECTIONS for text in groups[key]]
     wanted["memory_changes"] = list(background.changes)
-    wanted["mistakes_to_watch"] = [part for m in background.mistakes for part in (m.original, m.corrected, m.rule)]
+    wanted["mistakes_to_watch"] = [
+        part for m in background.mistakes for part in (m.original, m.corrected, rule_text(m.rule))
+    ]
     if background.hint is not None:  # worded like a memory: its time phrase is resolved too
         wanted["follow_up"] = [hint_plan_text(background.hint, NOW)]
     wanted["knowledge_notes"] = [part for k in background.knowledge for part in (k.source, k.title, k.text)]

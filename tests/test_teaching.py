@@ -337,7 +337,7 @@ def test_a_correct_use_in_chat_passes_the_due_card_and_says_so(make_app, run_rep
     t = run_repl(app, [said])
     [reading] = server.of_kind("extraction")
     sent = reading.input[0]["content"]
-    assert f"Tracked mistakes (id: wrong → right):\n- {entry.id}: “...I goed to...” → “...I went to...”" in sent
+    assert f'Tracked mistakes (id: wrong → right):\n- {entry.id}: "...I goed to..." → "...I went to..."' in sent
     card = app.ledger.get(entry.id)
     assert card.reviews[-1].rating == 3 and card.reviews[-1].source == "chat"
     assert card.status == "improving" and card.due > app.ledger.today()

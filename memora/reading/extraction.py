@@ -127,15 +127,14 @@ class Extractor:
         """One structured-output call: what the learner's message says (no writes)."""
         profile = self.profiles.get()
         shown = profile.model_dump(include={"english_level", "learning_goals", "preferences"})
+        shown_text = json.dumps(shown, ensure_ascii=False, separators=(",", ":"))
         instructions = prompts.EXTRACTION_PROMPT.format(mistake_style=prompts.MISTAKE_STYLE[profile.corrections])
-        payload = prompts.EXTRACTION_INPUT.format(
-            now=now_anchor(job.said_at), profile=json.dumps(shown, ensure_ascii=False), message=job.text
-        )
+        payload = prompts.EXTRACTION_INPUT.format(now=now_anchor(job.said_at), profile=shown_text, message=job.text)
         tracked = self._tracked(job)
         if tracked:
             payload += prompts.EXTRACTION_TRACKED.format(
                 mistakes="\n".join(
-                    f"- {m.id}: {quoted(a, 60, end='')} → {quoted(b, 60, end='')}"
+                    f'- {m.id}: "{shorten(a, 60)}" → "{shorten(b, 60)}"'
                     for m in tracked
                     if (e := m.latest)
                     for a, b in [correction_excerpt(e.original, e.corrected, context=1)]
