@@ -99,7 +99,7 @@ def run(
     try:
         if warm_up:
             warmer = threading.Thread(target=preload, args=(app, stop_warming), name="memora-warm-up", daemon=True)
-            warmer.start()
+            console.on_prompt = warmer.start  # not before: beside the start-up, it would hold the prompt back
         _loop(app, console, notices, raise_unexpected=raise_unexpected, startup_notes=startup_notes)
     except OutputClosed:
         status = 1
@@ -291,27 +291,20 @@ def _wait_for_warm_up(warmer: threading.Thread | None, stop: threading.Event, co
     still loading the embedding model or indexing the knowledge notes is asked
     to stop after its current step and waited for; the learner is told what
     the pause is."""
-    if warmer is None:
-        return
-    try:
-        if warmer.is_alive():
+    stop.set()
+    if warmer is not None and warmer.is_alive():  # not alive either if it never started (no prompt was shown)
+        try:
             console.say("Finishing start-up first (loading the embedding model and knowledge notes)…")
-    finally:
-        stop.set()
-        warmer.join(timeout=60)
+        finally:
+            warmer.join(timeout=60)
 
 
 def preload(app: Memora, stop: threading.Event) -> None:
     """Load what the first turn needs while the learner types (never raises);
-    ``run(warm_up=True)`` runs it in a thread.
+    ``run(warm_up=True)`` runs it in a thread once the prompt is on screen.
 
     Each step checks ``stop`` first, so leaving right after the start waits for
     at most the step under way."""
-
-    def load_embedder() -> None:
-        warm = getattr(app.embedder, "warm_up", None)
-        if warm:
-            warm()
 
     def load_openai() -> None:
         if app.model.configured:
@@ -321,6 +314,7 @@ def preload(app: Memora, stop: threading.Event) -> None:
 
     # The server's kind first: the first reply needs it (which role the background goes in),
     # and a slow server's probe then overlaps the learner's typing, not their wait.
+    load_embedder = lambda: getattr(app.embedder, "warm_up", lambda: None)()  # noqa: E731
     steps = (load_openai, lambda: app.counter.count("warm up"), load_embedder, app.knowledge.sync)
     try:
         for step in steps:

@@ -181,6 +181,29 @@ def test_quoted_helper_never_doubles_sentence_punctuation():
     assert quoted("x" * 100, 10).endswith("\u2026\u201d")
 
 
+def test_the_warm_up_starts_once_the_prompt_is_shown_not_before(make_app, monkeypatch):
+    """Loading the embedding model beside the start-up would hold the first prompt back."""
+    import threading
+
+    import chatbot
+    from memora.cli.terminal import PlainConsole
+
+    started = threading.Event()
+    monkeypatch.setattr(chatbot, "preload", lambda app, stop: started.set())
+    said: list[tuple[str, bool]] = []
+    waited: list[bool] = []
+
+    def read(prompt: str) -> str:
+        waited.append(started.wait(30))  # the prompt is shown: the warm-up begins beside it
+        return "exit"
+
+    console = PlainConsole(read, lambda text: said.append((text, started.is_set())))
+    assert chatbot.run(make_app(), console, warm_up=True, raise_unexpected=True) == 0
+    assert waited == [True]
+    greeting = [warm for text, warm in said if "Memora, your English tutor" in text]
+    assert greeting == [False]
+
+
 def test_exit_during_the_warm_up_says_what_it_waits_for_and_stops_it(make_app, run_repl, monkeypatch):
     import chatbot
     from memora.cli.terminal import PlainConsole

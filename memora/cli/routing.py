@@ -122,8 +122,6 @@ DETERMINERS = set("the a an this these those that your his her their its last ev
 # Words that stand for a noun phrase: "remember yesterday", "forget everything".
 NOUN_WORDS = set("everything anything something nothing yesterday today tomorrow".split())
 PREPOSITIONS = set("about for from with to up through into".split())
-# One of these alone after an id command is said, not a mistyped id: "forget it", "forget my".
-EVERYDAY_WORDS = QUESTION_WORDS | OBJECT_PRONOUNS | FIRST_PERSON | POSSESSIVE | DETERMINERS | NOUN_WORDS | PREPOSITIONS
 # Free text that opens with these talks to the tutor: "search for a word", "search the
 # web", "memories from my trip", "memories I have".
 TALK_OPENINGS = (

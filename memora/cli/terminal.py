@@ -37,6 +37,7 @@ class Console:
     """The output and input surface shared by the REPL and the commands."""
 
     charts = False  # block-character charts (``progress``); plain output prints the figures only
+    on_prompt: Callable[[], None] | None = None  # called once, when the first prompt is on screen
 
     @property
     def width(self) -> int:
@@ -48,6 +49,11 @@ class Console:
 
     def say(self, text: str) -> None:
         raise NotImplementedError
+
+    def _prompted(self) -> None:
+        hook, self.on_prompt = self.on_prompt, None
+        if hook:
+            hook()
 
     def notice(self, text: str) -> None:
         self.say(f"Note: {text}")
@@ -188,6 +194,7 @@ class PlainConsole(Console):
     def read(self, prompt: str = PROMPT) -> str:
         with self._lock:
             pass
+        self._prompted()
         return self._read(for_terminal(prompt))
 
     def say(self, text: str) -> None:
@@ -315,13 +322,14 @@ class RichConsole(Console):
 
     def read(self, prompt: str = PROMPT) -> str:
         if self._reader is not None:
+            self._prompted()
             return self._reader(for_terminal(prompt))
         from prompt_toolkit.formatted_text import HTML
         from prompt_toolkit.patch_stdout import patch_stdout
 
         label = HTML("<b><ansicyan>You:</ansicyan></b> ") if prompt == PROMPT else for_terminal(prompt)
         with patch_stdout(raw=True):
-            return self.session.prompt(label)
+            return self.session.prompt(label, pre_run=self._prompted)  # as the prompt is drawn
 
     def say(self, text: str) -> None:
         self.out.print(_text(text))

@@ -461,10 +461,9 @@ def default_export_path(app: Memora) -> Path:
     return app.paths.folder / f"memora-export-{app.settings.user}-{stamp}.json"
 
 
-def build_export(app: Memora, *, memories: bool = True) -> ExportFile:
-    """The export, as stored: built without the import checks, so that an export
-    always succeeds (the importer names whatever it cannot take back)."""
-    records = app.store.list(include_superseded=True, newest_first=False) if memories else []
+def build_export(app: Memora) -> ExportFile:
+    """The export as stored, less its memories (``export_data`` writes them a page at a time);
+    built without the import checks, so that it always succeeds (the importer names what it cannot take back)."""
     state = app.memory.to_state()
     return ExportFile.model_construct(
         format=EXPORT_FORMAT,
@@ -474,7 +473,7 @@ def build_export(app: Memora, *, memories: bool = True) -> ExportFile:
         embedding_model=app.embedder.name,
         profile=ImportedProfile.model_construct(**dict(app.profiles.get())),  # nested models kept as models
         pending_profile_changes=[ImportedProposal.model_construct(**p.model_dump()) for p in app.proposals.pending()],
-        memories=[ExportedMemory.from_record(r) for r in records],
+        memories=[],
         session=ExportedSession.model_construct(
             messages=[ChatMessage(**m) for m in state["messages"]], summary=state["summary"]
         ),
@@ -488,7 +487,7 @@ def export_data(app: Memora, path: Path) -> Path:
     try:
         if path.is_dir():  # inside the try: stat() raises for a too-long name (ENAMETOOLONG)
             path = path / default_export_path(app).name
-        head, tail = build_export(app, memories=False).model_dump_json(indent=2).split('"memories": []', 1)
+        head, tail = build_export(app).model_dump_json(indent=2).split('"memories": []', 1)
         atomic_write_text(path, itertools.chain([head, '"memories": ['], _memory_pages(app), ["]", tail, "\n"]))
     except OSError as error:
         raise MemoraError(f"Cannot write {_shown(path)}: {failure_reason(error)}. Nothing was exported.") from None

@@ -66,7 +66,7 @@ class LocalEmbedder:
     """
 
     name = f"local:{LOCAL_MODEL_NAME}"
-    batch_size = 32
+    batch_size = 8  # the activations, and so the memory, grow with the batch (a knowledge note is 128 tokens)
 
     def __init__(self, counter: Callable[[str], int] | None = None, *, threads: int | None = None):
         """``threads`` caps ONNX Runtime's intra-op threads; None keeps its default, one
@@ -97,6 +97,7 @@ class LocalEmbedder:
             options = onnxruntime.SessionOptions()
             options.log_severity_level = 3
             options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.enable_cpu_mem_arena = False  # an arena would keep the largest batch's memory for good
             if self._threads:
                 options.intra_op_num_threads = self._threads
             session = onnxruntime.InferenceSession(
