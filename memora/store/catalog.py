@@ -84,8 +84,8 @@ CREATE TABLE IF NOT EXISTS memories ({memory_columns});
 CREATE TABLE IF NOT EXISTS memory_vectors (rid INTEGER PRIMARY KEY, vector BLOB NOT NULL);
 -- Counting vectors, or finding a memory without one, reads this, not 100 MB of vector pages.
 CREATE INDEX IF NOT EXISTS memory_vectors_rid ON memory_vectors (rid);
--- Counts per category and a category's newest memories (the page) read this index alone.
-DROP INDEX IF EXISTS memories_user_status;
+CREATE INDEX IF NOT EXISTS memories_user_status ON memories (user_id, status);
+-- A category's count and its newest memories (the page) read this one alone.
 CREATE INDEX IF NOT EXISTS memories_user_category ON memories (user_id, status, category, created_ts);
 CREATE INDEX IF NOT EXISTS memories_terms ON memories (status, n_terms);
 CREATE INDEX IF NOT EXISTS memories_followups ON memories (category, status, followed_up_ts, created_ts);
@@ -557,7 +557,8 @@ class MemoryCatalog:
         """A memory of ``status`` saying ``content`` (compared as ``normalized_key``); the
         latest to end, for superseded ones."""
         rows = self._query(
-            f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND status = ? AND norm_key = ? "
+            # Through the text's own index (a few rows), never the category index (every current row).
+            f"SELECT {_COLUMNS} FROM memories WHERE +user_id = ? AND +status = ? AND norm_key = ? "
             "ORDER BY valid_until_ts DESC LIMIT 1",
             (self.user_id, status, normalized_key(content)),
         )
