@@ -195,6 +195,11 @@ class PageState:
     rows: dict[str, Sequence[Row]] = field(default_factory=dict)
 
 
+def _heading(category: str, count: int) -> Row:
+    """A category's heading in the memories view, with how many memories it holds."""
+    return Row(f"{category} ({count})", "class:heading", search=category)
+
+
 def _one_line(text: str) -> str:
     return " ".join(for_terminal(text).split())
 
@@ -367,9 +372,7 @@ class MemoryPage:
             page = self.app.store.list(category=category, limit=limit, offset=offset)
             return [self._memory_row(r, " ") for r in page]
 
-        headings = [
-            (Row(f"{c} ({counts[c]})", "class:heading", search=c), counts[c]) for c in CATEGORIES if counts.get(c)
-        ]
+        headings = [(_heading(c, counts[c]), counts[c]) for c in CATEGORIES if counts[c]]
         return _Paged(headings, fetch, self._every_memory_row)
 
     def _every_memory_row(self) -> list[Row]:
@@ -378,7 +381,7 @@ class MemoryPage:
         for category in CATEGORIES:  # the digest's order
             members = [r for r in current if r.category == category]
             if members:
-                rows.append(Row(f"{category} ({len(members)})", "class:heading", search=category))
+                rows.append(_heading(category, len(members)))
                 rows.extend(self._memory_row(r, " ") for r in members)
         return rows
 
