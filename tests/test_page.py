@@ -327,10 +327,21 @@ def test_the_memories_view_reads_a_page_at_a_time_and_scrolls_to_the_oldest(make
     facts = ({"content": f"The learner noted hobby fact {n}.", "category": "hobby"} for n in range(450))
     add_many(app.store, ({**fact, "created_at": start + timedelta(minutes=n)} for n, fact in enumerate(facts)))
     add_many(app.store, [{"content": "The learner is called Ming.", "category": "identity"}])
+    add_many(
+        app.store,
+        (
+            {"content": f"The learner said same-minute fact {n}.", "category": "identity", "created_at": start}
+            for n in range(9)
+        ),
+    )
     page = MemoryPage(app, line_runner)  # the other views are made beside the page, once it is on screen
-    assert page._records is None  # opening read no list of every memory
+    assert "outline" not in page.state.rows  # opening read no list of every memory
+    # Every version is read a chunk at a time (for the timeline and a filter), in the order a
+    # listing of them all has, ties in time included, none twice and none left out.
+    listed = [r.id for r in app.store.list(include_superseded=True)]
+    assert [o.id for o in app.store.catalog.outline(chunk=4)] == listed and len(listed) == 460
     texts = [page.row_text(row) for row in page.rows_of("memories")]
-    assert [t.strip() for t in texts if not t.startswith(" ")] == ["identity (1)", "hobby (450)"]
+    assert [t.strip() for t in texts if not t.startswith(" ")] == ["identity (10)", "hobby (450)"]
     numbers = [int(m.group(1)) for t in texts if (m := re.search(r"hobby fact (\d+)", t))]
     assert numbers == list(range(449, -1, -1))  # newest first, across pages of 200, none twice
     page.press("end")

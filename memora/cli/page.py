@@ -38,12 +38,14 @@ import textwrap
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memora.cli.terminal import Console, render_table
 from memora.core.errors import CommandError, MemoraError
 from memora.core.records import CATEGORIES, MemoryRecord
 from memora.core.text_utils import for_terminal
+from memora.store.catalog import Outline
 from memora.store.pairs import Conflict, KeptPairs, pair_key
 
 if TYPE_CHECKING:
@@ -53,6 +55,7 @@ NOT_INTERACTIVE = (
     "The memory page needs an interactive terminal (not --plain, a pipe or a script); "
     "'memories', 'profile', 'mistakes' and 'history <id>' show the same."
 )
+_T = TypeVar("_T")
 VIEWS = ("memories", "timeline", "mistakes", "conflicts", "profile")
 VIEW_KEYS = {"m": "memories", "t": "timeline", "x": "mistakes", "c": "conflicts", "p": "profile"}
 # What runs one typed line as a command, printing to the given console (commands.line_runner).
@@ -146,7 +149,7 @@ class Row:
     kind: str = ""  # "memory", "mistake", "conflict", "level", "goal", "preference", "corrections", "pending"
     key: Any = None  # a memory's or mistake's id, a profile value, a ``Conflict``
     search: str = ""
-    record: MemoryRecord | None = None  # a memory row's record: its text is added when drawn
+    record: MemoryRecord | None = None  # a memory row's record (None: read by its key when drawn)
 
 
 class _Paged(Sequence[Row]):
@@ -156,10 +159,9 @@ class _Paged(Sequence[Row]):
     PAGE = 200
 
     def __init__(self, parts: list[tuple[Row, int]], fetch: Callable[[str, int, int], list[Row]], whole):
-        self.parts, self.fetch, self._make_whole = parts, fetch, whole
+        self.parts, self.fetch, self.whole = parts, fetch, whole
         self.starts = list(itertools.accumulate((1 + count for _, count in parts), initial=0))
         self.pages: dict[tuple[int, int], list[Row]] = {}
-        self._whole: list[Row] | None = None
 
     def __len__(self) -> int:
         return self.starts[-1]
@@ -177,11 +179,6 @@ class _Paged(Sequence[Row]):
         rows = self.pages[key]
         return rows[offset % self.PAGE] if offset % self.PAGE < len(rows) else Row("")  # forgotten elsewhere since
 
-    def whole(self) -> list[Row]:
-        if self._whole is None:
-            self._whole = self._make_whole()
-        return self._whole
-
 
 @dataclass
 class PageState:
@@ -192,7 +189,7 @@ class PageState:
     message: str = ""
     pane: list[str] | None = None  # a history, shown instead of the rows until Esc
     asking: tuple[str, Callable[[str], object]] | None = None  # (question, what the answer does)
-    rows: dict[str, Sequence[Row]] = field(default_factory=dict)
+    rows: dict[str, Any] = field(default_factory=dict)  # each view's rows, and what they are made from
 
 
 def _heading(category: str, count: int) -> Row:
@@ -268,7 +265,8 @@ class MemoryPage:
         self.flagged: set[str] = set()
         self._generation = 0
         self._deferred: Callable[[], None] | None = None
-        self._shown: tuple[object, Sequence[Row]] = (None, [])
+        self._shown: tuple[object, dict[str, Sequence[Row]]] = (None, {})
+        self._reading = threading.RLock()  # a view is made once, by the page or beside it
         self.refresh()
         self._skip_headings(1)
 
@@ -277,7 +275,7 @@ class MemoryPage:
         """Read everything again (after an action) and rebuild the rows of every view."""
         app = self.app
         self.now = app.clock()
-        self._records: list[MemoryRecord] | None = None  # every version: read beside the page (``records``)
+        self._drawn: dict[str, MemoryRecord | None] = {}  # the records of rows read by their key
         self.profile = app.profiles.get()
         self.pending = app.proposals.pending()
         self.mistakes = app.ledger.all()
@@ -287,10 +285,9 @@ class MemoryPage:
         self._find_conflicts()
 
     @property
-    def records(self) -> list[MemoryRecord]:
-        if self._records is None:
-            self._records = self.app.store.list(include_superseded=True)
-        return self._records
+    def outline(self) -> list[Outline]:
+        """Every version, newest first: read beside the page once its first frame is drawn."""
+        return self._made("outline", self.app.store.outline)
 
     def _find_conflicts(self) -> None:
         """The conflicts kept when memories were written (a read, not a search); every
@@ -304,12 +301,9 @@ class MemoryPage:
         def find() -> None:
             # Beside the page, a view that fails (a store gone meanwhile) is made again, or says why, when shown.
             with contextlib.suppress(Exception) if self.background else contextlib.nullcontext():
-                for view in ("memories", "timeline", "mistakes", "profile"):
+                for view in ("memories", "timeline", "mistakes", "profile", "every"):  # every: for a filter
                     if generation == self._generation:
                         self.rows_of(view)
-                memories = self.rows_of("memories")
-                if generation == self._generation and isinstance(memories, _Paged):
-                    memories.whole()  # for a filter
 
         if not self.background:
             find()
@@ -323,7 +317,7 @@ class MemoryPage:
         if find is not None:
             threading.Thread(target=find, name="memora-page-conflicts", daemon=True).start()
 
-    def _memory_row(self, r, indent: str = "") -> Row:
+    def _memory_row(self, r: MemoryRecord | Outline, indent: str = "") -> Row:
         """A memory's row. What it shows is made when it is drawn (``row_text``): its
         date, age and resolved time phrases for 10,000 memories take seconds, a
         screen's worth a millisecond."""
@@ -334,8 +328,15 @@ class MemoryPage:
             "memory",
             r.id,
             f"{r.content} {r.category} {r.memory_type} {origin} {r.id}".lower(),
-            record=r,
+            record=r if isinstance(r, MemoryRecord) else None,
         )
+
+    def _record_of(self, row: Row) -> MemoryRecord | None:
+        if row.record is not None or row.kind != "memory":
+            return row.record
+        if row.key not in self._drawn:  # a row of every memory: its record is read when first drawn
+            self._drawn[row.key] = self.app.store.get(row.key)
+        return self._drawn[row.key]
 
     def _memory_prefix(self, row: Row, r: MemoryRecord) -> str:
         mark = "!" if r.id in self.flagged else " "
@@ -356,12 +357,14 @@ class MemoryPage:
         return self._texts[key]
 
     def row_text(self, row: Row) -> str:
-        if row.record is None:
+        record = self._record_of(row)
+        if record is None:
             return row.text
-        return self._memory_prefix(row, row.record) + self._shown_text(row.record)
+        return self._memory_prefix(row, record) + self._shown_text(record)
 
     def row_style(self, row: Row) -> str:
-        if row.record is not None and row.record.is_current and row.record.id in self.flagged:
+        record = self._record_of(row)
+        if record is not None and record.is_current and record.id in self.flagged:
             return "class:flag"
         return row.style
 
@@ -373,11 +376,12 @@ class MemoryPage:
             return [self._memory_row(r, " ") for r in page]
 
         headings = [(_heading(c, counts[c]), counts[c]) for c in CATEGORIES if counts[c]]
-        return _Paged(headings, fetch, self._every_memory_row)
+        return _Paged(headings, fetch, lambda: self.rows_of("every"))
 
-    def _every_memory_row(self) -> list[Row]:
+    def _rows_every(self) -> list[Row]:
+        """The memories view's rows, every one: what a filter looks through."""
         rows: list[Row] = []
-        current = [r for r in self.records if r.is_current]
+        current = [r for r in self.outline if r.is_current]
         for category in CATEGORIES:  # the digest's order
             members = [r for r in current if r.category == category]
             if members:
@@ -387,12 +391,12 @@ class MemoryPage:
 
     def _rows_timeline(self) -> list[Row]:
         rows: list[Row] = []
-        by_id = {r.id: r for r in self.records}
+        by_id = {r.id: r for r in self.outline}
         month = None
-        for r in self.records:  # newest first
+        for r in self.outline:  # newest first
             if not r.is_current:
                 continue
-            label = r.created_at.astimezone().strftime("%B %Y")
+            label = datetime.fromtimestamp(r.created_ts).strftime("%B %Y")
             if label != month:
                 month = label
                 rows.append(Row(label, "class:heading", search=label.lower()))
@@ -401,7 +405,7 @@ class MemoryPage:
             while older is not None:  # what it replaced, dimmed, beside it
                 rows.append(self._memory_row(older, "   "))
                 older = by_id.get(older.supersedes or "")
-        retracted = [r for r in self.records if not r.is_current and not r.superseded_by]
+        retracted = [r for r in self.outline if not r.is_current and not r.superseded_by]
         if retracted:
             rows.append(Row("superseded without a successor", "class:heading", search="superseded"))
             rows.extend(self._memory_row(r, " ") for r in retracted)
@@ -457,22 +461,32 @@ class MemoryPage:
 
     # -- what is shown ------------------------------------------------------------------------
     def rows_of(self, view: str) -> Sequence[Row]:
-        rows = self.state.rows.get(view)
-        if rows is None:
-            rows = self.state.rows[view] = getattr(self, f"_rows_{view}")()
-        return rows
+        return self._made(view, getattr(self, f"_rows_{view}"))
+
+    def _made(self, key: str, make: Callable[[], _T]) -> _T:
+        """What ``make`` makes, once per refresh: beside the page or by it, never twice at once
+        (a refresh meanwhile starts a new table; what was being made goes to the old one)."""
+        table = self.state.rows
+        if key not in table:
+            with self._reading:
+                if key not in table:
+                    table[key] = make()
+        return table[key]
 
     def shown_rows(self) -> Sequence[Row]:
-        """The current view's rows the filter lets through (kept until the view, the filter
-        or the rows change: a frame asks for them several times)."""
+        """The current view's rows the filter lets through, kept per filter until the view or
+        its rows change: a frame asks for them several times, and a longer filter looks only
+        through what the filter it extends found (a letter typed, or deleted, is a redraw)."""
         rows = self.rows_of(self.state.view)
-        key = (self.state.view, self.filter_text, id(rows))
-        if self._shown[0] != key:
-            terms = self.filter_text.lower().split()
-            every = rows.whole() if terms and isinstance(rows, _Paged) else rows
-            shown = [r for r in every if r.kind and all(t in r.search for t in terms)] if terms else rows
-            self._shown = (key, shown)
-        return self._shown[1]
+        if self._shown[0] != (self.state.view, id(rows)):
+            self._shown = ((self.state.view, id(rows)), {"": rows})
+        found, terms = self._shown[1], self.filter_text.lower().split()
+        text = " ".join(terms)
+        if text not in found:
+            base = max((t for t in found if text.startswith(t)), key=len)
+            every = rows.whole() if not base and isinstance(rows, _Paged) else found[base]
+            found[text] = [r for r in every if r.kind and all(t in r.search for t in terms)]
+        return found[text]
 
     def header(self, width: int) -> list[tuple[str, str]]:
         p = self.profile
