@@ -1007,11 +1007,12 @@ class _Mention:
     within: bool = False  # "within 3 days": by that day, not on it
 
 
-# Every rule needs a digit, a CJK time character or a time word's start (on casefolded text, as
-# IGNORECASE reads): most sentences have none and skip the grammar's scan, 60x slower (test_timeutil).
+# Every rule needs a digit, a CJK time character or a time word (on casefolded text, as IGNORECASE
+# reads): most sentences have none and skip the grammar's scan, 60x slower (test_timeutil). A word's
+# start is a word's start: "friend", "money", "sunny" and "wedding" name no time.
 _TIME_HINT = re.compile(
-    r"[\d天晚早年週周期拜月]|mon|tue|wed|thu|fri|sat|sun|tom|tmr|tmw|2mor|day|night|nite|morning|afternoon|evening"
-    r"|week|wk|year|yr|spring|summer|autumn|fall|winter"
+    r"[\d天晚早年週周期拜月]|day|night|nite|week|\b(?:mon(?:d|th|s?\b)|tue|wed(?:n|s?\b)|thu|fri(?:d|s?\b)"
+    r"|sat(?:u|s?\b)|sun(?:d|s?\b)|tom|tmr|tmw|2mor|morning|afternoon|evening|wk|yr|year|spring|summer|autumn|fall|winter)"
 )
 
 

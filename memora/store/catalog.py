@@ -84,7 +84,9 @@ CREATE TABLE IF NOT EXISTS memories ({memory_columns});
 CREATE TABLE IF NOT EXISTS memory_vectors (rid INTEGER PRIMARY KEY, vector BLOB NOT NULL);
 -- Counting vectors, or finding a memory without one, reads this, not 100 MB of vector pages.
 CREATE INDEX IF NOT EXISTS memory_vectors_rid ON memory_vectors (rid);
-CREATE INDEX IF NOT EXISTS memories_user_status ON memories (user_id, status);
+-- The current ones newest first: a listing's first page reads 50 rows, not a sort of them all.
+DROP INDEX IF EXISTS memories_user_status;
+CREATE INDEX IF NOT EXISTS memories_user_newest ON memories (user_id, status, created_ts);
 -- A category's count and its newest memories (the page) read this one alone.
 CREATE INDEX IF NOT EXISTS memories_user_category ON memories (user_id, status, category, created_ts);
 CREATE INDEX IF NOT EXISTS memories_terms ON memories (status, n_terms);
