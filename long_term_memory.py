@@ -382,8 +382,8 @@ class LongTermMemoryStore:
             i for i, _ in self.catalog.lexical_search(terms(record.content), CONFLICT_NEIGHBOURS)
         ]
         near = [r for r in self.catalog.get_many(ids).values() if r.is_current and r.id != record.supersedes]
-        found = find_conflicts([*near, record])  # on a tie in time, the one stored first is older
-        return [(c.first.id, c.second.id, c.reason) for c in found if record.id in (c.first.id, c.second.id)]
+        found = find_conflicts([*near, record], of=record.id)  # on a tie in time, the one stored first is older
+        return [(c.first.id, c.second.id, c.reason) for c in found]
 
     def _rewrite(self, records: builtins.list[MemoryRecord], *, vectors: bool = True) -> None:
         """Write changed records (their vectors stay); ``vectors=False``: the catalog only."""

@@ -928,9 +928,12 @@ def _verdict(a: MemoryRecord, b: MemoryRecord) -> str | None:
     return _VERDICTS[key]
 
 
-def find_conflicts(records: Iterable[MemoryRecord], kept: Set[tuple[str, str]] = frozenset()) -> list[Conflict]:
+def find_conflicts(
+    records: Iterable[MemoryRecord], kept: Set[tuple[str, str]] = frozenset(), *, of: str | None = None
+) -> list[Conflict]:
     """Every flagged pair among the current ``records``, newest pair first, leaving
-    out the pairs in ``kept`` (the learner kept both).
+    out the pairs in ``kept`` (the learner kept both); ``of``: only the pairs of that
+    memory (a new one among its neighbours, whose own pairs were found when written).
 
     Pairs are found through a shared word, antonym or slot in a bucket per
     category (a memory without a category of its own is in every category's),
@@ -954,7 +957,12 @@ def find_conflicts(records: Iterable[MemoryRecord], kept: Set[tuple[str, str]] =
             return
         seen.add(pair)
         a, b = current[i], current[j]
-        if pair_key(a.id, b.id) in kept or not related(a, b) or not _worth_comparing(profiles[i], profiles[j]):
+        if (
+            of not in (None, a.id, b.id)
+            or pair_key(a.id, b.id) in kept
+            or not related(a, b)
+            or not _worth_comparing(profiles[i], profiles[j])
+        ):
             return
         first, second = sorted((a, b), key=lambda r: r.created_at)
         reason = _verdict(first, second)  # read older first: "a vs b" says what was, then what is
