@@ -11,11 +11,10 @@ never overturns it.
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 from helpers.scripts import decision_input, decisions_input, extraction, fact, naming, say
-from helpers.stores import files_holding, new_pieces
+from helpers.stores import files_holding, new_pieces, own_word
 
 from memora.cli.commands import ExitRequested
 
@@ -313,13 +312,7 @@ def edited_then_forgotten(app, secret):
     ids=["english-and-chinese", "locker-code", "japanese-and-korean", "accented-greek-cyrillic", "email-and-phone"],
 )
 def test_no_piece_of_forgotten_text_stays_in_any_file(make_app, run_repl, data_dir, delete, secret):
-    # A word of this run's own: Chroma may write memory this process freed into its index
-    # files, and an earlier test of the same text can leave every piece of it there before it
-    # is stored; this word's pieces cannot be. Its letters are never hex and no two of them
-    # stand together in a word the files hold, which a byte beside spells by chance (the
-    # deletion log's kind "all" and the byte after it spelled "llk" once in CI).
-    word = "".join("jqvwxyz"[b % 7] for b in uuid.uuid4().bytes[:8])
-    given, secret = secret, f"{secret} {word}"
+    given, secret = secret, f"{secret} {own_word()}"  # an earlier test's copy leaves it no piece to look for
     app = make_app()
     kept = "The learner plays the oboe in an orchestra."
     app.store.add(kept)

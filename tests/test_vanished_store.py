@@ -18,11 +18,11 @@ import re
 import shutil
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from helpers.stores import files_holding
+from helpers.stores import files_holding, own_word
 
 from long_term_memory import LongTermMemoryStore
 from memora.model.embeddings import HashEmbedder
@@ -35,7 +35,6 @@ SISTER = "The learner's sister lives in Lisbon."
 BAKERY = "The learner works at a bakery."
 SCHOOL = "The learner works at a school."
 CELLO = "The learner plays the cello every Sunday."
-SECRET = "The learner's locker code is zqxjvkq."  # forgotten before the store vanishes
 STRANGER = "The learner collects antique Brompton bicycles."  # another store's memory
 
 
@@ -49,6 +48,11 @@ class Scene:
     url: str | None = None
     school_id: str = ""
     sister_id: str = ""
+    code: str = field(default_factory=own_word)  # in the memory forgotten before the store vanishes
+
+    @property
+    def secret(self) -> str:
+        return f"The learner's locker code is {self.code}."
 
     @property
     def chroma_file(self) -> Path:
@@ -59,7 +63,7 @@ class Scene:
         store = app.store
         self.sister_id = store.add(SISTER, category="identity").id
         bakery = store.add(BAKERY, category="identity").record
-        secret = store.add(SECRET).record
+        secret = store.add(self.secret).record
         if self.url is None:
             (self.spare / "backup").mkdir(parents=True)
             shutil.copyfile(self.chroma_file, self.spare / "backup" / "chroma.sqlite3")
@@ -224,7 +228,7 @@ def _assert_no_copy_left(scene: Scene, data_dir: Path) -> None:
     """No file holds the forgotten text; no damaged copy or vector folder of the vanished file is left."""
     import sqlite3
 
-    assert files_holding(data_dir, "zqxjvkq") == {}
+    assert files_holding(data_dir, scene.code) == {}
     assert not list(scene.db.glob("*.corrupt-*"))
     with sqlite3.connect(scene.chroma_file) as db:
         segments = {row[0] for row in db.execute("SELECT id FROM segments")}
@@ -239,7 +243,7 @@ def _assert_found_again_with_history(transcript, scene: Scene) -> None:
     assert BAKERY in history and SCHOOL in history
     everything = _said_after(transcript, "memories --all")
     assert "4 memories" in everything and all(t in everything for t in (SISTER, BAKERY, SCHOOL, CELLO))
-    assert SECRET not in transcript.text and STRANGER not in transcript.text
+    assert scene.secret not in transcript.text and STRANGER not in transcript.text
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=[k.name for k in KINDS])
@@ -286,7 +290,7 @@ def test_a_vanished_store_is_told_at_the_start_and_rebuilt_from_the_catalog_on_y
             "search sister",
             f"history {scene.school_id}",
             "memories --all",
-            "search locker code zqxjvkq",
+            f"search locker code {scene.code}",
         ],
     )
     again = QUESTION.findall(_answers(t)[0][1])
@@ -413,7 +417,7 @@ def test_only_a_vanished_store_is_offered_for_rebuild_never_a_deletion_or_anothe
     # forget all, cut short between deleting the collection and the catalog's commit
     app = make_app(settings=settings)
     app.store.reindex()
-    app.store.add(SECRET)
+    app.store.add(scene.secret)
     connection = app.store.connection
     real_delete = connection.delete_collection
 
@@ -430,7 +434,7 @@ def test_only_a_vanished_store_is_offered_for_rebuild_never_a_deletion_or_anothe
     t = run_repl(app, ["memories --all"])
     assert "vectors" not in t.text and "0 memories" in _said_after(t, "memories --all")  # true: they were forgotten
     _stop(app)
-    assert files_holding(data_dir, "zqxjvkq") == {}
+    assert files_holding(data_dir, scene.code) == {}
 
     # another machine's forget all on a shared Chroma server
     user = f"shared{uuid.uuid4().hex[:6]}"

@@ -87,6 +87,17 @@ def chroma_wrapped(store, wrap):
         connection.refresh()
 
 
+def own_word() -> str:
+    """A word of this test's own, to forget and then look for in every file. Chroma may write
+    memory the process freed into its index files, so a word an earlier test also stored can
+    turn up though this test's copy is gone. Its letters are never hex and no two of them stand
+    together in a word the files hold, which a byte beside spells by chance (the deletion log's
+    kind "all" and the byte after it spelled "llk" once)."""
+    import uuid
+
+    return "".join("jqvwxyz"[b % 7] for b in uuid.uuid4().bytes[:8])
+
+
 def new_pieces(root: Path, text: str, *kept: str) -> list[str]:
     """``pieces`` of ``text`` not already in some file under ``root`` (SQLite's own schema
     text holds "cod" and "ock", a vector's bytes may spell "291"): call it before the
