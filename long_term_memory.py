@@ -61,7 +61,7 @@ from memora.core.storage import ensure_private_dir, file_lock
 from memora.core.text_utils import counted
 from memora.core.timeutil import Clock, system_clock, to_aware
 from memora.model.embeddings import Embedder, EmbeddingResult, as_embedder
-from memora.store.catalog import FORGETTING, LexicalSearch, MemoryCatalog, Outline, catalog_path
+from memora.store.catalog import FORGETTING, LexicalSearch, MemoryCatalog, catalog_path
 from memora.store.chroma_backend import ChromaConnection, ChromaVectors, check_local_store
 from memora.store.deletions import DeletionLog
 from memora.store.index import AddResult, Vector, VectorIndex, vectors_missing
@@ -602,11 +602,6 @@ class LongTermMemoryStore:
         """The memories (``MemoryCatalog.list``'s filters), after seeing what others wrote."""
         self.vectors.check()
         return self.catalog.list(**filters)
-
-    def outline(self) -> builtins.list[Outline]:
-        """Every version, newest first, without making records (``MemoryCatalog.outline``)."""
-        self.vectors.check()
-        return self.catalog.outline()
 
     def conflicts(self) -> builtins.list[tuple[str, str, str]]:
         """The stored conflicting pairs whose sides are both current (``_conflicts_of``)."""

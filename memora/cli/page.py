@@ -265,7 +265,7 @@ class MemoryPage:
         self.flagged: set[str] = set()
         self._generation = 0
         self._deferred: Callable[[], None] | None = None
-        self._shown: tuple[object, dict[str, Sequence[Row]]] = (None, {})
+        self._found: dict[str, Sequence[Row]] = {}  # what each filter found in the rows under ""
         self._reading = threading.RLock()  # a view is made once, by the page or beside it
         self.refresh()
         self._skip_headings(1)
@@ -287,7 +287,7 @@ class MemoryPage:
     @property
     def outline(self) -> list[Outline]:
         """Every version, newest first: read beside the page once its first frame is drawn."""
-        return self._made("outline", self.app.store.outline)
+        return self._made("outline", self.app.store.catalog.outline)  # the catalog's alone: no vector is read
 
     def _find_conflicts(self) -> None:
         """The conflicts kept when memories were written (a read, not a search); every
@@ -478,9 +478,9 @@ class MemoryPage:
         its rows change: a frame asks for them several times, and a longer filter looks only
         through what the filter it extends found (a letter typed, or deleted, is a redraw)."""
         rows = self.rows_of(self.state.view)
-        if self._shown[0] != (self.state.view, id(rows)):
-            self._shown = ((self.state.view, id(rows)), {"": rows})
-        found, terms = self._shown[1], self.filter_text.lower().split()
+        if self._found.get("") is not rows:  # held, so never another view's rows at the same address
+            self._found = {"": rows}
+        found, terms = self._found, self.filter_text.lower().split()
         text = " ".join(terms)
         if text not in found:
             base = max((t for t in found if text.startswith(t)), key=len)
