@@ -61,7 +61,7 @@ from memora.core.storage import ensure_private_dir, file_lock
 from memora.core.text_utils import counted
 from memora.core.timeutil import Clock, system_clock, to_aware
 from memora.model.embeddings import Embedder, EmbeddingResult, as_embedder
-from memora.store.catalog import FORGETTING, LexicalSearch, MemoryCatalog, catalog_path
+from memora.store.catalog import FORGETTING, LexicalSearch, MemoryCatalog, Outline, catalog_path
 from memora.store.chroma_backend import ChromaConnection, ChromaVectors, check_local_store
 from memora.store.deletions import DeletionLog
 from memora.store.index import AddResult, Vector, VectorIndex, vectors_missing
@@ -288,11 +288,6 @@ class LongTermMemoryStore:
                 raise
             return [None] * len(texts)
         return vectors
-
-    @property
-    def waiting_for_vectors(self) -> int:
-        """How many memories are stored without a vector yet (not searchable yet)."""
-        return self.catalog.count(without_vectors=True)
 
     # -- adding -----------------------------------------------------------------------
     @property
@@ -607,9 +602,16 @@ class LongTermMemoryStore:
         """The stored conflicting pairs whose sides are both current (``_conflicts_of``)."""
         return self.catalog.conflicts()
 
-    def count(self, *, include_superseded: bool = False, category: str | None = None) -> int:
+    def count(self, *, include_superseded: bool = False, category: str | None = None, without_vectors=False) -> int:
+        """How many memories; ``without_vectors``: how many wait for a vector (not searchable yet)."""
         self.vectors.check()
-        return self.catalog.count(current_only=not include_superseded, category=category)
+        return self.catalog.count(
+            current_only=not include_superseded, category=category, without_vectors=without_vectors
+        )
+
+    def outline(self) -> builtins.list[Outline]:
+        """Every version, newest first, without making records (``MemoryCatalog.outline``)."""
+        return self.catalog.outline()
 
     def history(self, memory_id: str) -> builtins.list[MemoryRecord]:
         """The version chain through ``memory_id``, oldest first, read link by link by id."""

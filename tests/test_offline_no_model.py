@@ -119,7 +119,7 @@ def test_the_next_start_with_the_model_makes_them_searchable(make_app, run_repl,
     monkeypatch.setenv("HOME", str(REAL_HOME))  # the model is here now
     assert local_model_available()
     again = make_app(embedder=LocalEmbedder(), base_url=None, api_key=None)
-    assert again.store.waiting_for_vectors == 0
+    assert again.store.count(without_vectors=True) == 0
     t = run_repl(again, ["search maths", "status"])
     found = after(t.text, "search maths")
     assert "I teach maths in Tainan" in found.split("You:", 1)[0] and "unavailable" not in t.text
@@ -139,7 +139,7 @@ def test_reindex_gives_them_their_vectors_once_the_model_is_here(make_app, run_r
     t = run_repl(app, ["reindex", "search maths"])
     assert "Re-embedded 1 memory" in t.text
     assert "I teach maths in Tainan" in after(t.text, "search maths")
-    assert app.store.waiting_for_vectors == 0
+    assert app.store.count(without_vectors=True) == 0
 
 
 def after(transcript: str, line: str) -> str:
@@ -178,7 +178,7 @@ def test_a_memory_waiting_for_its_vector_can_be_forgotten(make_app, run_repl, da
     code = next(r for r in app.store.list() if "4417" in r.content)
     t = run_repl(app, [f"forget {code.id}", "forget all", "DELETE"])
     assert f"Forgot {code.id}." in t.text and "Deleted 1 memory" in t.text and "Error" not in t.text
-    assert app.store.count(include_superseded=True) == 0 and app.store.waiting_for_vectors == 0
+    assert app.store.count(include_superseded=True) == 0 and app.store.count(without_vectors=True) == 0
 
 
 def test_with_a_chat_server_the_missing_model_is_said_once_for_chat_and_search(

@@ -304,7 +304,7 @@ def test_with_a_key_and_openai_unreachable_remember_stores_and_search_waits(
         assert t.text.count("Memory search is unavailable: the embedding service could not be reached") == 1
         assert "Memory search is unavailable without the embedding service (see above)." in t.text
         assert sorted(r.content for r in app.store.list()) == ["I like green tea", "I teach maths in Tainan"]
-        assert app.store.waiting_for_vectors == 2  # embedded once the service answers (next start, 'reindex')
+        assert app.store.count(without_vectors=True) == 2  # embedded once the service answers (next start, 'reindex')
     finally:
         app.close()
         http.close()

@@ -474,7 +474,7 @@ class CommandRouter:
         else:
             self.app.conversation.record_changes("remember", [(None, result.id)])
             self.console.say(f"Remembered ({result.id}).")
-            if self.app.store.waiting_for_vectors:
+            if self.app.store.count(without_vectors=True):
                 self._no_local_model_notice()
 
     def cmd_memories(self, args: str) -> None:
@@ -540,7 +540,7 @@ class CommandRouter:
             self.console.notice("Times are shown as the tutor reads them today; 'history <id>' shows your own words.")
         if missing := self.app.store.check_vectors():  # listed from the catalog, which is true; search is not
             self.console.notice(missing)
-        elif self.app.store.waiting_for_vectors:
+        elif self.app.store.count(without_vectors=True):
             self._no_local_model_notice()
 
     def cmd_memory(self, args: str) -> None:

@@ -287,7 +287,7 @@ class MemoryPage:
     @property
     def outline(self) -> list[Outline]:
         """Every version, newest first: read beside the page once its first frame is drawn."""
-        return self._made("outline", self.app.store.catalog.outline)  # the catalog's alone: no vector is read
+        return self._made("outline", self.app.store.outline)
 
     def _find_conflicts(self) -> None:
         """The conflicts kept when memories were written (a read, not a search); every

@@ -29,7 +29,7 @@ def status_rows(app: Memora) -> list[Table]:
         model_state += f" (OpenAI announced its shutdown for {shutdown.isoformat()})"
     embedding = app.embedder.name
     missing = store.check_vectors()
-    waiting = 0 if missing else store.waiting_for_vectors
+    waiting = 0 if missing else store.count(without_vectors=True)
     if store.mismatch:
         embedding += f" (store built with {store.mismatch}: type 'reindex')"
     elif app.switch_to is not None:
