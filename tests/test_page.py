@@ -349,6 +349,17 @@ def test_the_memories_view_reads_a_page_at_a_time_and_scrolls_to_the_oldest(make
     page.filter_text = "fact 321."
     shown = [page.row_text(r).split("  ")[-1].strip() for r in page.shown_rows()]
     assert shown == ["The learner noted hobby fact 321."]
+    # typed letter by letter and deleted again, the filter finds what a new page finds with it typed whole
+    for typed in ("fact 3", "fact 32", "fact 321", "fact 32", "f", "", "same", "same-minute fact"):
+        page.filter_text = fresh_page(app, typed).filter_text
+        assert [r.key for r in page.shown_rows()] == [r.key for r in fresh_page(app, typed).shown_rows()], typed
+    assert len(page.shown_rows()) == 9
+
+
+def fresh_page(app, typed: str) -> MemoryPage:
+    page = MemoryPage(app, line_runner, background=False)
+    page.filter_text = typed
+    return page
 
 
 def test_keep_one_is_recorded_in_history_and_undone_by_undo(make_app):
